@@ -1,0 +1,45 @@
+import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import type { SlidingLimitRule } from './sliding-window-limiter.interfaces';
+
+/** Largest limit accepted: memory per key grows with the limit (about 26 bytes per entry). */
+export const MAX_LIMIT = 1_000_000;
+/** Longest window accepted: one year. */
+export const MAX_WINDOW_MS = 366 * 24 * 60 * 60 * 1000;
+
+/**
+ * Lists what is wrong with a rule, naming each field as `<label>.limit` / `<label>.windowMs`.
+ * Returns an empty array for a valid rule.
+ */
+export function describeRuleProblems(rule: unknown, label: string): string[] {
+  if (typeof rule !== 'object' || rule === null) {
+    return [`${label} must be an object with limit and windowMs, got ${describeValue(rule)}`];
+  }
+  const { limit, windowMs } = rule as Record<string, unknown>;
+  const problems: string[] = [];
+  if (!isWholeNumberIn(limit, 1, MAX_LIMIT)) {
+    problems.push(`${label}.limit must be a whole number from 1 to ${MAX_LIMIT}, got ${describeValue(limit)}`);
+  }
+  if (!isWholeNumberIn(windowMs, 1, MAX_WINDOW_MS)) {
+    problems.push(`${label}.windowMs must be a whole number of milliseconds from 1 to ${MAX_WINDOW_MS}, got ${describeValue(windowMs)}`);
+  }
+  return problems;
+}
+
+/** Throws a {@link RateLimitConfigError} naming every problem of the rule. */
+export function assertValidRule(rule: unknown, label: string): asserts rule is SlidingLimitRule {
+  const problems = describeRuleProblems(rule, label);
+  if (problems.length > 0) throw new RateLimitConfigError(problems);
+}
+
+export function isWholeNumberIn(value: unknown, min: number, max: number): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
+}
+
+/** A short, printable description of any value for error messages. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (value === undefined || value === null) return String(value);
+  if (typeof value === 'function') return 'a function';
+  return Array.isArray(value) ? 'an array' : 'an object';
+}

@@ -1,0 +1,85 @@
+import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { DEFAULT_FUNCTION_NAME, findFunctionContract, getFunctionContract, KNOWN_FUNCTION_NAMES } from '../redis/function-versions';
+import type { FunctionContract } from '../redis/contracts/function-contract';
+import { describeValue, isWholeNumberIn } from './limit-rule';
+import type {
+  ClockSource,
+  ExecutionMode,
+  LoadFunctionsPolicy,
+  RedisConnection,
+  SlidingWindowLimiterOptions,
+} from './sliding-window-limiter.interfaces';
+
+/** Defaults of the limiter's settings. */
+export const LIMITER_DEFAULTS = {
+  functionName: DEFAULT_FUNCTION_NAME,
+  keyPrefix: 'rl:',
+  loadFunctions: 'auto' as LoadFunctionsPolicy,
+  mode: 'auto' as ExecutionMode,
+  clock: 'local' as ClockSource,
+  maxClockSkewMs: 1000,
+};
+
+/** Longest key prefix accepted; keys must stay short to stay cheap. */
+export const MAX_KEY_PREFIX_LENGTH = 128;
+const MAX_CLOCK_SKEW_MS = 60 * 60 * 1000;
+const LOAD_POLICIES: readonly LoadFunctionsPolicy[] = ['auto', 'verify', 'off'];
+const MODES: readonly ExecutionMode[] = ['auto', 'function', 'script'];
+
+/** The limiter's settings (everything but the connection), as given by a user. */
+export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client'>;
+
+/** Settings with defaults applied and the active version's contract resolved. */
+export interface ResolvedLimiterOptions extends Required<SlidingWindowLimiterOptions> {
+  contract: FunctionContract;
+}
+
+/**
+ * Lists every problem of the limiter settings, each naming its option (prefixed with `path`).
+ * Shared by the limiter and the Nest module so both report the same messages.
+ */
+export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
+  const problems: string[] = [];
+  const { functionName, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs } = settings;
+  if (functionName !== undefined && !(typeof functionName === 'string' && findFunctionContract(functionName))) {
+    problems.push(`${path}functionName ${describeValue(functionName)} is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`);
+  }
+  if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH)) {
+    problems.push(`${path}keyPrefix must be a string of at most ${MAX_KEY_PREFIX_LENGTH} characters, got ${describeValue(keyPrefix)}`);
+  }
+  if (loadFunctions !== undefined && !LOAD_POLICIES.includes(loadFunctions)) {
+    problems.push(`${path}loadFunctions must be one of ${LOAD_POLICIES.join(', ')}, got ${describeValue(loadFunctions)}`);
+  }
+  if (mode !== undefined && !MODES.includes(mode)) {
+    problems.push(`${path}mode must be one of ${MODES.join(', ')}, got ${describeValue(mode)}`);
+  }
+  if (clock !== undefined && clock !== 'local' && clock !== 'server' && typeof clock !== 'function') {
+    problems.push(`${path}clock must be 'local', 'server' or a function returning epoch milliseconds, got ${describeValue(clock)}`);
+  }
+  if (maxClockSkewMs !== undefined && !isWholeNumberIn(maxClockSkewMs, 0, MAX_CLOCK_SKEW_MS)) {
+    problems.push(`${path}maxClockSkewMs must be a whole number of milliseconds from 0 to ${MAX_CLOCK_SKEW_MS}, got ${describeValue(maxClockSkewMs)}`);
+  }
+  return problems;
+}
+
+/** True when the value looks like an ioredis Redis or Cluster client. */
+export function isRedisConnection(value: unknown): value is RedisConnection {
+  const candidate = value as { fcall?: unknown; evalsha?: unknown } | null;
+  return typeof candidate === 'object' && candidate !== null && typeof candidate.fcall === 'function' && typeof candidate.evalsha === 'function';
+}
+
+/** Validates limiter options (throwing one error that lists every problem) and applies defaults. */
+export function resolveLimiterOptions(options: SlidingWindowLimiterOptions): ResolvedLimiterOptions {
+  const problems = describeLimiterSettingsProblems(options ?? {});
+  if (!isRedisConnection(options?.client)) {
+    problems.unshift(`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(options?.client)}`);
+  }
+  if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
+
+  const resolved = { ...LIMITER_DEFAULTS, ...withoutUndefined(options) } as Required<SlidingWindowLimiterOptions>;
+  return { ...resolved, contract: getFunctionContract(resolved.functionName) };
+}
+
+function withoutUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as Partial<T>;
+}

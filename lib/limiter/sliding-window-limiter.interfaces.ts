@@ -1,0 +1,103 @@
+import type { Cluster, Redis } from 'ioredis';
+
+/** An ioredis connection: a standalone `Redis` client or a `Cluster`. */
+export type RedisConnection = Redis | Cluster;
+
+/** Where the limiter takes "now" from. */
+export type ClockSource =
+  /** `Date.now()` of this process (default). */
+  | 'local'
+  /** The Redis server's `TIME`, read inside the function: one clock for every gateway. */
+  | 'server'
+  /** A function returning epoch milliseconds; use it to control time in tests. */
+  | (() => number);
+
+/** How the limiter makes sure the Redis side has its Lua. */
+export type LoadFunctionsPolicy =
+  /** Load the bundled library when it is missing, and again after a "Function not found" (default). */
+  | 'auto'
+  /** Fail at start-up, naming what is missing and the command that loads it. */
+  | 'verify'
+  /** Trust the server; load nothing, check nothing. */
+  | 'off';
+
+/** Which Redis mechanism runs the Lua. */
+export type ExecutionMode =
+  /** Functions on Redis 7 or newer, scripts below (default). */
+  | 'auto'
+  /** `FCALL` of the versioned Redis Function. */
+  | 'function'
+  /** `EVALSHA` of the same Lua as a script, with `NOSCRIPT` fallback: for Redis 5 and 6. */
+  | 'script';
+
+/** One limit: at most `limit` requests in any window of `windowMs` milliseconds. */
+export interface SlidingLimitRule {
+  /** Requests allowed per window: a whole number ≥ 1. */
+  limit: number;
+  /** Window length in milliseconds: a whole number ≥ 1. */
+  windowMs: number;
+}
+
+/** A limit applied to one key, as passed to {@link SlidingWindowLimiter.consumeAll}. */
+export interface KeyedSlidingLimitRule extends SlidingLimitRule {
+  /** The limited identity, without the limiter's key prefix. */
+  key: string;
+}
+
+/** The outcome of one limit for one request. */
+export interface RateLimitDecision {
+  /** Whether this request was admitted (and recorded). */
+  allowed: boolean;
+  /** The configured limit. */
+  limit: number;
+  /** Requests the window can still take. */
+  remaining: number;
+  /** 0 when allowed; otherwise milliseconds until a retry can be admitted (never earlier than a slot frees). */
+  retryAfterMs: number;
+  /** Milliseconds until the window holds no entry and the full limit is available again. */
+  resetMs: number;
+  /** The Redis function that decided (for example `sliding_allow_v2`). */
+  functionName: string;
+}
+
+/** What {@link SlidingWindowLimiter.peek} reports: the state of a key without recording anything. */
+export interface RateLimitState extends RateLimitDecision {
+  /** Entries currently in the window. `allowed` says whether a `consume` now would be admitted. */
+  count: number;
+}
+
+/** The outcome of several limits checked together in one atomic decision. */
+export interface MultiRateLimitDecision {
+  /** True only when every limit had room; then the request is recorded under every key, otherwise under none. */
+  allowed: boolean;
+  /** 0 when allowed; otherwise the longest wait among the limits that are full. */
+  retryAfterMs: number;
+  /** The Redis function that decided. */
+  functionName: string;
+  /** One decision per rule, in the order given. `allowed` is false for the limits that were full. */
+  limits: RateLimitDecision[];
+}
+
+/** Options of {@link SlidingWindowLimiter}. */
+export interface SlidingWindowLimiterOptions {
+  /** The ioredis connection to use. The limiter never closes it. */
+  client: RedisConnection;
+  /**
+   * The active function name, e.g. `sliding_allow_v1` or `sliding_allow_v2` (default).
+   * Switching between shipped versions needs no code change.
+   */
+  functionName?: string;
+  /** Prefix of every key the limiter writes. Default `rl:`. */
+  keyPrefix?: string;
+  /** Default `auto`. */
+  loadFunctions?: LoadFunctionsPolicy;
+  /** Default `auto`. */
+  mode?: ExecutionMode;
+  /** Default `local`. */
+  clock?: ClockSource;
+  /**
+   * How far (ms) a caller's clock may lag behind the newest entry of a key before v2 refuses the
+   * call with a {@link ClockSkewError}. Default 1000. Ignored by v1, whose contract has no such check.
+   */
+  maxClockSkewMs?: number;
+}

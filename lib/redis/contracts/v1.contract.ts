@@ -1,0 +1,33 @@
+import { toIntegerArray } from '../reply';
+import type { FunctionContract } from './function-contract';
+
+/**
+ * rate_limit_v1 / sliding_allow_v1, the articles' contract:
+ * `FCALL sliding_allow_v1 1 <key> <now_ms> <window_ms> <limit> <member>` → `[allowed, remaining]`.
+ *
+ * The reply says nothing about time, so a rejection reports the window length as
+ * retryAfterMs and resetMs: every entry is at most one window old, so no slot can free
+ * later than that, and a client told to wait that long is never let in early.
+ */
+export const V1_CONTRACT: FunctionContract = {
+  version: 'v1',
+  libraryName: 'rate_limit_v1',
+  sourceFile: 'rate_limit_v1.lua',
+  allowFunction: 'sliding_allow_v1',
+  multiKey: false,
+  readsServerClock: false,
+
+  allowArguments({ rules, nowMs, member }) {
+    return [nowMs, rules[0].windowMs, rules[0].limit, member];
+  },
+
+  parseAllowReply(reply, rules) {
+    const [allowed, remaining] = toIntegerArray(reply, 2, 'FCALL sliding_allow_v1');
+    const { limit, windowMs } = rules[0];
+    const outcome =
+      allowed === 1
+        ? { allowed: true, count: limit - remaining, remaining, retryAfterMs: 0, resetMs: windowMs }
+        : { allowed: false, count: limit, remaining: 0, retryAfterMs: windowMs, resetMs: windowMs };
+    return { allowed: outcome.allowed, limits: [outcome] };
+  },
+};

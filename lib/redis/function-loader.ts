@@ -1,0 +1,74 @@
+import type { Redis } from 'ioredis';
+import { FunctionCodeMismatchError } from '../errors/function-code-mismatch.error';
+import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
+import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { FunctionContract } from './contracts/function-contract';
+import { readLibrarySource } from './lua-library';
+import { isLibraryAlreadyExists, parseFunctionList } from './reply';
+import { masterNodes, nodeAddress } from './redis-nodes';
+
+type LibraryState = 'loaded' | 'missing' | 'different';
+
+/** The shell command that loads a bundled library by hand, for error messages. */
+export function loadCommandFor(contract: FunctionContract): string {
+  return `redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/${contract.sourceFile}`;
+}
+
+/**
+ * Makes sure a library version is present on every master, following the `loadFunctions` policy.
+ * Never uses FUNCTION LOAD REPLACE: a library of the same name with other code is reported.
+ */
+export class FunctionLoader {
+  private readonly source: string;
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly contract: FunctionContract,
+    private readonly policy: LoadFunctionsPolicy,
+  ) {
+    this.source = readLibrarySource(contract.sourceFile);
+  }
+
+  /** Checks every master; loads the library where missing (`auto`) or fails naming the nodes (`verify`). */
+  async prepare(): Promise<void> {
+    if (this.policy === 'off') return;
+    const nodes = await masterNodes(this.connection);
+    const states = await Promise.all(nodes.map((node) => this.inspect(node)));
+    const having = (state: LibraryState) => nodes.filter((_, i) => states[i] === state);
+
+    const different = having('different');
+    if (different.length > 0) throw new FunctionCodeMismatchError(this.contract.libraryName, different.map(nodeAddress));
+
+    const missing = having('missing');
+    if (missing.length === 0) return;
+    if (this.policy === 'verify') {
+      throw new FunctionNotLoadedError(
+        this.contract.allowFunction,
+        this.contract.libraryName,
+        missing.map(nodeAddress),
+        loadCommandFor(this.contract),
+      );
+    }
+    await Promise.all(missing.map((node) => this.load(node)));
+  }
+
+  private async inspect(node: Redis): Promise<LibraryState> {
+    const reply = await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', this.contract.libraryName, 'WITHCODE');
+    // LIBRARYNAME is a pattern; only the exact name counts.
+    const library = parseFunctionList(reply).find((lib) => lib.name === this.contract.libraryName);
+    if (!library) return 'missing';
+    return library.code === this.source ? 'loaded' : 'different';
+  }
+
+  private async load(node: Redis): Promise<void> {
+    try {
+      await node.call('FUNCTION', 'LOAD', this.source);
+    } catch (error) {
+      // Another instance loaded it between our LIST and LOAD; check it is the same code.
+      if (!isLibraryAlreadyExists(error)) throw error;
+      if ((await this.inspect(node)) === 'different') {
+        throw new FunctionCodeMismatchError(this.contract.libraryName, [nodeAddress(node)]);
+      }
+    }
+  }
+}

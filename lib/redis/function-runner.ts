@@ -1,0 +1,63 @@
+import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
+import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { FunctionContract } from './contracts/function-contract';
+import { FunctionLoader, loadCommandFor } from './function-loader';
+import type { LuaRunner } from './lua-runner';
+import { isFunctionNotFound } from './reply';
+
+/**
+ * Runs the library as Redis Functions (FCALL / FCALL_RO). Under `loadFunctions: 'auto'` a
+ * "Function not found" (Redis restarted empty, FUNCTION FLUSH, a new master) reloads the library
+ * and retries once with the same arguments, so the same request id: a retry can never count twice.
+ */
+export class FunctionRunner implements LuaRunner {
+  readonly mode = 'function';
+  private readonly loader: FunctionLoader;
+  private reloading?: Promise<void>;
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly contract: FunctionContract,
+    private readonly policy: LoadFunctionsPolicy,
+  ) {
+    this.loader = new FunctionLoader(connection, contract, policy);
+  }
+
+  prepare(): Promise<void> {
+    return this.loader.prepare();
+  }
+
+  async run(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
+    try {
+      return await this.send(functionName, keys, args, readOnly);
+    } catch (error) {
+      if (!isFunctionNotFound(error)) throw error;
+      if (this.policy === 'auto') {
+        await this.reload();
+        try {
+          return await this.send(functionName, keys, args, readOnly);
+        } catch (retryError) {
+          if (!isFunctionNotFound(retryError)) throw retryError;
+        }
+      }
+      throw new FunctionNotLoadedError(
+        functionName,
+        this.contract.libraryName,
+        [`the node serving key ${keys[0]}`],
+        loadCommandFor(this.contract),
+      );
+    }
+  }
+
+  /** One reload at a time, shared by every call that hit the missing function meanwhile. */
+  private reload(): Promise<void> {
+    this.reloading ??= this.loader.prepare().finally(() => (this.reloading = undefined));
+    return this.reloading;
+  }
+
+  private send(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
+    return readOnly
+      ? this.connection.fcall_ro(functionName, keys.length, ...keys, ...args)
+      : this.connection.fcall(functionName, keys.length, ...keys, ...args);
+  }
+}

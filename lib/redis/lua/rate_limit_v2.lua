@@ -1,0 +1,200 @@
+#!lua name=rate_limit_v2
+--[[
+  rate_limit_v2: sliding window log with the same data layout as rate_limit_v1
+  (one sorted set per limited key, score = time in ms, member = request id),
+  so v1 and v2 can serve the same keys side by side during a canary.
+
+  FCALL sliding_allow_v2 <n> <key_1> .. <key_n> <now_ms> <member> <max_skew_ms>
+                            <window_ms_1> <limit_1> .. <window_ms_n> <limit_n>
+
+    KEYS[i]       sorted set of limit i (all n keys must hash to one cluster slot)
+    ARGV[1]       now_ms       the caller's time in ms, or "*" for the server's clock (TIME)
+    ARGV[2]       member       unique id of this request (not empty)
+    ARGV[3]       max_skew_ms  how far now_ms may lag behind a key's newest entry, ms >= 0
+    ARGV[2+2i]    window_ms_i  window length of limit i, ms > 0
+    ARGV[3+2i]    limit_i      requests allowed per window by limit i, a whole number > 0
+
+  The request is recorded in every key only if every limit has room; a request
+  rejected by one limit consumes quota in none.
+
+  Reply (integers): {allowed, count_1, remaining_1, retry_after_ms_1, reset_ms_1, ..}
+    allowed           1 recorded, 0 rejected (nothing recorded)
+    count_i           entries in window i, this request included when allowed
+    remaining_i       room left in limit i
+    retry_after_ms_i  0 when allowed, and for a limit with room; otherwise ms until
+                      enough of its oldest entries leave the window for one more
+                      request to fit
+    reset_ms_i        ms until window i is completely empty again (0 when it is)
+
+
+  FCALL_RO sliding_peek_v2 <n> <key_1> .. <key_n> <now_ms> <window_ms_1> <limit_1> ..
+
+    Same meaning as above; records nothing and writes nothing (flag no-writes, so
+    it also runs on a replica). Reply has the same shape; allowed says whether a
+    sliding_allow_v2 with these arguments would be admitted now.
+
+  Errors, before any write:
+    "ERR invalid arguments"  a missing or non-numeric argument, window or limit <= 0,
+                             a fractional limit, a missing member, a repeated key
+    "CLOCKSKEW ..."          now_ms is more than max_skew_ms behind a key's newest
+                             entry: a gateway's clock is wrong, and recording would
+                             corrupt the window
+  Every key written gets a TTL that lasts until its newest entry leaves the window.
+]]
+
+local function is_finite(n)
+  return n ~= nil and n == n and n > -math.huge and n < math.huge
+end
+
+local function invalid_arguments()
+  return redis.error_reply('ERR invalid arguments')
+end
+
+-- "*" asks for the server's clock: one clock for every gateway, at the price of
+-- trusting the Redis host's time.
+local function resolve_now(arg)
+  if arg == '*' then
+    local time = redis.call('TIME')
+    return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  local now_ms = tonumber(arg)
+  if is_finite(now_ms) then
+    return now_ms
+  end
+  return nil
+end
+
+-- Reads n (window_ms, limit) pairs starting at args[first]; nil when one is invalid.
+local function parse_limits(args, first, n)
+  local windows, limits = {}, {}
+  for i = 1, n do
+    local window_ms = tonumber(args[first + 2 * (i - 1)])
+    local limit     = tonumber(args[first + 2 * (i - 1) + 1])
+    if not is_finite(window_ms) or not is_finite(limit)
+        or window_ms <= 0 or limit <= 0 or limit % 1 ~= 0 then
+      return nil
+    end
+    windows[i], limits[i] = window_ms, limit
+  end
+  return windows, limits
+end
+
+-- A key named twice would be counted twice and recorded once.
+local function has_repeated_key(keys)
+  local seen = {}
+  for i = 1, #keys do
+    if seen[keys[i]] then
+      return true
+    end
+    seen[keys[i]] = true
+  end
+  return false
+end
+
+local function newest_score(key)
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  return tonumber(newest[2])
+end
+
+-- ms until the in-window entry at position `offset` (0 = oldest) leaves the window.
+local function until_entry_leaves(key, now_ms, window_ms, offset)
+  local entry = redis.call('ZRANGEBYSCORE', key, string.format('(%.17g', now_ms - window_ms), '+inf',
+                           'WITHSCORES', 'LIMIT', offset, 1)
+  return math.ceil(tonumber(entry[2]) + window_ms - now_ms)
+end
+
+-- Appends count, remaining, retry_after_ms and reset_ms of one limit to reply.
+local function report(reply, allowed, key, now_ms, window_ms, limit, count, newest)
+  local retry_after_ms = 0
+  if allowed == 0 and count >= limit then
+    -- count - limit + 1 entries must leave before one more fits.
+    retry_after_ms = until_entry_leaves(key, now_ms, window_ms, count - limit)
+  end
+  local reset_ms = 0
+  if count > 0 then
+    reset_ms = math.ceil(newest + window_ms - now_ms)
+  end
+  reply[#reply + 1] = count
+  reply[#reply + 1] = math.max(limit - count, 0)
+  reply[#reply + 1] = retry_after_ms
+  reply[#reply + 1] = reset_ms
+end
+
+local function sliding_allow(keys, args)
+  local n = #keys
+  if n < 1 or #args ~= 3 + 2 * n or has_repeated_key(keys) then
+    return invalid_arguments()
+  end
+  local now_ms      = resolve_now(args[1])
+  local member      = args[2]
+  local max_skew_ms = tonumber(args[3])
+  local windows, limits = parse_limits(args, 4, n)
+  if not now_ms or member == '' or not is_finite(max_skew_ms) or max_skew_ms < 0 or not windows then
+    return invalid_arguments()
+  end
+
+  local newest = {}
+  for i = 1, n do
+    newest[i] = newest_score(keys[i])
+    if newest[i] and newest[i] - now_ms > max_skew_ms then
+      return redis.error_reply(string.format(
+        'CLOCKSKEW now_ms %d is %d ms behind the newest entry of %s (tolerance %d ms)',
+        now_ms, newest[i] - now_ms, keys[i], max_skew_ms))
+    end
+  end
+
+  local counts, allowed = {}, 1
+  for i = 1, n do
+    redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', now_ms - windows[i])
+    counts[i] = redis.call('ZCARD', keys[i])
+    if counts[i] >= limits[i] then
+      allowed = 0
+    end
+  end
+
+  local reply = {allowed}
+  for i = 1, n do
+    if allowed == 1 then
+      redis.call('ZADD', keys[i], now_ms, member)
+      counts[i] = counts[i] + 1
+      newest[i] = math.max(newest[i] or now_ms, now_ms)
+      -- Expire when the newest entry leaves the window, even if it is ahead of now_ms.
+      redis.call('PEXPIRE', keys[i], math.ceil(newest[i] + windows[i] - now_ms))
+    end
+    report(reply, allowed, keys[i], now_ms, windows[i], limits[i], counts[i], newest[i])
+  end
+  return reply
+end
+
+local function sliding_peek(keys, args)
+  local n = #keys
+  if n < 1 or #args ~= 1 + 2 * n or has_repeated_key(keys) then
+    return invalid_arguments()
+  end
+  local now_ms = resolve_now(args[1])
+  local windows, limits = parse_limits(args, 2, n)
+  if not now_ms or not windows then
+    return invalid_arguments()
+  end
+
+  local counts, allowed = {}, 1
+  for i = 1, n do
+    counts[i] = redis.call('ZCOUNT', keys[i], string.format('(%.17g', now_ms - windows[i]), '+inf')
+    if counts[i] >= limits[i] then
+      allowed = 0
+    end
+  end
+
+  local reply = {allowed}
+  for i = 1, n do
+    report(reply, allowed, keys[i], now_ms, windows[i], limits[i], counts[i], newest_score(keys[i]))
+  end
+  return reply
+end
+
+redis.register_function('sliding_allow_v2', sliding_allow)
+redis.register_function{
+  function_name = 'sliding_peek_v2',
+  callback      = sliding_peek,
+  flags         = {'no-writes'},
+}

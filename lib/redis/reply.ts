@@ -1,0 +1,106 @@
+import { UnexpectedReplyError } from '../errors/unexpected-reply.error';
+
+/*
+ * Replies are parsed here so that every shape a user's client may produce is accepted:
+ * RESP2, RESP3 with ioredis' legacy mapping (maps as flat arrays, doubles as strings),
+ * RESP3 with `replyMapping: 'resp3'` (maps as objects, doubles as numbers), verbatim strings
+ * as String objects, and `stringNumbers: true` (integers as strings).
+ */
+
+/** Reads an integer that may arrive as a number, a numeric string or a bigint. */
+export function toInteger(value: unknown, command: string, reply: unknown): number {
+  if (typeof value === 'number' && Number.isInteger(value)) return value;
+  if (typeof value === 'string' && /^-?\d+$/.test(value)) return Number(value);
+  if (typeof value === 'bigint') return Number(value);
+  throw new UnexpectedReplyError(command, reply);
+}
+
+/** Checks that a function reply is an array of `length` integers and returns it as numbers. */
+export function toIntegerArray(reply: unknown, length: number, command: string): number[] {
+  if (!Array.isArray(reply) || reply.length !== length) throw new UnexpectedReplyError(command, reply);
+  const values = new Array<number>(length);
+  for (let i = 0; i < length; i++) values[i] = toInteger(reply[i], command, reply);
+  return values;
+}
+
+/** A RESP map as a plain object, whether it arrived as flat pairs, a Map or an object. */
+export function toRecord(value: unknown, command: string): Record<string, unknown> {
+  if (Array.isArray(value)) {
+    if (value.length % 2 !== 0) throw new UnexpectedReplyError(command, value);
+    const record: Record<string, unknown> = {};
+    for (let i = 0; i < value.length; i += 2) record[String(value[i])] = value[i + 1];
+    return record;
+  }
+  if (value instanceof Map) return Object.fromEntries(value);
+  if (typeof value === 'object' && value !== null) return value as Record<string, unknown>;
+  throw new UnexpectedReplyError(command, value);
+}
+
+/** Text of a bulk or verbatim string reply. */
+export function toText(value: unknown): string {
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return String(value);
+}
+
+/** One library of a FUNCTION LIST reply. */
+export interface LoadedLibrary {
+  name: string;
+  functions: string[];
+  /** Present when listed WITHCODE. */
+  code?: string;
+}
+
+/** Parses `FUNCTION LIST [WITHCODE]`. */
+export function parseFunctionList(reply: unknown): LoadedLibrary[] {
+  const command = 'FUNCTION LIST';
+  if (!Array.isArray(reply)) throw new UnexpectedReplyError(command, reply);
+  return reply.map((entry) => {
+    const library = toRecord(entry, command);
+    const functions = library.functions;
+    if (!Array.isArray(functions)) throw new UnexpectedReplyError(command, reply);
+    return {
+      name: toText(library.library_name),
+      functions: functions.map((fn) => toText(toRecord(fn, command).name)),
+      code: library.library_code === undefined ? undefined : toText(library.library_code),
+    };
+  });
+}
+
+/** Major version from an `INFO server` reply (string, verbatim string or buffer). */
+export function parseRedisMajorVersion(info: unknown): number {
+  const match = /redis_version:(\d+)\./.exec(toText(info));
+  if (!match) throw new UnexpectedReplyError('INFO server', info);
+  return Number(match[1]);
+}
+
+/** Epoch milliseconds from a `TIME` reply ([seconds, microseconds] as strings or numbers). */
+export function parseServerTimeMs(reply: unknown): number {
+  if (!Array.isArray(reply) || reply.length !== 2) throw new UnexpectedReplyError('TIME', reply);
+  const seconds = toInteger(toText(reply[0]), 'TIME', reply);
+  const micros = toInteger(toText(reply[1]), 'TIME', reply);
+  return seconds * 1000 + Math.floor(micros / 1000);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** "ERR Function not found": Redis restarted empty, FUNCTION FLUSH, or a node that never had it. */
+export function isFunctionNotFound(error: unknown): boolean {
+  return /Function not found/i.test(messageOf(error));
+}
+
+/** The script is not in this node's script cache. */
+export function isNoScript(error: unknown): boolean {
+  return messageOf(error).startsWith('NOSCRIPT');
+}
+
+/** v2's refusal of a caller clock that lags too far behind a key's newest entry. */
+export function isClockSkew(error: unknown): boolean {
+  return messageOf(error).startsWith('CLOCKSKEW');
+}
+
+/** FUNCTION LOAD of a library that another process loaded first. */
+export function isLibraryAlreadyExists(error: unknown): boolean {
+  return /already exists/i.test(messageOf(error));
+}

@@ -1,0 +1,60 @@
+import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
+import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { FunctionContract } from './contracts/function-contract';
+import { LuaScript, readLibrarySource, toScript } from './lua-library';
+import type { LuaRunner } from './lua-runner';
+import { masterNodes, nodeAddress } from './redis-nodes';
+import { isNoScript, toInteger } from './reply';
+
+/**
+ * Runs the same Lua as scripts, for servers without Redis Functions: EVALSHA, and on NOSCRIPT
+ * (restart, SCRIPT FLUSH, failover to a node that never saw it) EVAL of the full text, which
+ * also puts it back in that node's cache.
+ *
+ * EVALSHA/EVAL are called directly rather than through ioredis' defineCommand so that the
+ * limiter never adds methods to a client the application owns.
+ */
+export class ScriptRunner implements LuaRunner {
+  readonly mode = 'script';
+  private readonly scripts = new Map<string, LuaScript>();
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly contract: FunctionContract,
+    private readonly policy: LoadFunctionsPolicy,
+  ) {
+    const source = readLibrarySource(contract.sourceFile);
+    for (const name of [contract.allowFunction, contract.peekFunction]) {
+      if (name) this.scripts.set(name, toScript(source, name));
+    }
+  }
+
+  async prepare(): Promise<void> {
+    if (this.policy === 'off') return;
+    const nodes = await masterNodes(this.connection);
+    const scripts = [...this.scripts.values()];
+    if (this.policy === 'auto') {
+      await Promise.all(nodes.flatMap((node) => scripts.map((script) => node.script('LOAD', script.source))));
+      return;
+    }
+    const missing: string[] = [];
+    for (const node of nodes) {
+      const exists = (await node.script('EXISTS', ...scripts.map((s) => s.sha1))) as unknown[];
+      if (exists.some((flag) => toInteger(flag, 'SCRIPT EXISTS', exists) !== 1)) missing.push(nodeAddress(node));
+    }
+    if (missing.length > 0) {
+      throw new FunctionNotLoadedError(this.contract.allowFunction, `${this.contract.libraryName} (as scripts)`, missing, "loadFunctions: 'auto'");
+    }
+  }
+
+  async run(functionName: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    const script = this.scripts.get(functionName);
+    if (!script) throw new Error(`${functionName} is not part of ${this.contract.libraryName}`);
+    try {
+      return await this.connection.evalsha(script.sha1, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return this.connection.eval(script.source, keys.length, ...keys, ...args);
+    }
+  }
+}

@@ -1,0 +1,15 @@
+import { startRedisServer } from './redis-server';
+
+/**
+ * Gives every test file a Redis at process.env.TEST_REDIS_URL: REDIS_URL when set,
+ * otherwise a redis-server started for this run and stopped by global-teardown.
+ */
+export default async function globalSetup(): Promise<void> {
+  if (process.env.REDIS_URL) {
+    process.env.TEST_REDIS_URL = process.env.REDIS_URL;
+    return;
+  }
+  const server = await startRedisServer();
+  process.env.TEST_REDIS_URL = server.url;
+  (globalThis as { __NSL_REDIS__?: { stop(): Promise<void> } }).__NSL_REDIS__ = server;
+}

@@ -1,0 +1,78 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { freePort } from './free-port';
+
+/** A redis-server process started by the test suite on a loopback port. */
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  readonly process: ChildProcess;
+  /** Stops the server and removes its working directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a throw-away redis-server on a free 127.0.0.1 port, with nothing persisted.
+ * Tests that flush functions or data start their own so they never touch a shared server.
+ */
+export async function startRedisServer(extraArgs: string[] = []): Promise<RedisServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await tryStart(await freePort(), extraArgs);
+    } catch (error) {
+      // Another process may grab the port between freePort() and the bind.
+      if (attempt >= 5) throw error;
+    }
+  }
+}
+
+async function tryStart(port: number, extraArgs: string[]): Promise<RedisServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'nsl-redis-'));
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = once(child, 'exit');
+
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+
+  try {
+    await waitUntilReady(port, () => child.exitCode !== null);
+  } catch (error) {
+    await stop();
+    throw new Error(`redis-server on port ${port} did not start: ${(error as Error).message}\n${output}`);
+  }
+  return { port, url: `redis://127.0.0.1:${port}`, process: child, stop };
+}
+
+async function waitUntilReady(port: number, hasExited: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (hasExited()) throw new Error('process exited');
+    const probe = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined);
+    try {
+      await probe.connect();
+      if ((await probe.ping()) === 'PONG') return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    } finally {
+      probe.disconnect();
+    }
+  }
+  throw new Error('timed out waiting for PONG');
+}
