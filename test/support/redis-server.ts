@@ -1,9 +1,9 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Redis from 'ioredis';
 import { freePort } from './free-port';
 
 /** A redis-server process started by the test suite on a loopback port. */
@@ -63,16 +63,26 @@ async function waitUntilReady(port: number, hasExited: () => boolean): Promise<v
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if (hasExited()) throw new Error('process exited');
-    const probe = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      if ((await probe.ping()) === 'PONG') return;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    } finally {
-      probe.disconnect();
-    }
+    if (await answersPing(port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error('timed out waiting for PONG');
+}
+
+/*
+ * A raw socket rather than an ioredis client: a failed ioredis connect leaves a reconnect
+ * timer behind that keeps the process alive for seconds after the suite ends.
+ */
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const finish = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => finish(false));
+    socket.once('error', () => finish(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => finish(data.toString().startsWith('+PONG')));
+  });
 }

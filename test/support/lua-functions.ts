@@ -1,0 +1,32 @@
+import type Redis from 'ioredis';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Source of a bundled library, read from lib/ like the package reads it from dist/. */
+export function librarySource(version: 'v1' | 'v2'): string {
+  return readFileSync(join(__dirname, '..', '..', 'lib', 'redis', 'lua', `rate_limit_${version}.lua`), 'utf8');
+}
+
+/**
+ * Loads both bundled libraries on a server unless they are there already (same code).
+ * Tests call functions directly with this, without going through the limiter.
+ */
+export async function ensureLibraries(client: Redis): Promise<void> {
+  for (const version of ['v1', 'v2'] as const) {
+    try {
+      await client.call('FUNCTION', 'LOAD', librarySource(version));
+    } catch (error) {
+      if (!/already exists/.test((error as Error).message)) throw error;
+    }
+  }
+}
+
+/** The error message of a rejected promise (fails the test if it resolves). */
+export async function errorMessageOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error('expected the call to fail');
+}
