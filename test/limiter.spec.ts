@@ -115,7 +115,7 @@ describe('SlidingWindowLimiter', () => {
     it("takes the server's clock when clock is 'server'", async () => {
       const limiter = limiterWith({ functionName, mode, clock: 'server' });
       await limiter.consume('srv', rule);
-      const [, score] = await redis.zrange(`${keyPrefix}srv`, 0, 0, 'WITHSCORES');
+      const [, score] = await redis.zrange(`${keyPrefix}srv`, 0, '0', 'WITHSCORES');
       const [seconds] = await redis.time();
       expect(Math.abs(Number(score) - Number(seconds) * 1000)).toBeLessThan(2000);
     });

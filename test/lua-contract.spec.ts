@@ -60,7 +60,7 @@ describe('Lua function contracts', () => {
       expect(await v1('edge', T0, 1000, 1, 'a')).toEqual([1, 0]);
       expect(await v1('edge', T0 + 999, 1000, 1, 'b')).toEqual([0, 0]);
       expect(await v1('edge', T0 + 1000, 1000, 1, 'c')).toEqual([1, 0]);
-      expect(await redis.zrange(prefix + 'edge', 0, -1)).toEqual(['c']);
+      expect(await redis.zrange(prefix + 'edge', 0, '-1')).toEqual(['c']);
     });
 
     it('sets a TTL of one window on success and writes nothing on rejection', async () => {
@@ -146,7 +146,7 @@ describe('Lua function contracts', () => {
       const before = Date.now();
       const [allowed, count, , , reset] = (await v2(['server'], '*', 'a', 1000, 60_000, 5)) as number[];
       expect([allowed, count, reset]).toEqual([1, 1, 60_000]);
-      const [[, score]] = [await redis.zrange(prefix + 'server', 0, 0, 'WITHSCORES')];
+      const [, score] = await redis.zrange(prefix + 'server', 0, '0', 'WITHSCORES');
       expect(Math.abs(Number(score) - before)).toBeLessThan(5000);
     });
 
