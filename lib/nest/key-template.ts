@@ -1,0 +1,164 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { describeValue } from '../limiter/limit-rule';
+import type { RateLimitKey, RateLimitRequest } from '../rate-limit.options';
+import { toKeySegment } from './key-value';
+
+/** What a compiled key reads a request through. */
+export interface KeySource {
+  request: RateLimitRequest;
+  context: ExecutionContext;
+  /** `Controller.handler` of the route being limited. */
+  route: string;
+  /** The client identity used for `ip` and for the fallback of missing parts (the guard's `getTracker`). */
+  tracker(): string | undefined;
+}
+
+/**
+ * A key compiled once at bootstrap. Resolves to the identity part of the Redis key (without prefix and
+ * limit namespace), or to undefined when not even the client IP is known.
+ */
+export type CompiledKey = (source: KeySource) => string | undefined | Promise<string | undefined>;
+
+interface KeyPart {
+  /** How the part shows in the Redis key, e.g. `ip`, `user`, `body.phone`. */
+  label: string;
+  /** Reads the raw value; absent for the constant `global`. */
+  read?: (source: KeySource) => unknown;
+}
+
+const FIELD = /^[A-Za-z0-9_-]+$/;
+const PATH = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+const SOURCES = 'ip, route, global, user, user:<path>, param:<name>, body:<path>, query:<name>, header:<name>';
+
+/**
+ * Problems of a `key` option (a function or a template), each naming the option as `label`.
+ * Templates are parts joined by `+`; see {@link compileKey}.
+ */
+export function describeKeyProblems(key: unknown, label: string): string[] {
+  if (typeof key === 'function') return [];
+  if (typeof key !== 'string') return [`${label} must be a key template string or a function (req, context) => string, got ${describeValue(key)}`];
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const part of key.split('+')) {
+    const parsed = parsePart(part.trim());
+    if (typeof parsed === 'string') problems.push(`${label} ${describeValue(key)}: ${parsed}`);
+    else if (seen.has(parsed.label)) problems.push(`${label} ${describeValue(key)}: part ${describeValue(part)} appears twice`);
+    else seen.add(parsed.label);
+  }
+  return problems;
+}
+
+/**
+ * Compiles a valid key (checked with {@link describeKeyProblems}) into a fast extractor.
+ *
+ * Template parts render as `label:value` — `ip:10.0.0.1`, `user:10086`, `body.phone:13800000000` — so
+ * `name: 'login', key: 'ip'` gives the articles' `rl:login:ip:10.0.0.1`. A part the request lacks
+ * renders as `no-<label>` and the client IP is appended (`no-user:ip:10.0.0.1`): an anonymous request
+ * to a per-user limit is counted per IP in its own namespace, never in a bucket shared by everyone and
+ * never in a real user's bucket. When the IP itself is unknown the key resolves to undefined.
+ */
+export function compileKey(key: RateLimitKey): CompiledKey {
+  if (typeof key === 'function') {
+    return async (source) => {
+      const segment = toKeySegment(await key(source.request, source.context));
+      if (segment !== undefined) return segment;
+      return withFallback('no-key', source);
+    };
+  }
+  const parts = key.split('+').map((part) => parsePart(part.trim()) as KeyPart);
+  const hasIp = parts.some((part) => part.label === 'ip');
+  return (source) => {
+    let missing = false;
+    let ipMissing = false;
+    const rendered: string[] = [];
+    for (const part of parts) {
+      if (!part.read) {
+        rendered.push(part.label);
+        continue;
+      }
+      const segment = toKeySegment(part.read(source));
+      if (segment === undefined) {
+        missing = true;
+        if (part.label === 'ip') ipMissing = true;
+        rendered.push(`no-${part.label}`);
+      } else {
+        rendered.push(`${part.label}:${segment}`);
+      }
+    }
+    const identity = rendered.join(':');
+    if (!missing) return identity;
+    if (!hasIp) return withFallback(identity, source);
+    // The IP is part of the key already and keeps the bucket per client; without it nothing does.
+    return ipMissing ? undefined : identity;
+  };
+}
+
+function withFallback(identity: string, source: KeySource): string | undefined {
+  const ip = toKeySegment(source.tracker());
+  return ip === undefined ? undefined : `${identity}:ip:${ip}`;
+}
+
+function parsePart(part: string): KeyPart | string {
+  const colon = part.indexOf(':');
+  const kind = colon === -1 ? part : part.slice(0, colon);
+  const arg = colon === -1 ? undefined : part.slice(colon + 1);
+  const needs = (pattern: RegExp, what: string): string | undefined =>
+    arg !== undefined && pattern.test(arg) ? undefined : `${kind}: needs a ${what} made of letters, digits, "_" or "-", e.g. ${kind}:${kind === 'header' ? 'x-api-key' : 'phone'}`;
+
+  switch (kind) {
+    case 'ip':
+    case 'route':
+    case 'global':
+      if (arg !== undefined) return `part ${describeValue(part)}: ${kind} takes no argument`;
+      if (kind === 'global') return { label: 'global' };
+      return kind === 'ip' ? { label: 'ip', read: (s) => s.tracker() } : { label: 'route', read: (s) => s.route };
+    case 'user': {
+      const path = arg ?? 'id';
+      if (!PATH.test(path)) return `part ${describeValue(part)}: user: takes a property path such as id or profile.id`;
+      return { label: path === 'id' ? 'user' : `user.${path}`, read: (s) => readPath(userOf(s.request), path) };
+    }
+    case 'param':
+    case 'query': {
+      const problem = needs(FIELD, 'name');
+      if (problem) return `part ${describeValue(part)}: ${problem}`;
+      const name = arg as string;
+      return { label: `${kind}.${name}`, read: (s) => readPath(kind === 'param' ? s.request.params : s.request.query, name) };
+    }
+    case 'body': {
+      const problem = needs(PATH, 'property path');
+      if (problem) return `part ${describeValue(part)}: ${problem}`;
+      const path = arg as string;
+      return { label: `body.${path}`, read: (s) => readPath(s.request.body, path) };
+    }
+    case 'header': {
+      const problem = needs(FIELD, 'header name');
+      if (problem) return `part ${describeValue(part)}: ${problem}`;
+      const name = (arg as string).toLowerCase();
+      return { label: `header.${name}`, read: (s) => headerOf(s.request.headers, name) };
+    }
+    default:
+      return `unknown part ${describeValue(part)}; parts are ${SOURCES}, joined with +`;
+  }
+}
+
+/** `req.user`; on Fastify a Nest middleware sets it on the raw Node request instead. */
+function userOf(request: RateLimitRequest): unknown {
+  if (request.user !== undefined) return request.user;
+  const raw = (request as { raw?: { user?: unknown } }).raw;
+  return typeof raw === 'object' && raw !== null ? raw.user : undefined;
+}
+
+function headerOf(headers: unknown, name: string): unknown {
+  const value = readPath(headers, name);
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** Reads own properties only: a request must not reach `constructor` or `__proto__` of anything. */
+function readPath(root: unknown, path: string): unknown {
+  let value = root;
+  for (const step of path.split('.')) {
+    if (typeof value !== 'object' || value === null || !Object.prototype.hasOwnProperty.call(value, step)) return undefined;
+    value = (value as Record<string, unknown>)[step];
+  }
+  return value;
+}

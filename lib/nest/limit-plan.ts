@@ -1,0 +1,99 @@
+import type { Type } from '@nestjs/common';
+import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from '../rate-limit.constants';
+import { describeLimitProblems, type RateLimitKey, type ResolvedRateLimitOptions, type SlidingLimitOptions } from '../rate-limit.options';
+import { compileKey, type CompiledKey } from './key-template';
+import { policyHeaderValue } from './rate-limit-headers';
+
+/** One limit of a handler, ready to be applied to a request. */
+export interface CompiledLimit {
+  /**
+   * Namespace of the limit's Redis keys and its IETF policy name: the limit's `name`, or
+   * `Controller.handler:<windowMs>` for an unnamed limit (which therefore counts per route).
+   */
+  readonly name: string;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly key: CompiledKey;
+}
+
+/** Everything about one handler the guard needs, computed once so a request only reads it. */
+export interface HandlerPlan {
+  /** `Controller.handler`. */
+  readonly route: string;
+  /** The limits to enforce; empty when the handler is not limited or is skipped. */
+  readonly limits: readonly CompiledLimit[];
+  /** `RateLimit-Policy` value (IETF draft), the same for every request of the handler. */
+  readonly policyHeader: string;
+}
+
+/** A plan, or the problems that prevent it. */
+export type PlanResult = { plan: HandlerPlan; problems: [] } | { plan?: undefined; problems: string[] };
+
+/** Reads metadata as plain Reflect calls so plans can be built without a Reflector instance. */
+function ownLimits(target: object): unknown[] {
+  return (Reflect.getOwnMetadata(SLIDING_LIMIT_METADATA, target) as unknown[] | undefined) ?? [];
+}
+
+function isSkipped(controller: Type, handler: Function): boolean {
+  return Reflect.getMetadata(SKIP_RATE_LIMIT_METADATA, handler) === true || Reflect.getMetadata(SKIP_RATE_LIMIT_METADATA, controller) === true;
+}
+
+/** Whether a class or one of its methods carries rate-limit metadata (for scanning providers). */
+export function hasRateLimitMetadata(target: object): boolean {
+  return Reflect.getOwnMetadataKeys(target).some((key) => key === SLIDING_LIMIT_METADATA || key === SKIP_RATE_LIMIT_METADATA);
+}
+
+/**
+ * Merges class and handler limits (a handler limit replaces the class limit of the same name),
+ * falls back to the module's `defaultLimit`, validates and compiles. Problems name
+ * `Controller.handler`, so a bad decorator is found at bootstrap, not at the first request.
+ */
+export function buildHandlerPlan(
+  controller: Type,
+  handler: Function,
+  options: ResolvedRateLimitOptions,
+  compileCache: Map<RateLimitKey, CompiledKey> = new Map(),
+): PlanResult {
+  const route = `${controller.name}.${handler.name}`;
+  if (isSkipped(controller, handler)) return { plan: { route, limits: [], policyHeader: '' }, problems: [] };
+
+  const problems: string[] = [];
+  const check = (entries: unknown[], where: string): SlidingLimitOptions[] => {
+    const valid: SlidingLimitOptions[] = [];
+    entries.forEach((entry, index) => {
+      const label = `${where}: @SlidingLimit${entries.length > 1 ? ` #${index + 1}` : ''}`;
+      const found = describeLimitProblems(entry, label);
+      if (found.length > 0) problems.push(...found);
+      else valid.push(entry as SlidingLimitOptions);
+    });
+    return valid;
+  };
+  const classLimits = check(ownLimits(controller), controller.name);
+  const handlerLimits = check(ownLimits(handler), route);
+  const handlerNames = new Set(handlerLimits.map((l) => l.name).filter((n) => n !== undefined));
+  let merged = [...classLimits.filter((l) => l.name === undefined || !handlerNames.has(l.name)), ...handlerLimits];
+  if (merged.length === 0 && problems.length === 0 && options.defaultLimit) merged = [options.defaultLimit];
+
+  const limits = merged.map((entry): CompiledLimit => {
+    const source = entry.key ?? options.key;
+    let key = compileCache.get(source);
+    if (!key) compileCache.set(source, (key = compileKey(source)));
+    return { name: entry.name ?? `${route}:${entry.windowMs}`, limit: entry.limit, windowMs: entry.windowMs, key };
+  });
+
+  // Names are Redis namespaces and policy names: two limits sharing one would write the same key
+  // (corrupting each other's window) or make the RateLimit headers ambiguous.
+  const seen = new Set<string>();
+  for (const limit of limits) {
+    if (seen.has(limit.name)) {
+      problems.push(
+        limit.name.startsWith(`${route}:`)
+          ? `${route}: two unnamed @SlidingLimit have the same window (${limit.windowMs} ms); give them distinct names`
+          : `${route}: two @SlidingLimit are named ${JSON.stringify(limit.name)}; names must be distinct`,
+      );
+    }
+    seen.add(limit.name);
+  }
+  if (problems.length > 0) return { problems };
+  return { plan: { route, limits, policyHeader: policyHeaderValue(limits) }, problems: [] };
+}

@@ -1,0 +1,46 @@
+import { Logger } from '@nestjs/common';
+import Redis from 'ioredis';
+import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { ResolvedRateLimitOptions } from '../rate-limit.options';
+
+/** The limiter's connection, and whether the module opened it (and so must close it). */
+export interface RateLimitConnection {
+  readonly client: RedisConnection;
+  readonly owned: boolean;
+}
+
+/**
+ * Uses the user's client as is, or opens one from `redis`. An opened client connects lazily — on the
+ * limiter's `init()` — so a configuration error found before that leaves no socket behind.
+ */
+export function createRateLimitConnection(options: ResolvedRateLimitOptions): RateLimitConnection {
+  if (options.client) return { client: options.client, owned: false };
+  const redis = options.redis ?? {};
+  const client = typeof redis === 'string' ? new Redis(redis, { lazyConnect: true }) : new Redis({ ...redis, lazyConnect: true });
+  const logger = new Logger('RateLimitModule');
+  let reported = false;
+  // Without a listener ioredis prints every reconnect failure; report once per outage instead.
+  client.on('error', (error: Error) => {
+    if (!reported) logger.error(`Redis connection error: ${error.message}`);
+    reported = true;
+  });
+  client.on('ready', () => (reported = false));
+  return { client, owned: true };
+}
+
+/** Closes the connection if the module opened it; a user's client is left alone. */
+export async function closeRateLimitConnection(connection: RateLimitConnection): Promise<void> {
+  if (!connection.owned) return;
+  const client = connection.client as Redis;
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    // QUIT would first wait for a connection that may never come.
+    client.disconnect();
+    return;
+  }
+  try {
+    await client.quit();
+  } catch {
+    client.disconnect();
+  }
+}

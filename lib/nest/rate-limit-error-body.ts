@@ -1,0 +1,23 @@
+import { TOO_MANY_REQUESTS_MESSAGE, type TooManyRequestsDetails } from '../errors/too-many-requests.exception';
+import type { RateLimitErrorBodyStyle } from '../rate-limit.options';
+
+/** Content type of an RFC 9457 problem details body. */
+export const PROBLEM_JSON = 'application/problem+json';
+
+/**
+ * The body of a 429 in the configured style. `nest` is the string message, which
+ * {@link TooManyRequestsException} turns into `{ statusCode, message, error }`; `problem` is an
+ * RFC 9457 object (the guard also sets its content type).
+ */
+export function tooManyRequestsBody(
+  style: RateLimitErrorBodyStyle,
+  details: TooManyRequestsDetails,
+): string | Record<string, unknown> {
+  if (style === 'nest') return TOO_MANY_REQUESTS_MESSAGE;
+  return {
+    type: 'about:blank',
+    title: TOO_MANY_REQUESTS_MESSAGE,
+    status: 429,
+    detail: `Rate limit exceeded; retry in ${details.retryAfterSeconds} second${details.retryAfterSeconds === 1 ? '' : 's'}.`,
+  };
+}

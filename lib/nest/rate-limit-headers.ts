@@ -1,0 +1,86 @@
+import type { MultiRateLimitDecision, RateLimitDecision } from '../limiter/sliding-window-limiter.interfaces';
+import type { RateLimitHeaderStyle } from '../rate-limit.options';
+
+/** A header to send, value already a string (Express and Fastify then behave the same). */
+export type HeaderEntry = readonly [name: string, value: string];
+
+interface NamedRule {
+  readonly name: string;
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** Milliseconds to whole seconds, rounded up: a client waiting that long is never early. */
+export function toWholeSeconds(ms: number): number {
+  return Math.max(0, Math.ceil(ms / 1000));
+}
+
+/** `Retry-After` seconds for a rejection: at least 1, since a rejected client must wait. */
+export function retryAfterSeconds(retryAfterMs: number): number {
+  return Math.max(1, toWholeSeconds(retryAfterMs));
+}
+
+/** `RateLimit-Policy` value, one entry per limit: `"login";q=5;w=60, "sms-day";q=10;w=86400`. */
+export function policyHeaderValue(limits: readonly NamedRule[]): string {
+  // Names are restricted to characters that need no escaping inside an sf-string (see limit-name.ts).
+  return limits.map((l) => `"${l.name}";q=${l.limit};w=${Math.max(1, toWholeSeconds(l.windowMs))}`).join(', ');
+}
+
+/**
+ * The limit X-RateLimit-* describe when several apply: the fewest remaining, then the longest reset.
+ */
+export function mostRestrictive(decisions: readonly RateLimitDecision[]): RateLimitDecision {
+  return decisions.reduce((worst, d) =>
+    d.remaining < worst.remaining || (d.remaining === worst.remaining && d.resetMs > worst.resetMs) ? d : worst,
+  );
+}
+
+/**
+ * Headers for one decision. `X-RateLimit-Reset` and the draft's `t` are whole seconds until the
+ * window is empty again (a delta, not a timestamp, so client clocks do not matter); `Retry-After`
+ * (sent on rejection whatever the style) is when one more request fits.
+ */
+export function rateLimitHeaders(
+  style: RateLimitHeaderStyle,
+  limits: readonly NamedRule[],
+  policyHeader: string,
+  decision: MultiRateLimitDecision,
+): HeaderEntry[] {
+  const headers: HeaderEntry[] = [];
+  if (decision.limits.length > 0 && (style === 'legacy' || style === 'both')) {
+    const worst = mostRestrictive(decision.limits);
+    headers.push(
+      ['X-RateLimit-Limit', String(worst.limit)],
+      ['X-RateLimit-Remaining', String(Math.max(0, worst.remaining))],
+      ['X-RateLimit-Reset', String(toWholeSeconds(worst.resetMs))],
+    );
+  }
+  if (style === 'draft' || style === 'both') {
+    headers.push(['RateLimit-Policy', policyHeader]);
+    const entries = decision.limits.map(
+      (d, i) => `"${limits[i].name}";r=${Math.max(0, d.remaining)};t=${toWholeSeconds(d.resetMs)}`,
+    );
+    headers.push(['RateLimit', entries.join(', ')]);
+  }
+  if (!decision.allowed) headers.push(['Retry-After', String(retryAfterSeconds(decision.retryAfterMs))]);
+  return headers;
+}
+
+/**
+ * Sets headers on an Express response or a Fastify reply; does nothing for anything else (no
+ * response in GraphQL/WebSocket/RPC contexts) or once the response has been sent.
+ */
+export function writeHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
+  if (typeof response !== 'object' || response === null) return;
+  const res = response as {
+    headersSent?: unknown;
+    sent?: unknown;
+    header?: (name: string, value: string) => unknown;
+    setHeader?: (name: string, value: string) => unknown;
+  };
+  if (res.headersSent === true || res.sent === true) return;
+  for (const [name, value] of headers) {
+    if (typeof res.header === 'function') res.header(name, value);
+    else if (typeof res.setHeader === 'function') res.setHeader(name, value);
+  }
+}

@@ -1,0 +1,85 @@
+import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants';
+import type { RateLimitKey, ResolvedRateLimitOptions } from '../rate-limit.options';
+import type { CompiledKey } from './key-template';
+import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan } from './limit-plan';
+
+/**
+ * The per-handler plans of the guard. Built for every controller (and every provider carrying
+ * `@SlidingLimit`, i.e. resolvers and gateways) when the module initialises, so bad decorator
+ * arguments fail `app.init()` with one error listing each `Controller.handler` — and a request
+ * only looks its plan up.
+ */
+@Injectable()
+export class SlidingLimitPlans implements OnModuleInit {
+  private readonly plans = new WeakMap<Function, Map<Function, HandlerPlan>>();
+  private readonly compiledKeys = new Map<RateLimitKey, CompiledKey>();
+
+  constructor(
+    @Inject(RATE_LIMIT_OPTIONS) readonly options: ResolvedRateLimitOptions,
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+  ) {}
+
+  onModuleInit(): void {
+    const problems = new Set<string>();
+    const classes = new Set<Type>();
+    for (const wrapper of this.discovery.getControllers()) {
+      const type = classOf(wrapper);
+      if (type) classes.add(type);
+    }
+    for (const wrapper of this.discovery.getProviders()) {
+      const type = classOf(wrapper);
+      if (type && this.carriesMetadata(type)) classes.add(type);
+    }
+    for (const type of classes) {
+      for (const methodName of this.scanner.getAllMethodNames(type.prototype)) {
+        const handler = (type.prototype as Record<string, unknown>)[methodName];
+        if (typeof handler !== 'function') continue;
+        const result = buildHandlerPlan(type, handler, this.options, this.compiledKeys);
+        if (result.plan) this.store(type, handler, result.plan);
+        else result.problems.forEach((p) => problems.add(p));
+      }
+    }
+    if (problems.size > 0) throw new RateLimitConfigError([...problems]);
+  }
+
+  /**
+   * The plan of a handler. Handlers that were not discovered at start-up (a class Nest does not list,
+   * e.g. created by a third-party module) get theirs built and cached on first use.
+   */
+  get(controller: Type, handler: Function): HandlerPlan {
+    const cached = this.plans.get(controller)?.get(handler);
+    if (cached) return cached;
+    const result = buildHandlerPlan(controller, handler, this.options, this.compiledKeys);
+    if (!result.plan) throw new RateLimitConfigError(result.problems);
+    this.store(controller, handler, result.plan);
+    return result.plan;
+  }
+
+  private store(controller: Function, handler: Function, plan: HandlerPlan): void {
+    let byHandler = this.plans.get(controller);
+    if (!byHandler) this.plans.set(controller, (byHandler = new Map()));
+    byHandler.set(handler, plan);
+  }
+
+  private carriesMetadata(type: Type): boolean {
+    if (hasRateLimitMetadata(type)) return true;
+    return this.scanner.getAllMethodNames(type.prototype).some((name) => {
+      const method = (type.prototype as Record<string, unknown>)[name];
+      return typeof method === 'function' && hasRateLimitMetadata(method);
+    });
+  }
+}
+
+function classOf(wrapper: InstanceWrapper): Type | undefined {
+  const instance = wrapper.instance as object | undefined;
+  if (instance && typeof instance === 'object' && typeof instance.constructor === 'function' && instance.constructor !== Object) {
+    return instance.constructor as Type;
+  }
+  // Request-scoped classes have no static instance; their metatype is the class (for factories it is not).
+  return !wrapper.inject && typeof wrapper.metatype === 'function' ? (wrapper.metatype as Type) : undefined;
+}

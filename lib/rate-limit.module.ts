@@ -1,0 +1,71 @@
+import { Inject, Module, type CanActivate, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+import { closeRateLimitConnection, createRateLimitConnection, type RateLimitConnection } from './nest/rate-limit-connection';
+import { SlidingLimitPlans } from './nest/rate-limit-plans';
+import { InertFilter, ProblemDetailsFilter } from './nest/problem-details.filter';
+import { RATE_LIMIT_CONNECTION, RATE_LIMIT_OPTIONS, RATE_LIMIT_RAW_OPTIONS } from './rate-limit.constants';
+import { ConfigurableRateLimitModule } from './rate-limit.module-definition';
+import { resolveRateLimitOptions, type ResolvedRateLimitOptions } from './rate-limit.options';
+import { SlidingLimitGuard } from './sliding-limit.guard';
+import { SlidingWindowLimiter } from './sliding-window.limiter';
+
+/** Stands in for the guard when `global: false`; Nest needs an APP_GUARD value either way. */
+const LET_THROUGH: CanActivate = { canActivate: () => true };
+
+/**
+ * Exact sliding-window rate limiting backed by Redis Functions.
+ *
+ * ```ts
+ * RateLimitModule.forRoot({ redis: 'redis://127.0.0.1:6379' })
+ * RateLimitModule.forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (c) => ({ … }) })
+ * ```
+ *
+ * Provides {@link SlidingWindowLimiter} (for limits decided in code) and {@link SlidingLimitGuard}.
+ * Options are validated, and the limiter initialised (functions loaded or verified), during
+ * `app.init()`: bad configuration fails start-up, not the first request. A connection the module
+ * opened is closed on application shutdown; a `client` passed in is never closed.
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    { provide: RATE_LIMIT_OPTIONS, useFactory: resolveRateLimitOptions, inject: [RATE_LIMIT_RAW_OPTIONS] },
+    { provide: RATE_LIMIT_CONNECTION, useFactory: createRateLimitConnection, inject: [RATE_LIMIT_OPTIONS] },
+    {
+      provide: SlidingWindowLimiter,
+      useFactory: (options: ResolvedRateLimitOptions, connection: RateLimitConnection) =>
+        new SlidingWindowLimiter({ ...options.limiter, client: connection.client }),
+      inject: [RATE_LIMIT_OPTIONS, RATE_LIMIT_CONNECTION],
+    },
+    SlidingLimitPlans,
+    SlidingLimitGuard,
+    {
+      provide: APP_GUARD,
+      useFactory: (options: ResolvedRateLimitOptions, guard: SlidingLimitGuard) => (options.global ? guard : LET_THROUGH),
+      inject: [RATE_LIMIT_OPTIONS, SlidingLimitGuard],
+    },
+    {
+      provide: APP_FILTER,
+      useFactory: (options: ResolvedRateLimitOptions, adapterHost: HttpAdapterHost) =>
+        options.errorBody === 'problem' ? new ProblemDetailsFilter(adapterHost) : new InertFilter(),
+      inject: [RATE_LIMIT_OPTIONS, HttpAdapterHost],
+    },
+  ],
+  exports: [SlidingWindowLimiter, SlidingLimitGuard, SlidingLimitPlans, RATE_LIMIT_OPTIONS, RATE_LIMIT_CONNECTION],
+})
+export class RateLimitModule extends ConfigurableRateLimitModule implements OnModuleInit, OnApplicationShutdown {
+  constructor(
+    private readonly limiter: SlidingWindowLimiter,
+    @Inject(RATE_LIMIT_CONNECTION) private readonly connection: RateLimitConnection,
+  ) {
+    super();
+  }
+
+  /** Runs after the providers' hooks (decorator validation), so `loadFunctions: 'verify'` fails `app.init()`. */
+  async onModuleInit(): Promise<void> {
+    await this.limiter.init();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await closeRateLimitConnection(this.connection);
+  }
+}

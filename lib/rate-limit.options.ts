@@ -1,0 +1,217 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { RedisOptions } from 'ioredis';
+import { RateLimitConfigError } from './errors/rate-limit-config.error';
+import { describeRuleProblems, describeValue } from './limiter/limit-rule';
+import { describeLimiterSettingsProblems, type LimiterSettings } from './limiter/limiter-options';
+import type {
+  ClockSource,
+  ExecutionMode,
+  LoadFunctionsPolicy,
+  RedisConnection,
+  SlidingLimitRule,
+} from './limiter/sliding-window-limiter.interfaces';
+import { DEFAULT_KEY, DEFAULT_KEY_PREFIX } from './rate-limit.constants';
+import { describeKeyProblems } from './nest/key-template';
+import { describeNameProblems } from './nest/limit-name';
+
+/**
+ * The parts of a request the string key syntax reads. Every field is optional so that Express's
+ * `Request` and Fastify's `FastifyRequest` both fit; annotate your key function with your own type.
+ */
+export interface RateLimitRequest {
+  ip?: string;
+  user?: unknown;
+  params?: unknown;
+  body?: unknown;
+  query?: unknown;
+  headers?: unknown;
+}
+
+/** What a key function returns; `undefined`, `null` or `''` mean "no key" (see the key syntax). */
+export type RateLimitKeyValue = string | number | undefined | null;
+
+/**
+ * A key function: `(req, context) => string | Promise<string>`. Declared bivariantly so a function
+ * annotated with Express's or Fastify's request type is accepted.
+ */
+export type RateLimitKeyFunction = {
+  bivarianceHack(request: RateLimitRequest, context: ExecutionContext): RateLimitKeyValue | Promise<RateLimitKeyValue>;
+}['bivarianceHack'];
+
+/**
+ * Who a limit counts: a key function or a key template such as `'ip'`, `'user'`, `'user:id'`,
+ * `'param:phone'`, `'body:phone'`, `'query:q'`, `'header:x-api-key'`, `'route'`, `'global'`,
+ * combined with `+` (`'route+ip'`). See docs/nest-integration.md for the full syntax.
+ */
+export type RateLimitKey = string | RateLimitKeyFunction;
+
+/** Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key`. */
+export interface SlidingLimitOptions extends SlidingLimitRule {
+  /** Who is counted. Default: the module's `key` (itself `'ip'` by default). */
+  key?: RateLimitKey;
+  /**
+   * Names the limit: it becomes the Redis key's namespace (`rl:<name>:…`, shared by every route using
+   * the name), the IETF policy name, and lets a handler limit replace the class limit of the same name.
+   * Letters, digits, `_`, `-`, `.`; at most 64 characters. Unnamed limits count per route.
+   */
+  name?: string;
+}
+
+/** Which rate-limit headers responses carry. `Retry-After` is always sent on a 429. */
+export type RateLimitHeaderStyle =
+  /** `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (default). */
+  | 'legacy'
+  /** The IETF draft's structured fields `RateLimit-Policy` and `RateLimit`. */
+  | 'draft'
+  /** Both of the above. */
+  | 'both'
+  /** No rate-limit headers. */
+  | 'none';
+
+/** The body of a 429. */
+export type RateLimitErrorBodyStyle =
+  /** `{ statusCode, message, error }`, like Nest's built-in HttpExceptions (default). */
+  | 'nest'
+  /** An RFC 9457 `application/problem+json` body. */
+  | 'problem';
+
+/** Options of `RateLimitModule.forRoot` / `forRootAsync`. */
+export interface RateLimitModuleOptions {
+  /** A Redis URL or ioredis options; the module creates the connection and closes it on shutdown. */
+  redis?: string | RedisOptions;
+  /** An existing ioredis `Redis` or `Cluster`; the module never closes it. Exclusive with `redis`. */
+  client?: RedisConnection;
+  /** The active Redis function, e.g. `sliding_allow_v1` or `sliding_allow_v2` (the limiter's default). */
+  functionName?: string;
+  /** Prefix of every Redis key. Default `rl:`. */
+  keyPrefix?: string;
+  /** See {@link LoadFunctionsPolicy}; `verify` makes a missing function fail `app.init()`. */
+  loadFunctions?: LoadFunctionsPolicy;
+  /** See {@link ExecutionMode}. */
+  mode?: ExecutionMode;
+  /** See {@link ClockSource}. */
+  clock?: ClockSource;
+  /** See `SlidingWindowLimiterOptions.maxClockSkewMs`. */
+  maxClockSkewMs?: number;
+  /** Register {@link SlidingLimitGuard} as an APP_GUARD for every route. Default `true`. */
+  global?: boolean;
+  /** Rate-limit headers. Default `'legacy'`. */
+  headers?: RateLimitHeaderStyle;
+  /** 429 body. Default `'nest'`. */
+  errorBody?: RateLimitErrorBodyStyle;
+  /** Key of limits that name none. Default `'ip'`. */
+  key?: RateLimitKey;
+  /** Limit applied to routes with no `@SlidingLimit` on handler or class (and no `@SkipRateLimit`). Default none. */
+  defaultLimit?: SlidingLimitOptions;
+}
+
+/** Module options after validation, with every default applied. */
+export interface ResolvedRateLimitOptions {
+  redis?: string | RedisOptions;
+  client?: RedisConnection;
+  /** Options for the limiter, without the client. */
+  limiter: LimiterSettings;
+  global: boolean;
+  headers: RateLimitHeaderStyle;
+  errorBody: RateLimitErrorBodyStyle;
+  key: RateLimitKey;
+  defaultLimit?: SlidingLimitOptions;
+}
+
+const NEST_DEFAULTS = {
+  global: true,
+  headers: 'legacy',
+  errorBody: 'nest',
+  key: DEFAULT_KEY,
+} as const;
+
+const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['legacy', 'draft', 'both', 'none'];
+const ERROR_BODY_STYLES: readonly RateLimitErrorBodyStyle[] = ['nest', 'problem'];
+const KNOWN_OPTIONS = new Set([
+  'redis', 'client', 'functionName', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs',
+  'global', 'headers', 'errorBody', 'key', 'defaultLimit',
+]);
+
+/**
+ * Validates module options and applies defaults: the one place this happens. Every problem is
+ * reported together, each naming its option; the limiter's settings (`functionName`, `mode`, …) are
+ * checked with the limiter's own rules, so both report the same messages.
+ */
+export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new RateLimitConfigError([`RateLimitModule options must be an object, got ${describeValue(options)}`]);
+  }
+  const raw = options as RateLimitModuleOptions;
+  const problems: string[] = [];
+
+  for (const name of Object.keys(raw)) {
+    if (!KNOWN_OPTIONS.has(name)) problems.push(`unknown option ${name}; known options: ${[...KNOWN_OPTIONS].join(', ')}`);
+  }
+  const hasRedis = raw.redis !== undefined;
+  const hasClient = raw.client !== undefined;
+  if (hasRedis === hasClient) {
+    problems.push(hasRedis
+      ? 'set either redis or client, not both'
+      : 'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client (an ioredis Redis or Cluster)');
+  }
+  if (hasRedis && typeof raw.redis !== 'string' && (typeof raw.redis !== 'object' || raw.redis === null)) {
+    problems.push(`redis must be a URL string or ioredis options, got ${describeValue(raw.redis)}`);
+  }
+  if (typeof raw.redis === 'string' && !/^rediss?:\/\//.test(raw.redis)) {
+    problems.push(`redis must be a redis:// or rediss:// URL, got ${describeValue(raw.redis)}`);
+  }
+  if (hasClient && (typeof raw.client !== 'object' || raw.client === null || typeof (raw.client as { sendCommand?: unknown }).sendCommand !== 'function')) {
+    problems.push(`client must be an ioredis Redis or Cluster instance, got ${describeValue(raw.client)}`);
+  }
+  if (raw.global !== undefined && typeof raw.global !== 'boolean') {
+    problems.push(`global must be true or false, got ${describeValue(raw.global)}`);
+  }
+  if (raw.headers !== undefined && !HEADER_STYLES.includes(raw.headers)) {
+    problems.push(`headers must be one of ${HEADER_STYLES.join(', ')}, got ${describeValue(raw.headers)}`);
+  }
+  if (raw.errorBody !== undefined && !ERROR_BODY_STYLES.includes(raw.errorBody)) {
+    problems.push(`errorBody must be one of ${ERROR_BODY_STYLES.join(', ')}, got ${describeValue(raw.errorBody)}`);
+  }
+  if (raw.key !== undefined) problems.push(...describeKeyProblems(raw.key, 'key'));
+  if (raw.defaultLimit !== undefined) problems.push(...describeLimitProblems(raw.defaultLimit, 'defaultLimit'));
+  const settings: LimiterSettings = definedOnly({
+    functionName: raw.functionName,
+    keyPrefix: raw.keyPrefix,
+    loadFunctions: raw.loadFunctions,
+    mode: raw.mode,
+    clock: raw.clock,
+    maxClockSkewMs: raw.maxClockSkewMs,
+  });
+  problems.push(...describeLimiterSettingsProblems(settings));
+  if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
+
+  const limiter: LimiterSettings = { keyPrefix: DEFAULT_KEY_PREFIX, ...settings };
+  return {
+    ...NEST_DEFAULTS,
+    ...definedOnly({
+      redis: raw.redis,
+      client: raw.client,
+      global: raw.global,
+      headers: raw.headers,
+      errorBody: raw.errorBody,
+      key: raw.key,
+      defaultLimit: raw.defaultLimit,
+    }),
+    limiter,
+  };
+}
+
+/** Problems of one `@SlidingLimit`-shaped value (rule, key and name), each prefixed with `label`. */
+export function describeLimitProblems(value: unknown, label: string): string[] {
+  const problems = describeRuleProblems(value, label);
+  if (typeof value !== 'object' || value === null) return problems;
+  const { key, name } = value as SlidingLimitOptions;
+  if (key !== undefined) problems.push(...describeKeyProblems(key, `${label}.key`));
+  if (name !== undefined) problems.push(...describeNameProblems(name, `${label}.name`));
+  return problems;
+}
+
+/** Drops undefined values so that spreading over defaults keeps the defaults. */
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

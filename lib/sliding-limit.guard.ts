@@ -1,0 +1,146 @@
+import { ForbiddenException, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { TooManyRequestsException } from './errors/too-many-requests.exception';
+import type { KeyedSlidingLimitRule, MultiRateLimitDecision } from './limiter/sliding-window-limiter.interfaces';
+import type { CompiledLimit, HandlerPlan } from './nest/limit-plan';
+import { tooManyRequestsBody } from './nest/rate-limit-error-body';
+import { rateLimitHeaders, retryAfterSeconds, writeHeaders, type HeaderEntry } from './nest/rate-limit-headers';
+import { SlidingLimitPlans } from './nest/rate-limit-plans';
+import type { RateLimitRequest } from './rate-limit.options';
+import { SlidingWindowLimiter } from './sliding-window.limiter';
+
+/**
+ * Requests already counted, per plan, shared by every guard instance: a guard registered globally and
+ * again with @UseGuards (a separate instance) counts a request once.
+ */
+const counted = new WeakMap<object, Set<HandlerPlan>>();
+
+/** The request (and response, when the transport has one) a guard works with. */
+export interface RateLimitHttpContext {
+  request: RateLimitRequest;
+  /** Express `Response`, Fastify `FastifyReply`, or undefined where there is nothing to set headers on. */
+  response?: unknown;
+}
+
+/**
+ * Enforces `@SlidingLimit` (and the module's `defaultLimit`). Registered for every route when the
+ * module option `global` is true; otherwise use `@UseGuards(SlidingLimitGuard)`.
+ *
+ * All limits of a handler are decided in one atomic Redis call: a request rejected by any is counted
+ * by none. Allowed requests get rate-limit headers; rejected ones a {@link TooManyRequestsException}
+ * with `Retry-After`.
+ *
+ * Outside HTTP (GraphQL, WebSockets, microservices) it never touches a response and, unless a
+ * subclass overrides {@link getRequestResponse}, lets the call through. Subclass it to adapt — see
+ * docs/nest-integration.md for GraphQL and WebSocket versions.
+ */
+@Injectable()
+export class SlidingLimitGuard implements CanActivate {
+  protected readonly logger = new Logger('SlidingLimitGuard');
+  private readonly warnedUnsupported = new WeakSet<HandlerPlan>();
+
+  constructor(
+    protected readonly limiter: SlidingWindowLimiter,
+    protected readonly plans: SlidingLimitPlans,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const plan = this.plans.get(context.getClass(), context.getHandler());
+    if (plan.limits.length === 0) return true;
+
+    const http = this.getRequestResponse(context);
+    if (!http) {
+      this.warnUnsupported(context, plan);
+      return true;
+    }
+    if (this.alreadyCounted(http.request, plan)) return true;
+
+    const rules = await Promise.all(
+      plan.limits.map(async (limit): Promise<KeyedSlidingLimitRule> => ({
+        key: await this.resolveKey(limit, http.request, context, plan),
+        limit: limit.limit,
+        windowMs: limit.windowMs,
+      })),
+    );
+    const decision = await this.limiter.consumeAll(rules);
+    this.setHeaders(http.response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
+    if (!decision.allowed) this.throwRateLimited(context, decision, plan);
+    return true;
+  }
+
+  /**
+   * The request and response of an HTTP call; undefined in other contexts. Override to limit
+   * GraphQL (`GqlExecutionContext.create(context).getContext().req`) or WebSockets (the client).
+   */
+  protected getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
+    if (context.getType() !== 'http') return undefined;
+    const http = context.switchToHttp();
+    const request = http.getRequest<RateLimitRequest | undefined>();
+    if (typeof request !== 'object' || request === null) return undefined;
+    return { request, response: http.getResponse<unknown>() };
+  }
+
+  /**
+   * The client identity behind the `ip` key part and the fallback of missing parts: `req.ip`, which
+   * Express and Fastify derive from `X-Forwarded-For` only when the app trusts the proxy.
+   */
+  protected getTracker(request: RateLimitRequest, _context: ExecutionContext): string | undefined {
+    return typeof request.ip === 'string' && request.ip.length > 0 ? request.ip : undefined;
+  }
+
+  /** The Redis key of one limit for this request, without the limiter's prefix: `<name>:<identity>`. */
+  protected async resolveKey(
+    limit: CompiledLimit,
+    request: RateLimitRequest,
+    context: ExecutionContext,
+    plan: HandlerPlan,
+  ): Promise<string> {
+    const identity = await limit.key({
+      request,
+      context,
+      route: plan.route,
+      tracker: () => this.getTracker(request, context),
+    });
+    if (identity === undefined) this.throwUnidentified(context, plan);
+    return `${limit.name}:${identity}`;
+  }
+
+  /**
+   * No identity at all (no key value and no client IP): refusing is safer than counting everyone
+   * in one bucket. Override to choose otherwise.
+   */
+  protected throwUnidentified(_context: ExecutionContext, plan: HandlerPlan): never {
+    throw new ForbiddenException(`Rate limit of ${plan.route} cannot identify the client`);
+  }
+
+  /** Throws the 429. Override to throw a `WsException`, a GraphQL error or an `RpcException` instead. */
+  protected throwRateLimited(_context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): never {
+    const details = {
+      retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),
+      retryAfterMs: decision.retryAfterMs,
+      limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
+    };
+    throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
+  }
+
+  /** Writes headers; a no-op without a response object. */
+  protected setHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
+    writeHeaders(response, headers);
+  }
+
+  private alreadyCounted(request: object, plan: HandlerPlan): boolean {
+    let plans = counted.get(request);
+    if (!plans) counted.set(request, (plans = new Set()));
+    if (plans.has(plan)) return true;
+    plans.add(plan);
+    return false;
+  }
+
+  private warnUnsupported(context: ExecutionContext, plan: HandlerPlan): void {
+    if (this.warnedUnsupported.has(plan)) return;
+    this.warnedUnsupported.add(plan);
+    this.logger.warn(
+      `${plan.route} has rate limits but runs in a "${context.getType()}" context, which SlidingLimitGuard does not limit; ` +
+        'subclass it and override getRequestResponse (see the guide for GraphQL and WebSockets)',
+    );
+  }
+}
