@@ -31,3 +31,42 @@ export { ClockSkewError } from './errors/clock-skew.error';
 export { UnexpectedReplyError } from './errors/unexpected-reply.error';
 
 // Nest integration
+export { RateLimitModule } from './rate-limit.module';
+export type {
+  RateLimitModuleAsyncOptions,
+  RateLimitModuleExtras,
+  RateLimitModuleForRootOptions,
+  RateLimitOptionsFactory,
+} from './rate-limit.module-definition';
+export type {
+  RateLimitErrorBodyStyle,
+  RateLimitHeaderStyle,
+  RateLimitKey,
+  RateLimitKeyFunction,
+  RateLimitKeyValue,
+  RateLimitModuleOptions,
+  RateLimitRequest,
+  ResolvedRateLimitOptions,
+  SlidingLimitOptions,
+} from './rate-limit.options';
+export {
+  DEFAULT_KEY,
+  DEFAULT_KEY_PREFIX,
+  RATE_LIMIT_CONNECTION,
+  RATE_LIMIT_OPTIONS,
+  SKIP_RATE_LIMIT_METADATA,
+  SLIDING_LIMIT_METADATA,
+} from './rate-limit.constants';
+export { SkipRateLimit, SlidingLimit } from './sliding-limit.decorator';
+export { SlidingLimitGuard, type RateLimitHttpContext } from './sliding-limit.guard';
+export { InjectSlidingLimiter } from './nest/inject-sliding-limiter';
+export { SlidingLimitPlans } from './nest/rate-limit-plans';
+export type { CompiledLimit, HandlerPlan } from './nest/limit-plan';
+export type { CompiledKey, KeySource } from './nest/key-template';
+export type { RateLimitConnection } from './nest/rate-limit-connection';
+export { PROBLEM_JSON } from './nest/rate-limit-error-body';
+export {
+  TOO_MANY_REQUESTS_MESSAGE,
+  TooManyRequestsException,
+  type TooManyRequestsDetails,
+} from './errors/too-many-requests.exception';
