@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ClockSkewError } from './errors/clock-skew.error';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
-import { describeRuleProblems, describeValue } from './limiter/limit-rule';
+import { describeRuleProblems, describeValue, isValidRule } from './limiter/limit-rule';
 import { resolveLimiterOptions, ResolvedLimiterOptions } from './limiter/limiter-options';
 import { MemberIdSource } from './limiter/member-ids';
 import type {
@@ -78,7 +78,7 @@ export class SlidingWindowLimiter {
    * @param key the limited identity, without the key prefix (e.g. `login:ip:10.0.0.1`)
    */
   async consume(key: string, rule: SlidingLimitRule): Promise<RateLimitDecision> {
-    this.check([key], [rule]);
+    this.check(key, rule);
     const outcome = await this.allow([this.keyPrefix + key], [rule]);
     return this.toDecision(outcome.limits[0], rule);
   }
@@ -90,10 +90,7 @@ export class SlidingWindowLimiter {
    * contract takes one key, the request is taken back out of the limits that had room.
    */
   async consumeAll(rules: readonly KeyedSlidingLimitRule[]): Promise<MultiRateLimitDecision> {
-    this.check(
-      rules.map((rule) => rule?.key),
-      rules,
-    );
+    this.checkAll(rules);
     const keys = rules.map((rule) => this.keyPrefix + rule.key);
     const outcome = this.contract.multiKey || rules.length === 1 ? await this.allow(keys, rules) : await this.allowOneKeyAtATime(keys, rules);
     const limits = outcome.limits.map((limitOutcome, i) => this.toDecision(limitOutcome, rules[i]));
@@ -107,7 +104,7 @@ export class SlidingWindowLimiter {
 
   /** Reports the state of `key` without recording anything. */
   async peek(key: string, rule: SlidingLimitRule): Promise<RateLimitState> {
-    this.check([key], [rule]);
+    this.check(key, rule);
     const runner = this.runner ?? (await this.ready());
     const fullKey = this.keyPrefix + key;
     const { peekFunction, peekArguments, parsePeekReply } = this.contract;
@@ -123,7 +120,7 @@ export class SlidingWindowLimiter {
 
   /** Forgets every entry of `key`: the full limit is available again at once. */
   async reset(key: string): Promise<void> {
-    this.check([key], []);
+    if (typeof key !== 'string' || key.length === 0) this.fail([key], []);
     await this.options.client.del(this.keyPrefix + key);
   }
 
@@ -242,8 +239,19 @@ export class SlidingWindowLimiter {
     return parseServerTimeMs(await this.options.client.time());
   }
 
-  /** Argument checks of the public methods: cheap enough for every call. */
-  private check(keys: readonly unknown[], rules: readonly unknown[]): void {
+  /** Checks one key and rule; allocation-free unless something is wrong, since it runs on every call. */
+  private check(key: unknown, rule: unknown): void {
+    if (typeof key === 'string' && key.length > 0 && isValidRule(rule)) return;
+    this.fail([key], [rule]);
+  }
+
+  private checkAll(rules: readonly KeyedSlidingLimitRule[]): void {
+    const keys = Array.isArray(rules) ? rules.map((rule) => rule?.key) : [];
+    const valid = keys.length > 0 && new Set(keys).size === keys.length && rules.every((rule) => typeof rule.key === 'string' && rule.key.length > 0 && isValidRule(rule));
+    if (!valid) this.fail(keys, Array.isArray(rules) ? rules : []);
+  }
+
+  private fail(keys: readonly unknown[], rules: readonly unknown[]): never {
     const problems: string[] = [];
     if (keys.length === 0) problems.push('at least one limit is required');
     keys.forEach((key, i) => {
@@ -251,6 +259,6 @@ export class SlidingWindowLimiter {
     });
     rules.forEach((rule, i) => problems.push(...describeRuleProblems(rule, rules.length > 1 ? `limits[${i}]` : 'rule')));
     if (new Set(keys).size !== keys.length) problems.push('each stacked limit needs its own key');
-    if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
+    throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
   }
 }

@@ -25,6 +25,13 @@ export function describeRuleProblems(rule: unknown, label: string): string[] {
   return problems;
 }
 
+/** True for a valid rule; cheap enough for every request. */
+export function isValidRule(rule: unknown): rule is SlidingLimitRule {
+  if (typeof rule !== 'object' || rule === null) return false;
+  const { limit, windowMs } = rule as Record<string, unknown>;
+  return isWholeNumberIn(limit, 1, MAX_LIMIT) && isWholeNumberIn(windowMs, 1, MAX_WINDOW_MS);
+}
+
 /** Throws a {@link RateLimitConfigError} naming every problem of the rule. */
 export function assertValidRule(rule: unknown, label: string): asserts rule is SlidingLimitRule {
   const problems = describeRuleProblems(rule, label);
