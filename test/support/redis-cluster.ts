@@ -1,0 +1,55 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { RedisServer, startRedisServer } from './redis-server';
+
+const run = promisify(execFile);
+
+/** A local Redis Cluster of redis-server processes on loopback ports, started by the tests. */
+export interface RedisCluster {
+  readonly nodes: RedisServer[];
+  /** `{ host, port }` of every node, as ioredis' Cluster takes its seeds. */
+  readonly seeds: { host: string; port: number }[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `masters` masters with `replicasPerMaster` replicas each (3 + 3 by default), joins them
+ * with `redis-cli --cluster create` and waits until every node reports `cluster_state:ok`.
+ */
+export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } = {}): Promise<RedisCluster> {
+  const count = masters * (1 + replicasPerMaster);
+  const nodes: RedisServer[] = [];
+  const stop = async () => {
+    await Promise.all(nodes.map((node) => node.stop()));
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      nodes.push(await startRedisServer(['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf']));
+    }
+    const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
+    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes']);
+    await waitForClusterOk(nodes);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { nodes, seeds: nodes.map((node) => ({ host: '127.0.0.1', port: node.port })), stop };
+}
+
+/** Waits until every running node says `cluster_state:ok` and knows every slot. */
+export async function waitForClusterOk(nodes: RedisServer[], timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const running = nodes.filter((node) => node.process.exitCode === null && node.process.signalCode === null);
+    const states = await Promise.all(
+      running.map((node) =>
+        run('redis-cli', ['-p', String(node.port), 'CLUSTER', 'INFO'])
+          .then(({ stdout }) => stdout)
+          .catch(() => ''),
+      ),
+    );
+    if (states.every((info) => info.includes('cluster_state:ok') && info.includes('cluster_slots_assigned:16384'))) return;
+    if (Date.now() > deadline) throw new Error(`cluster not ok after ${timeoutMs} ms:\n${states.join('\n')}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
