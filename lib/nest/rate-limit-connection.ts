@@ -38,9 +38,12 @@ export async function closeRateLimitConnection(connection: RateLimitConnection):
     client.disconnect();
     return;
   }
+  // QUIT resolves on its reply, before the socket is gone; wait for "end" so shutdown really is done.
+  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
   try {
     await client.quit();
   } catch {
     client.disconnect();
   }
+  await ended;
 }
