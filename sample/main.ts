@@ -1,0 +1,56 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import Redis from 'ioredis';
+import { SlidingWindowLimiter } from 'nestjs-sliding-limit';
+import { AppModule, DEFAULT_REDIS_URL } from './app.module';
+
+/** One quick PING, no retries: tells "no Redis" apart from everything else before Nest starts. */
+async function redisAnswers(url: string): Promise<boolean> {
+  const probe = new Redis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    return (await probe.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
+
+async function main(): Promise<void> {
+  const redisUrl = process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
+  if (!(await redisAnswers(redisUrl))) {
+    console.error(
+      `No Redis answered at ${redisUrl}.\n` +
+        'Start one locally with:\n\n  redis-server --daemonize yes\n\n' +
+        'or set REDIS_URL to a Redis 7 you can reach, then run `npm run sample` again.',
+    );
+    process.exitCode = 1;
+    return;
+  }
+
+  const app = await NestFactory.create(AppModule);
+  app.enableShutdownHooks();
+  await app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1');
+
+  const url = await app.getUrl();
+  const limiter = app.get(SlidingWindowLimiter);
+  console.log(`Sample listening on ${url}`);
+  console.log(`Redis ${redisUrl}; active function ${limiter.functionName} (set RATE_LIMIT_FUNCTION to switch); keys under "${limiter.keyPrefix}"`);
+  console.log(
+    [
+      'Try:',
+      `  curl -i -X POST ${url}/auth/login -H 'content-type: application/json' -d '{"username":"demo","password":"nope"}'`,
+      `  curl -i -X POST ${url}/sms/code -H 'content-type: application/json' -d '{"phone":"13800000000"}'`,
+      `  curl -i -X POST ${url}/orders -H 'x-user-id: 10086'`,
+      `  curl -i ${url}/search?q=redis`,
+      `  curl -i ${url}/health`,
+    ].join('\n'),
+  );
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
