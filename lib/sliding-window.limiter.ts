@@ -1,33 +1,39 @@
 import { Injectable } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import { ClockSkewError } from './errors/clock-skew.error';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
+import { clockFor, numericNow } from './limiter/clock';
+import { ActiveVersion, FunctionRouting } from './limiter/function-routing';
 import { describeRuleProblems, describeValue, isValidRule } from './limiter/limit-rule';
-import { resolveLimiterOptions, ResolvedLimiterOptions } from './limiter/limiter-options';
+import { describeCanaryProblems, describeFunctionNameProblems, resolveLimiterOptions, ResolvedLimiterOptions } from './limiter/limiter-options';
 import { MemberIdSource } from './limiter/member-ids';
 import type {
+  CanarySplit,
+  FunctionSelection,
   KeyedSlidingLimitRule,
+  LoadFunctionsPolicy,
   MultiRateLimitDecision,
   RateLimitDecision,
   RateLimitState,
   SlidingLimitRule,
   SlidingWindowLimiterOptions,
 } from './limiter/sliding-window-limiter.interfaces';
-import type { CallOutcome, FunctionContract, LimitOutcome } from './redis/contracts/function-contract';
-import { SERVER_TIME } from './redis/contracts/function-contract';
+import { LimiterMetrics } from './metrics/limiter-metrics';
+import type { CallOutcome, LimitOutcome } from './redis/contracts/function-contract';
+import { errorKindOf } from './redis/error-kind';
 import { FunctionRunner } from './redis/function-runner';
-import type { LuaRunner } from './redis/lua-runner';
+import { getFunctionContract } from './redis/function-versions';
 import { masterNodes } from './redis/redis-nodes';
-import { isClockSkew, parseRedisMajorVersion, parseServerTimeMs, toInteger } from './redis/reply';
+import { isClockSkew, parseRedisMajorVersion, toInteger } from './redis/reply';
 import { ScriptRunner } from './redis/script-runner';
-
-type NowMs = number | typeof SERVER_TIME;
 
 /**
  * Exact sliding-window-log rate limiting on Redis.
  *
  * Each decision runs atomically on the server as the configured Redis Function (or the same Lua
  * as a script on Redis < 7). The limiter knows the arguments and replies of every shipped version,
- * so `functionName` can move between `sliding_allow_v1` and `sliding_allow_v2` without code changes.
+ * so `functionName` can move between `sliding_allow_v1` and `sliding_allow_v2` without code changes,
+ * a canary can send a sticky share of keys to a candidate, and {@link use} switches at runtime.
  *
  * Provided by `RateLimitModule`, or constructed directly:
  * ```ts
@@ -37,25 +43,38 @@ type NowMs = number | typeof SERVER_TIME;
  */
 @Injectable()
 export class SlidingWindowLimiter {
-  /** The active allow function, e.g. `sliding_allow_v2`. */
-  readonly functionName: string;
   /** Prefix of every key this limiter writes. */
   readonly keyPrefix: string;
+  /** Calls, decisions, errors and latency per function name, in this process. */
+  readonly metrics = new LimiterMetrics();
 
   private readonly options: ResolvedLimiterOptions;
-  private readonly contract: FunctionContract;
   private readonly members = new MemberIdSource();
-  private readonly now: () => NowMs | Promise<number>;
-  private runner?: LuaRunner;
-  private starting?: Promise<LuaRunner>;
+  private selection: FunctionSelection;
+  private routing?: FunctionRouting;
+  private starting?: Promise<FunctionRouting>;
+  private functionsAvailable?: boolean;
 
   /** @throws RateLimitConfigError listing every invalid option (an unknown `functionName` lists the known ones). */
   constructor(options: SlidingWindowLimiterOptions) {
     this.options = resolveLimiterOptions(options);
-    this.contract = this.options.contract;
-    this.functionName = this.contract.allowFunction;
     this.keyPrefix = this.options.keyPrefix;
-    this.now = this.createClock();
+    this.selection = { functionName: this.options.functionName, canary: this.options.canary };
+  }
+
+  /** The stable function, e.g. `sliding_allow_v2`. */
+  get functionName(): string {
+    return this.selection.functionName;
+  }
+
+  /** The canary split in effect, if any. */
+  get canary(): CanarySplit | undefined {
+    return this.selection.canary;
+  }
+
+  /** How the Lua runs once initialised: `function` (FCALL) or `script` (EVALSHA); undefined before. */
+  get mode(): 'function' | 'script' | undefined {
+    return this.routing?.stable.runner.mode;
   }
 
   /**
@@ -67,9 +86,25 @@ export class SlidingWindowLimiter {
     await this.ready();
   }
 
-  /** How the Lua runs once initialised: `function` (FCALL) or `script` (EVALSHA); undefined before. */
-  get mode(): 'function' | 'script' | undefined {
-    return this.runner?.mode;
+  /**
+   * Switches the functions this limiter calls, without a restart: `use('sliding_allow_v1')` for a
+   * rollback, `use({ functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2',
+   * percent: 10 } })` for a canary. The new functions are verified on every master first (and loaded
+   * there when `loadFunctions` is `auto`); if that fails, the current selection stays in effect and
+   * the error says why.
+   */
+  async use(selection: string | FunctionSelection): Promise<void> {
+    const wanted = typeof selection === 'string' ? { functionName: selection } : selection;
+    const problems = [
+      ...describeFunctionNameProblems(wanted?.functionName, 'functionName'),
+      ...(wanted?.canary === undefined ? [] : describeCanaryProblems(wanted.canary, 'canary')),
+    ];
+    if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter.use');
+    await this.ready();
+    // 'off' trusts the server at start-up, but a switch is only safe once checked.
+    const policy: LoadFunctionsPolicy = this.options.loadFunctions === 'auto' ? 'auto' : 'verify';
+    this.routing = await this.buildRouting(wanted, policy);
+    this.selection = this.routing.selection;
   }
 
   /**
@@ -79,25 +114,30 @@ export class SlidingWindowLimiter {
    */
   async consume(key: string, rule: SlidingLimitRule): Promise<RateLimitDecision> {
     this.check(key, rule);
-    const outcome = await this.allow([this.keyPrefix + key], [rule]);
-    return this.toDecision(outcome.limits[0], rule);
+    const version = (this.routing ?? (await this.ready())).pick(key);
+    const outcome = await this.measure(version, () => this.allow(version, [this.keyPrefix + key], [rule]));
+    return this.toDecision(outcome.limits[0], rule, version);
   }
 
   /**
    * Decides one request against several limits at once (stacked limits, e.g. 1 per minute and
    * 10 per day). The request is recorded under every key only when every limit has room; a request
    * rejected by any limit consumes quota in none. With v2 this is one atomic call; with v1, whose
-   * contract takes one key, the request is taken back out of the limits that had room.
+   * contract takes one key, the request is taken back out of the limits that had room. The canary
+   * split follows the first rule's key.
    */
   async consumeAll(rules: readonly KeyedSlidingLimitRule[]): Promise<MultiRateLimitDecision> {
     this.checkAll(rules);
+    const version = (this.routing ?? (await this.ready())).pick(rules[0].key);
     const keys = rules.map((rule) => this.keyPrefix + rule.key);
-    const outcome = this.contract.multiKey || rules.length === 1 ? await this.allow(keys, rules) : await this.allowOneKeyAtATime(keys, rules);
-    const limits = outcome.limits.map((limitOutcome, i) => this.toDecision(limitOutcome, rules[i]));
+    const outcome = await this.measure(version, () =>
+      version.contract.multiKey || rules.length === 1 ? this.allow(version, keys, rules) : this.allowOneKeyAtATime(version, keys, rules),
+    );
+    const limits = outcome.limits.map((limitOutcome, i) => this.toDecision(limitOutcome, rules[i], version));
     return {
       allowed: outcome.allowed,
       retryAfterMs: Math.max(0, ...limits.map((d) => d.retryAfterMs)),
-      functionName: this.functionName,
+      functionName: version.contract.allowFunction,
       limits,
     };
   }
@@ -105,17 +145,17 @@ export class SlidingWindowLimiter {
   /** Reports the state of `key` without recording anything. */
   async peek(key: string, rule: SlidingLimitRule): Promise<RateLimitState> {
     this.check(key, rule);
-    const runner = this.runner ?? (await this.ready());
+    const version = (this.routing ?? (await this.ready())).pick(key);
     const fullKey = this.keyPrefix + key;
-    const { peekFunction, peekArguments, parsePeekReply } = this.contract;
+    const { peekFunction, peekArguments, parsePeekReply } = version.contract;
     let outcome: LimitOutcome;
     if (peekFunction && peekArguments && parsePeekReply) {
-      const reply = await runner.run(peekFunction, [fullKey], peekArguments(await this.now(), [rule]), true);
+      const reply = await version.runner.run(peekFunction, [fullKey], peekArguments(await version.now(), [rule]), true);
       outcome = parsePeekReply(reply, [rule]).limits[0];
     } else {
-      outcome = await this.peekWithCommands(fullKey, rule);
+      outcome = await this.peekWithCommands(version, fullKey, rule);
     }
-    return { ...this.toDecision(outcome, rule), count: outcome.count };
+    return { ...this.toDecision(outcome, rule, version), count: outcome.count };
   }
 
   /** Forgets every entry of `key`: the full limit is available again at once. */
@@ -124,10 +164,10 @@ export class SlidingWindowLimiter {
     await this.options.client.del(this.keyPrefix + key);
   }
 
-  private ready(): Promise<LuaRunner> {
-    if (this.runner) return Promise.resolve(this.runner);
-    this.starting ??= this.start().then(
-      (runner) => (this.runner = runner),
+  private ready(): Promise<FunctionRouting> {
+    if (this.routing) return Promise.resolve(this.routing);
+    this.starting ??= this.buildRouting(this.selection, this.options.loadFunctions).then(
+      (routing) => (this.routing = routing),
       (error: unknown) => {
         // Let the next call try again (Redis may come up later).
         this.starting = undefined;
@@ -137,53 +177,70 @@ export class SlidingWindowLimiter {
     return this.starting;
   }
 
-  private async start(): Promise<LuaRunner> {
-    const { client, contract, loadFunctions } = this.options;
+  private async buildRouting(selection: FunctionSelection, policy: LoadFunctionsPolicy): Promise<FunctionRouting> {
+    const stable = await this.activate(selection.functionName, policy);
+    const { canary } = selection;
+    if (!canary || canary.percent <= 0 || canary.functionName === selection.functionName) return new FunctionRouting(stable);
+    return new FunctionRouting(stable, await this.activate(canary.functionName, policy), canary.percent);
+  }
+
+  private async activate(functionName: string, policy: LoadFunctionsPolicy): Promise<ActiveVersion> {
+    const { client, loadFunctions, clock } = this.options;
+    const contract = getFunctionContract(functionName);
     const runner = (await this.useFunctions())
       ? new FunctionRunner(client, contract, loadFunctions)
       : new ScriptRunner(client, contract, loadFunctions);
-    await runner.prepare();
-    return runner;
+    await runner.prepare(policy);
+    return { contract, runner, now: clockFor(contract, clock, client) };
   }
 
   private async useFunctions(): Promise<boolean> {
     if (this.options.mode !== 'auto') return this.options.mode === 'function';
-    const [node] = await masterNodes(this.options.client);
-    return parseRedisMajorVersion(await node.info('server')) >= 7;
+    if (this.functionsAvailable === undefined) {
+      const [node] = await masterNodes(this.options.client);
+      this.functionsAvailable = parseRedisMajorVersion(await node.info('server')) >= 7;
+    }
+    return this.functionsAvailable;
   }
 
-  private async allow(keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
-    const runner = this.runner ?? (await this.ready());
-    const args = this.contract.allowArguments({
+  /** Runs one decision, counting it (or its failure) and its latency under the version's name. */
+  private async measure(version: ActiveVersion, decide: () => Promise<CallOutcome>): Promise<CallOutcome> {
+    const functionName = version.contract.allowFunction;
+    const started = performance.now();
+    try {
+      const outcome = await decide();
+      this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
+      return outcome;
+    } catch (error) {
+      const translated = isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error;
+      this.metrics.recordError(functionName, errorKindOf(translated), performance.now() - started);
+      throw translated;
+    }
+  }
+
+  private async allow(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
+    const { contract, runner } = version;
+    const args = contract.allowArguments({
       keys,
       rules,
-      nowMs: await this.now(),
+      nowMs: await version.now(),
       member: this.members.next(),
       maxClockSkewMs: this.options.maxClockSkewMs,
     });
-    let reply: unknown;
-    try {
-      reply = await runner.run(this.functionName, keys, args, false);
-    } catch (error) {
-      if (isClockSkew(error)) throw new ClockSkewError((error as Error).message, { cause: error });
-      throw error;
-    }
-    return this.contract.parseAllowReply(reply, rules);
+    return contract.parseAllowReply(await runner.run(contract.allowFunction, keys, args, false), rules);
   }
 
   /** Stacked limits on a one-key contract (v1): one call per key, then compensation. */
-  private async allowOneKeyAtATime(keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
-    const runner = this.runner ?? (await this.ready());
-    const nowMs = await this.now();
+  private async allowOneKeyAtATime(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
+    const { contract, runner } = version;
+    const nowMs = await version.now();
     const member = this.members.next();
     const maxClockSkewMs = this.options.maxClockSkewMs;
     // Sent together, so ioredis writes them in one round trip.
     const replies = await Promise.all(
-      keys.map((key, i) =>
-        runner.run(this.functionName, [key], this.contract.allowArguments({ keys: [key], rules: [rules[i]], nowMs, member, maxClockSkewMs }), false),
-      ),
+      keys.map((key, i) => runner.run(contract.allowFunction, [key], contract.allowArguments({ keys: [key], rules: [rules[i]], nowMs, member, maxClockSkewMs }), false)),
     );
-    const limits = replies.map((reply, i) => this.contract.parseAllowReply(reply, [rules[i]]).limits[0]);
+    const limits = replies.map((reply, i) => contract.parseAllowReply(reply, [rules[i]]).limits[0]);
     if (limits.every((limit) => limit.allowed)) return { allowed: true, limits };
 
     // Rejected by one: take the request back out of the limits that recorded it.
@@ -196,8 +253,8 @@ export class SlidingWindowLimiter {
   }
 
   /** Peek for versions without a read-only function: a plain ZCOUNT of the window. */
-  private async peekWithCommands(fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {
-    const nowMs = await this.numericNow();
+  private async peekWithCommands(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {
+    const nowMs = await numericNow(version.now, this.options.client);
     const reply = await this.options.client.zcount(fullKey, `(${nowMs - rule.windowMs}`, '+inf');
     const count = toInteger(reply, 'ZCOUNT', reply);
     const allowed = count < rule.limit;
@@ -211,32 +268,15 @@ export class SlidingWindowLimiter {
     };
   }
 
-  private toDecision(outcome: LimitOutcome, rule: SlidingLimitRule): RateLimitDecision {
+  private toDecision(outcome: LimitOutcome, rule: SlidingLimitRule, version: ActiveVersion): RateLimitDecision {
     return {
       allowed: outcome.allowed,
       limit: rule.limit,
       remaining: outcome.remaining,
       retryAfterMs: outcome.retryAfterMs,
       resetMs: outcome.resetMs,
-      functionName: this.functionName,
+      functionName: version.contract.allowFunction,
     };
-  }
-
-  private createClock(): () => NowMs | Promise<number> {
-    const { clock } = this.options;
-    if (typeof clock === 'function') return clock;
-    if (clock === 'local') return Date.now;
-    // 'server': inside the function when the version can read TIME, otherwise one TIME round trip.
-    return this.contract.readsServerClock ? () => SERVER_TIME : () => this.serverTimeMs();
-  }
-
-  private async numericNow(): Promise<number> {
-    const now = await this.now();
-    return now === SERVER_TIME ? this.serverTimeMs() : now;
-  }
-
-  private async serverTimeMs(): Promise<number> {
-    return parseServerTimeMs(await this.options.client.time());
   }
 
   /** Checks one key and rule; allocation-free unless something is wrong, since it runs on every call. */
@@ -247,7 +287,10 @@ export class SlidingWindowLimiter {
 
   private checkAll(rules: readonly KeyedSlidingLimitRule[]): void {
     const keys = Array.isArray(rules) ? rules.map((rule) => rule?.key) : [];
-    const valid = keys.length > 0 && new Set(keys).size === keys.length && rules.every((rule) => typeof rule.key === 'string' && rule.key.length > 0 && isValidRule(rule));
+    const valid =
+      keys.length > 0 &&
+      new Set(keys).size === keys.length &&
+      rules.every((rule) => typeof rule.key === 'string' && rule.key.length > 0 && isValidRule(rule));
     if (!valid) this.fail(keys, Array.isArray(rules) ? rules : []);
   }
 

@@ -1,6 +1,5 @@
 import { RateLimitConfigError } from '../errors/rate-limit-config.error';
-import { DEFAULT_FUNCTION_NAME, findFunctionContract, getFunctionContract, KNOWN_FUNCTION_NAMES } from '../redis/function-versions';
-import type { FunctionContract } from '../redis/contracts/function-contract';
+import { DEFAULT_FUNCTION_NAME, findFunctionContract, KNOWN_FUNCTION_NAMES } from '../redis/function-versions';
 import { describeValue, isWholeNumberIn } from './limit-rule';
 import type {
   ClockSource,
@@ -30,8 +29,8 @@ const MODES: readonly ExecutionMode[] = ['auto', 'function', 'script'];
 export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client'>;
 
 /** Settings with defaults applied and the active version's contract resolved. */
-export interface ResolvedLimiterOptions extends Required<SlidingWindowLimiterOptions> {
-  contract: FunctionContract;
+export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimiterOptions, 'canary'>> {
+  canary?: SlidingWindowLimiterOptions['canary'];
 }
 
 /**
@@ -40,10 +39,9 @@ export interface ResolvedLimiterOptions extends Required<SlidingWindowLimiterOpt
  */
 export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
   const problems: string[] = [];
-  const { functionName, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs } = settings;
-  if (functionName !== undefined && !(typeof functionName === 'string' && findFunctionContract(functionName))) {
-    problems.push(`${path}functionName ${describeValue(functionName)} is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`);
-  }
+  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs } = settings;
+  if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
+  if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
   if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH)) {
     problems.push(`${path}keyPrefix must be a string of at most ${MAX_KEY_PREFIX_LENGTH} characters, got ${describeValue(keyPrefix)}`);
   }
@@ -62,6 +60,23 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
   return problems;
 }
 
+/** Problems of a function name: it must name a shipped version. */
+export function describeFunctionNameProblems(functionName: unknown, label: string): string[] {
+  if (typeof functionName === 'string' && findFunctionContract(functionName)) return [];
+  return [`${label} ${describeValue(functionName)} is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`];
+}
+
+/** Problems of a canary split. */
+export function describeCanaryProblems(canary: unknown, label: string): string[] {
+  if (typeof canary !== 'object' || canary === null) return [`${label} must be { functionName, percent }, got ${describeValue(canary)}`];
+  const { functionName, percent } = canary as Record<string, unknown>;
+  const problems = describeFunctionNameProblems(functionName, `${label}.functionName`);
+  if (typeof percent !== 'number' || !(percent >= 0 && percent <= 100)) {
+    problems.push(`${label}.percent must be a number from 0 to 100, got ${describeValue(percent)}`);
+  }
+  return problems;
+}
+
 /** True when the value looks like an ioredis Redis or Cluster client. */
 export function isRedisConnection(value: unknown): value is RedisConnection {
   const candidate = value as { fcall?: unknown; evalsha?: unknown } | null;
@@ -76,8 +91,7 @@ export function resolveLimiterOptions(options: SlidingWindowLimiterOptions): Res
   }
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
 
-  const resolved = { ...LIMITER_DEFAULTS, ...withoutUndefined(options) } as Required<SlidingWindowLimiterOptions>;
-  return { ...resolved, contract: getFunctionContract(resolved.functionName) };
+  return { ...LIMITER_DEFAULTS, ...withoutUndefined(options) } as ResolvedLimiterOptions;
 }
 
 function withoutUndefined<T extends object>(value: T): Partial<T> {

@@ -78,6 +78,25 @@ export interface MultiRateLimitDecision {
   limits: RateLimitDecision[];
 }
 
+/**
+ * A share of traffic sent to a candidate version. The split is sticky per key: a key always goes to
+ * the same version for a given share, so no client flips between versions inside one window.
+ */
+export interface CanarySplit {
+  /** The candidate function, e.g. `sliding_allow_v2`. */
+  functionName: string;
+  /** Share of keys sent to it, from 0 to 100 (two decimals are honoured). */
+  percent: number;
+}
+
+/** Which functions a limiter calls: a stable one, and optionally a canary with a share of the keys. */
+export interface FunctionSelection {
+  /** The stable function. */
+  functionName: string;
+  /** The candidate and its share, or none. */
+  canary?: CanarySplit;
+}
+
 /** Options of {@link SlidingWindowLimiter}. */
 export interface SlidingWindowLimiterOptions {
   /** The ioredis connection to use. The limiter never closes it. */
@@ -87,6 +106,8 @@ export interface SlidingWindowLimiterOptions {
    * Switching between shipped versions needs no code change.
    */
   functionName?: string;
+  /** Sends a sticky share of keys to a candidate function. Default: none. */
+  canary?: CanarySplit;
   /** Prefix of every key the limiter writes. Default `rl:`. */
   keyPrefix?: string;
   /** Default `auto`. */

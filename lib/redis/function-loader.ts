@@ -29,9 +29,12 @@ export class FunctionLoader {
     this.source = readLibrarySource(contract.sourceFile);
   }
 
-  /** Checks every master; loads the library where missing (`auto`) or fails naming the nodes (`verify`). */
-  async prepare(): Promise<void> {
-    if (this.policy === 'off') return;
+  /**
+   * Checks every master; loads the library where missing (`auto`) or fails naming the nodes
+   * (`verify`). `policy` overrides the configured one (a runtime switch always verifies).
+   */
+  async prepare(policy: LoadFunctionsPolicy = this.policy): Promise<void> {
+    if (policy === 'off') return;
     const nodes = await masterNodes(this.connection);
     const states = await Promise.all(nodes.map((node) => this.inspect(node)));
     const having = (state: LibraryState) => nodes.filter((_, i) => states[i] === state);
@@ -41,7 +44,7 @@ export class FunctionLoader {
 
     const missing = having('missing');
     if (missing.length === 0) return;
-    if (this.policy === 'verify') {
+    if (policy === 'verify') {
       throw new FunctionNotLoadedError(
         this.contract.allowFunction,
         this.contract.libraryName,

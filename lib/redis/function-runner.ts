@@ -23,8 +23,8 @@ export class FunctionRunner implements LuaRunner {
     this.loader = new FunctionLoader(connection, contract, policy);
   }
 
-  prepare(): Promise<void> {
-    return this.loader.prepare();
+  prepare(policy?: LoadFunctionsPolicy): Promise<void> {
+    return this.loader.prepare(policy);
   }
 
   async run(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {

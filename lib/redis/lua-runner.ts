@@ -1,9 +1,11 @@
+import type { LoadFunctionsPolicy } from '../limiter/sliding-window-limiter.interfaces';
+
 /** Runs a function of the active library version on Redis: as a Redis Function or as a script. */
 export interface LuaRunner {
   /** How the Lua runs: `function` (FCALL) or `script` (EVALSHA). */
   readonly mode: 'function' | 'script';
-  /** Loads or verifies what the server needs, following the `loadFunctions` policy. */
-  prepare(): Promise<void>;
+  /** Loads or verifies what the server needs, following `policy` (default: the configured `loadFunctions`). */
+  prepare(policy?: LoadFunctionsPolicy): Promise<void>;
   /**
    * Calls `functionName` with KEYS and ARGV exactly as FCALL would receive them.
    * `readOnly` runs it as FCALL_RO where the mode allows, so it may be served by a replica.

@@ -29,11 +29,11 @@ export class ScriptRunner implements LuaRunner {
     }
   }
 
-  async prepare(): Promise<void> {
-    if (this.policy === 'off') return;
+  async prepare(policy: LoadFunctionsPolicy = this.policy): Promise<void> {
+    if (policy === 'off') return;
     const nodes = await masterNodes(this.connection);
     const scripts = [...this.scripts.values()];
-    if (this.policy === 'auto') {
+    if (policy === 'auto') {
       await Promise.all(nodes.flatMap((node) => scripts.map((script) => node.script('LOAD', script.source))));
       return;
     }

@@ -1,0 +1,39 @@
+import type { FunctionContract } from '../redis/contracts/function-contract';
+import type { LuaRunner } from '../redis/lua-runner';
+import { CANARY_BUCKETS, canaryBucket } from './canary-bucket';
+import type { Clock } from './clock';
+import type { FunctionSelection } from './sliding-window-limiter.interfaces';
+
+/** A function version ready to be called: its contract, the runner that calls it, its clock. */
+export interface ActiveVersion {
+  readonly contract: FunctionContract;
+  readonly runner: LuaRunner;
+  readonly now: Clock;
+}
+
+/**
+ * Which version decides a given key: the stable one, or the canary for a sticky share of keys.
+ * Immutable: a switch builds a new routing and swaps it in whole, so a call never sees half of one.
+ */
+export class FunctionRouting {
+  private readonly canaryBuckets: number;
+
+  constructor(
+    readonly stable: ActiveVersion,
+    readonly canary?: ActiveVersion,
+    readonly canaryPercent = 0,
+  ) {
+    this.canaryBuckets = canary ? Math.round((canaryPercent / 100) * CANARY_BUCKETS) : 0;
+  }
+
+  /** The version for a key (the limited identity, without the key prefix). */
+  pick(key: string): ActiveVersion {
+    if (this.canaryBuckets === 0 || !this.canary) return this.stable;
+    return canaryBucket(key) < this.canaryBuckets ? this.canary : this.stable;
+  }
+
+  get selection(): FunctionSelection {
+    const functionName = this.stable.contract.allowFunction;
+    return this.canary ? { functionName, canary: { functionName: this.canary.contract.allowFunction, percent: this.canaryPercent } } : { functionName };
+  }
+}

@@ -1,0 +1,64 @@
+/*
+ * Bucket upper bounds in ms, growing by ~19% (4 per doubling) from 0.01 ms to ~42 s: percentiles
+ * come out within one bucket (under 19%) of the truth, at a fixed 90 numbers per histogram and
+ * one short loop per observation.
+ */
+const BOUNDS_MS: readonly number[] = Array.from({ length: 89 }, (_, i) => 0.01 * 2 ** (i / 4));
+
+/** Latency upper bounds (ms) of the histogram's buckets, the last one being +Infinity. */
+export const LATENCY_BUCKETS_MS: readonly number[] = [...BOUNDS_MS, Number.POSITIVE_INFINITY];
+
+/** Latency percentiles, in milliseconds. */
+export interface LatencySummary {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+/** A cumulative latency histogram with fixed log-spaced buckets. */
+export class LatencyHistogram {
+  private readonly counts = new Array<number>(LATENCY_BUCKETS_MS.length).fill(0);
+  private total = 0;
+  private sumMs = 0;
+  private maxMs = 0;
+
+  observe(ms: number): void {
+    let i = 0;
+    while (i < BOUNDS_MS.length && ms > BOUNDS_MS[i]) i++;
+    this.counts[i]++;
+    this.total++;
+    this.sumMs += ms;
+    if (ms > this.maxMs) this.maxMs = ms;
+  }
+
+  /** Counts per bucket (not cumulative), aligned with {@link LATENCY_BUCKETS_MS}. */
+  bucketCounts(): readonly number[] {
+    return this.counts;
+  }
+
+  get count(): number {
+    return this.total;
+  }
+
+  get sum(): number {
+    return this.sumMs;
+  }
+
+  summary(): LatencySummary {
+    return { count: this.total, p50: this.percentile(0.5), p90: this.percentile(0.9), p99: this.percentile(0.99), max: this.maxMs };
+  }
+
+  /** The upper bound of the bucket holding the q-th observation (capped by the largest seen). */
+  private percentile(q: number): number {
+    if (this.total === 0) return 0;
+    const rank = Math.ceil(q * this.total);
+    let seen = 0;
+    for (let i = 0; i < this.counts.length; i++) {
+      seen += this.counts[i];
+      if (seen >= rank) return Math.min(LATENCY_BUCKETS_MS[i], this.maxMs);
+    }
+    return this.maxMs;
+  }
+}

@@ -1,0 +1,75 @@
+import { LatencyHistogram, LatencySummary } from './latency-histogram';
+
+/** Why a call failed, as counted in the metrics. */
+export type LimiterErrorKind = 'timeout' | 'connection' | 'function_not_loaded' | 'clock_skew' | 'redis' | 'other';
+
+/** Counters of one function name. */
+export interface FunctionCallMetrics {
+  functionName: string;
+  /** Decisions asked of Redis (each consume, consumeAll or peek call). */
+  calls: number;
+  allowed: number;
+  rejected: number;
+  /** Failed calls by kind. */
+  errors: Partial<Record<LimiterErrorKind, number>>;
+  latencyMs: LatencySummary;
+}
+
+class FunctionCounters {
+  calls = 0;
+  allowed = 0;
+  rejected = 0;
+  readonly errors: Partial<Record<LimiterErrorKind, number>> = {};
+  readonly latency = new LatencyHistogram();
+
+  constructor(readonly functionName: string) {}
+
+  snapshot(): FunctionCallMetrics {
+    const { functionName, calls, allowed, rejected } = this;
+    return { functionName, calls, allowed, rejected, errors: { ...this.errors }, latencyMs: this.latency.summary() };
+  }
+}
+
+/**
+ * In-process metrics of a limiter, per function name: what a canary is judged on. Recording is a
+ * few increments per call; snapshots are taken by readers (Prometheus export, the instance report).
+ */
+export class LimiterMetrics {
+  private readonly byFunction = new Map<string, FunctionCounters>();
+
+  /** Records one decision. */
+  recordDecision(functionName: string, allowed: boolean, latencyMs: number): void {
+    const counters = this.countersOf(functionName);
+    counters.calls++;
+    if (allowed) counters.allowed++;
+    else counters.rejected++;
+    counters.latency.observe(latencyMs);
+  }
+
+  /** Records one failed call. */
+  recordError(functionName: string, kind: LimiterErrorKind, latencyMs: number): void {
+    const counters = this.countersOf(functionName);
+    counters.calls++;
+    counters.errors[kind] = (counters.errors[kind] ?? 0) + 1;
+    counters.latency.observe(latencyMs);
+  }
+
+  /** Current counters of every function name called so far. */
+  snapshot(): FunctionCallMetrics[] {
+    return [...this.byFunction.values()].map((counters) => counters.snapshot());
+  }
+
+  /** The histogram of one function name, for exporters that publish buckets. */
+  histogramOf(functionName: string): LatencyHistogram | undefined {
+    return this.byFunction.get(functionName)?.latency;
+  }
+
+  private countersOf(functionName: string): FunctionCounters {
+    let counters = this.byFunction.get(functionName);
+    if (!counters) {
+      counters = new FunctionCounters(functionName);
+      this.byFunction.set(functionName, counters);
+    }
+    return counters;
+  }
+}
