@@ -2,7 +2,7 @@ import { Inject, Module, type CanActivate, type OnApplicationShutdown, type OnMo
 import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { closeRateLimitConnection, createRateLimitConnection, type RateLimitConnection } from './nest/rate-limit-connection';
 import { SlidingLimitPlans } from './nest/rate-limit-plans';
-import { InertFilter, ProblemDetailsFilter } from './nest/problem-details.filter';
+import { TooManyRequestsFilter } from './nest/too-many-requests.filter';
 import { RATE_LIMIT_CONNECTION, RATE_LIMIT_OPTIONS, RATE_LIMIT_RAW_OPTIONS } from './rate-limit.constants';
 import { ConfigurableRateLimitModule } from './rate-limit.module-definition';
 import { resolveRateLimitOptions, type ResolvedRateLimitOptions } from './rate-limit.options';
@@ -45,8 +45,7 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
     },
     {
       provide: APP_FILTER,
-      useFactory: (options: ResolvedRateLimitOptions, adapterHost: HttpAdapterHost) =>
-        options.errorBody === 'problem' ? new ProblemDetailsFilter(adapterHost) : new InertFilter(),
+      useFactory: (options: ResolvedRateLimitOptions, adapterHost: HttpAdapterHost) => new TooManyRequestsFilter(adapterHost, options.errorBody),
       inject: [RATE_LIMIT_OPTIONS, HttpAdapterHost],
     },
   ],

@@ -201,6 +201,7 @@ describe('Lua function contracts', () => {
       beforeAll(async () => {
         primary = await startRedisServer();
         replica = await startRedisServer(['--replicaof', '127.0.0.1', String(primary.port)]);
+        await waitForReplicaLink(replica);
       });
       afterAll(async () => {
         await replica.stop();
@@ -214,7 +215,7 @@ describe('Lua function contracts', () => {
         try {
           await ensureLibraries(writer);
           await writer.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'a', 1000, 10_000, 3);
-          await writer.call('WAIT', 1, 5000);
+          expect(await writer.call('WAIT', 1, 5000)).toBe(1);
           expect(await reader.fcall_ro('sliding_peek_v2', 1, 'rl:r', T0 + 1, 10_000, 3)).toEqual([1, 1, 2, 0, 9999]);
           expect(await errorMessageOf(reader.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'b', 1000, 10_000, 3))).toMatch(/READONLY/);
         } finally {
@@ -225,3 +226,18 @@ describe('Lua function contracts', () => {
     });
   });
 });
+
+/** Waits until a replica has finished its first sync with the primary. */
+async function waitForReplicaLink(replica: RedisServer): Promise<void> {
+  const IORedis = require('ioredis').default as typeof Redis;
+  const client = new IORedis(replica.url);
+  try {
+    const deadline = Date.now() + 10_000;
+    while (!/master_link_status:up/.test(await client.info('replication'))) {
+      if (Date.now() > deadline) throw new Error('replica did not sync within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    client.disconnect();
+  }
+}

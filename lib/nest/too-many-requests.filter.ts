@@ -1,0 +1,37 @@
+import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import type { HttpAdapterHost } from '@nestjs/core';
+import { TooManyRequestsException } from '../errors/too-many-requests.exception';
+import type { RateLimitErrorBodyStyle } from '../rate-limit.options';
+import { PROBLEM_JSON, tooManyRequestsBody } from './rate-limit-error-body';
+
+/**
+ * Answers every {@link TooManyRequestsException} over HTTP — the guard's and those an application
+ * throws itself (e.g. after `limiter.peek`) — with a `Retry-After` header and the configured body:
+ * Nest's `{ statusCode, message, error }`, or RFC 9457 `application/problem+json`. The body is sent as
+ * a serialized string so the content type survives on Express (whose adapter resets non-JSON types on
+ * error bodies) and Fastify alike.
+ */
+@Catch(TooManyRequestsException)
+export class TooManyRequestsFilter implements ExceptionFilter<TooManyRequestsException> {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly style: RateLimitErrorBodyStyle,
+  ) {}
+
+  catch(exception: TooManyRequestsException, host: ArgumentsHost): unknown {
+    // GraphQL and other transports take the exception back (returned, as their filters expect).
+    if (host.getType() !== 'http') return exception;
+    const adapter = this.adapterHost.httpAdapter;
+    const response: unknown = host.switchToHttp().getResponse();
+    adapter.setHeader(response, 'Retry-After', String(exception.details.retryAfterSeconds));
+    if (this.style === 'problem') {
+      const body = exception.getResponse();
+      const problem = typeof body === 'object' && body !== null && 'type' in body ? body : tooManyRequestsBody('problem', exception.details);
+      adapter.setHeader(response, 'Content-Type', PROBLEM_JSON);
+      adapter.reply(response, JSON.stringify(problem), exception.getStatus());
+    } else {
+      adapter.reply(response, exception.getResponse(), exception.getStatus());
+    }
+    return undefined;
+  }
+}
