@@ -15,17 +15,17 @@ import type {
   MultiRateLimitDecision,
   RateLimitDecision,
   RateLimitState,
+  RedisConnection,
   SlidingLimitRule,
   SlidingWindowLimiterOptions,
 } from './limiter/sliding-window-limiter.interfaces';
+import type { LimiterBackend } from './limiter/limiter-backend';
 import { LimiterMetrics } from './metrics/limiter-metrics';
 import type { CallOutcome, LimitOutcome } from './redis/contracts/function-contract';
 import { errorKindOf } from './redis/error-kind';
-import { FunctionRunner } from './redis/function-runner';
 import { getFunctionContract } from './redis/function-versions';
-import { masterNodes } from './redis/redis-nodes';
-import { isClockSkew, parseRedisMajorVersion, toInteger } from './redis/reply';
-import { ScriptRunner } from './redis/script-runner';
+import { RedisBackend } from './redis/redis-backend';
+import { isClockSkew, toInteger } from './redis/reply';
 
 /**
  * Exact sliding-window-log rate limiting on Redis.
@@ -51,15 +51,17 @@ export class SlidingWindowLimiter {
   private readonly options: ResolvedLimiterOptions;
   private readonly members = new MemberIdSource();
   private selection: FunctionSelection;
+  private readonly backend: LimiterBackend;
   private routing?: FunctionRouting;
   private starting?: Promise<FunctionRouting>;
-  private functionsAvailable?: boolean;
 
   /** @throws RateLimitConfigError listing every invalid option (an unknown `functionName` lists the known ones). */
   constructor(options: SlidingWindowLimiterOptions) {
     this.options = resolveLimiterOptions(options);
     this.keyPrefix = this.options.keyPrefix;
     this.selection = { functionName: this.options.functionName, canary: this.options.canary };
+    const { backend, client, mode, loadFunctions } = this.options;
+    this.backend = backend ?? new RedisBackend(client as RedisConnection, mode, loadFunctions);
   }
 
   /** The stable function, e.g. `sliding_allow_v2`. */
@@ -161,7 +163,7 @@ export class SlidingWindowLimiter {
   /** Forgets every entry of `key`: the full limit is available again at once. */
   async reset(key: string): Promise<void> {
     if (typeof key !== 'string' || key.length === 0) this.fail([key], []);
-    await this.options.client.del(this.keyPrefix + key);
+    await this.backend.commands.del(this.keyPrefix + key);
   }
 
   private ready(): Promise<FunctionRouting> {
@@ -185,22 +187,9 @@ export class SlidingWindowLimiter {
   }
 
   private async activate(functionName: string, policy: LoadFunctionsPolicy): Promise<ActiveVersion> {
-    const { client, loadFunctions, clock } = this.options;
     const contract = getFunctionContract(functionName);
-    const runner = (await this.useFunctions())
-      ? new FunctionRunner(client, contract, loadFunctions)
-      : new ScriptRunner(client, contract, loadFunctions);
-    await runner.prepare(policy);
-    return { contract, runner, now: clockFor(contract, clock, client) };
-  }
-
-  private async useFunctions(): Promise<boolean> {
-    if (this.options.mode !== 'auto') return this.options.mode === 'function';
-    if (this.functionsAvailable === undefined) {
-      const [node] = await masterNodes(this.options.client);
-      this.functionsAvailable = parseRedisMajorVersion(await node.info('server')) >= 7;
-    }
-    return this.functionsAvailable;
+    const runner = await this.backend.runnerFor(contract, policy);
+    return { contract, runner, now: clockFor(contract, this.options.clock, this.backend.commands) };
   }
 
   /** Runs one decision, counting it (or its failure) and its latency under the version's name. */
@@ -245,7 +234,7 @@ export class SlidingWindowLimiter {
 
     // Rejected by one: take the request back out of the limits that recorded it.
     const recorded = keys.filter((_, i) => limits[i].allowed);
-    await Promise.all(recorded.map((key) => this.options.client.zrem(key, member)));
+    await Promise.all(recorded.map((key) => this.backend.commands.zrem(key, member)));
     return {
       allowed: false,
       limits: limits.map((limit) => (limit.allowed ? { ...limit, count: limit.count - 1, remaining: limit.remaining + 1 } : limit)),
@@ -254,8 +243,8 @@ export class SlidingWindowLimiter {
 
   /** Peek for versions without a read-only function: a plain ZCOUNT of the window. */
   private async peekWithCommands(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {
-    const nowMs = await numericNow(version.now, this.options.client);
-    const reply = await this.options.client.zcount(fullKey, `(${nowMs - rule.windowMs}`, '+inf');
+    const nowMs = await numericNow(version.now, this.backend.commands);
+    const reply = await this.backend.commands.zcount(fullKey, `(${nowMs - rule.windowMs}`, '+inf');
     const count = toInteger(reply, 'ZCOUNT', reply);
     const allowed = count < rule.limit;
     return {

@@ -1,7 +1,8 @@
 import type { FunctionContract } from '../redis/contracts/function-contract';
 import { SERVER_TIME } from '../redis/contracts/function-contract';
 import { parseServerTimeMs } from '../redis/reply';
-import type { ClockSource, RedisConnection } from './sliding-window-limiter.interfaces';
+import type { KeyCommands } from './limiter-backend';
+import type { ClockSource } from './sliding-window-limiter.interfaces';
 
 /** "now" as a function argument: epoch ms, or {@link SERVER_TIME} for the function to read TIME itself. */
 export type NowMs = number | typeof SERVER_TIME;
@@ -10,7 +11,7 @@ export type NowMs = number | typeof SERVER_TIME;
 export type Clock = () => NowMs | Promise<number>;
 
 /** The clock for calls to `contract`, given the `clock` option. */
-export function clockFor(contract: FunctionContract, source: ClockSource, client: RedisConnection): Clock {
+export function clockFor(contract: FunctionContract, source: ClockSource, client: KeyCommands): Clock {
   if (typeof source === 'function') return source;
   if (source === 'local') return Date.now;
   // 'server': inside the function when the version can read TIME, otherwise one TIME round trip.
@@ -18,12 +19,12 @@ export function clockFor(contract: FunctionContract, source: ClockSource, client
 }
 
 /** Epoch ms of the Redis server. */
-export async function serverTimeMs(client: RedisConnection): Promise<number> {
+export async function serverTimeMs(client: KeyCommands): Promise<number> {
   return parseServerTimeMs(await client.time());
 }
 
 /** A numeric "now", asking the server when the clock defers to it. */
-export async function numericNow(clock: Clock, client: RedisConnection): Promise<number> {
+export async function numericNow(clock: Clock, client: KeyCommands): Promise<number> {
   const now = await clock();
   return now === SERVER_TIME ? serverTimeMs(client) : now;
 }

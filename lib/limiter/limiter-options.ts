@@ -1,6 +1,7 @@
 import { RateLimitConfigError } from '../errors/rate-limit-config.error';
 import { DEFAULT_FUNCTION_NAME, findFunctionContract, KNOWN_FUNCTION_NAMES } from '../redis/function-versions';
 import { describeValue, isWholeNumberIn } from './limit-rule';
+import type { LimiterBackend } from './limiter-backend';
 import type {
   ClockSource,
   ExecutionMode,
@@ -26,10 +27,12 @@ const LOAD_POLICIES: readonly LoadFunctionsPolicy[] = ['auto', 'verify', 'off'];
 const MODES: readonly ExecutionMode[] = ['auto', 'function', 'script'];
 
 /** The limiter's settings (everything but the connection), as given by a user. */
-export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client'>;
+export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client' | 'backend'>;
 
 /** Settings with defaults applied and the active version's contract resolved. */
-export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimiterOptions, 'canary'>> {
+export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimiterOptions, 'canary' | 'client' | 'backend'>> {
+  client?: RedisConnection;
+  backend?: LimiterBackend;
   canary?: SlidingWindowLimiterOptions['canary'];
 }
 
@@ -86,7 +89,7 @@ export function isRedisConnection(value: unknown): value is RedisConnection {
 /** Validates limiter options (throwing one error that lists every problem) and applies defaults. */
 export function resolveLimiterOptions(options: SlidingWindowLimiterOptions): ResolvedLimiterOptions {
   const problems = describeLimiterSettingsProblems(options ?? {});
-  if (!isRedisConnection(options?.client)) {
+  if (!options?.backend && !isRedisConnection(options?.client)) {
     problems.unshift(`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(options?.client)}`);
   }
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { LimiterBackend } from './limiter-backend';
 
 /** An ioredis connection: a standalone `Redis` client or a `Cluster`. */
 export type RedisConnection = Redis | Cluster;
@@ -99,8 +100,13 @@ export interface FunctionSelection {
 
 /** Options of {@link SlidingWindowLimiter}. */
 export interface SlidingWindowLimiterOptions {
-  /** The ioredis connection to use. The limiter never closes it. */
-  client: RedisConnection;
+  /** The ioredis connection to use. The limiter never closes it. Required unless `backend` is given. */
+  client?: RedisConnection;
+  /**
+   * Advanced: where decisions run instead of `client`, e.g. the in-memory backend of
+   * `RateLimitTestingModule`. Default: Redis through `client`.
+   */
+  backend?: LimiterBackend;
   /**
    * The active function name, e.g. `sliding_allow_v1` or `sliding_allow_v2` (default).
    * Switching between shipped versions needs no code change.

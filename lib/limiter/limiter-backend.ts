@@ -1,0 +1,21 @@
+import type { FunctionContract } from '../redis/contracts/function-contract';
+import type { LuaRunner } from '../redis/lua-runner';
+import type { LoadFunctionsPolicy } from './sliding-window-limiter.interfaces';
+
+/** The few plain commands the limiter sends besides its functions (ioredis clients have them all). */
+export interface KeyCommands {
+  del(key: string): Promise<unknown>;
+  zrem(key: string, member: string): Promise<unknown>;
+  zcount(key: string, min: string, max: string): Promise<unknown>;
+  time(): Promise<unknown>;
+}
+
+/**
+ * Where decisions run: Redis (functions or scripts), or an in-memory store with the same contract
+ * (tests, and the per-process insurance while Redis is unreachable).
+ */
+export interface LimiterBackend {
+  readonly commands: KeyCommands;
+  /** A runner for one function version, made ready per `policy` (load, verify or trust). */
+  runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner>;
+}

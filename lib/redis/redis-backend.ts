@@ -1,0 +1,39 @@
+import type { KeyCommands, LimiterBackend } from '../limiter/limiter-backend';
+import type { ExecutionMode, LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { FunctionContract } from './contracts/function-contract';
+import { FunctionRunner } from './function-runner';
+import type { LuaRunner } from './lua-runner';
+import { masterNodes } from './redis-nodes';
+import { parseRedisMajorVersion } from './reply';
+import { ScriptRunner } from './script-runner';
+
+/** Decisions on a Redis server or cluster: Redis Functions on Redis ≥ 7, scripts below (or as configured). */
+export class RedisBackend implements LimiterBackend {
+  readonly commands: KeyCommands;
+  private functionsAvailable?: boolean;
+
+  constructor(
+    private readonly client: RedisConnection,
+    private readonly mode: ExecutionMode,
+    private readonly loadFunctions: LoadFunctionsPolicy,
+  ) {
+    this.commands = client;
+  }
+
+  async runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner> {
+    const runner = (await this.useFunctions())
+      ? new FunctionRunner(this.client, contract, this.loadFunctions)
+      : new ScriptRunner(this.client, contract, this.loadFunctions);
+    await runner.prepare(policy);
+    return runner;
+  }
+
+  private async useFunctions(): Promise<boolean> {
+    if (this.mode !== 'auto') return this.mode === 'function';
+    if (this.functionsAvailable === undefined) {
+      const [node] = await masterNodes(this.client);
+      this.functionsAvailable = parseRedisMajorVersion(await node.info('server')) >= 7;
+    }
+    return this.functionsAvailable;
+  }
+}
