@@ -14,8 +14,8 @@ import type { SlidingLimitOptions } from './rate-limit.options';
  *
  * @example
  * ```ts
- * @SlidingLimit({ name: 'login', limit: 5, windowMs: 60_000 })              // rl:login:ip:10.0.0.1
- * @SlidingLimit({ name: 'order', limit: 10, windowMs: 60_000, key: 'user' }) // rl:order:user:10086
+ * @SlidingLimit({ name: 'login', limit: 5, windowMs: 60_000 })              // rl:login:{ip:10.0.0.1}
+ * @SlidingLimit({ name: 'order', limit: 10, windowMs: 60_000, key: 'user' }) // rl:order:{user:10086}
  * ```
  */
 export function SlidingLimit(options: SlidingLimitOptions): ClassDecorator & MethodDecorator {

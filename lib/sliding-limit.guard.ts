@@ -87,7 +87,12 @@ export class SlidingLimitGuard implements CanActivate {
     return typeof request.ip === 'string' && request.ip.length > 0 ? request.ip : undefined;
   }
 
-  /** The Redis key of one limit for this request, without the limiter's prefix: `<name>:<identity>`. */
+  /**
+   * The Redis key of one limit for this request, without the limiter's prefix: `<name>:{<identity>}`.
+   * The identity is a cluster hash tag, so stacked limits of one client share a slot and are decided
+   * in one atomic call on Redis Cluster too; request values can never open a tag of their own
+   * (braces are percent-encoded).
+   */
   protected async resolveKey(
     limit: CompiledLimit,
     request: RateLimitRequest,
@@ -101,7 +106,7 @@ export class SlidingLimitGuard implements CanActivate {
       tracker: () => this.getTracker(request, context),
     });
     if (identity === undefined) this.throwUnidentified(context, plan);
-    return `${limit.name}:${identity}`;
+    return `${limit.name}:{${identity}}`;
   }
 
   /**

@@ -6,7 +6,7 @@ import { LoginAttemptsService } from './login-attempts.service';
 export class AuthController {
   constructor(private readonly attempts: LoginAttemptsService) {}
 
-  /** Login attempts: 5 per minute per client IP (key rl:login:ip:<ip>), plus failed logins per account. */
+  /** Login attempts: 5 per minute per client IP (key rl:login:{ip:<ip>}), plus failed logins per account. */
   @Post('login')
   @HttpCode(200)
   @SlidingLimit({ name: 'login', limit: 5, windowMs: 60_000 })

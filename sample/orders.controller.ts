@@ -3,7 +3,7 @@ import { SlidingLimit } from 'nestjs-sliding-limit';
 
 @Controller('orders')
 export class OrdersController {
-  /** Orders per user: 3 per minute (key rl:order:user:<id>); anonymous callers count per IP. */
+  /** Orders per user: 3 per minute (key rl:order:{user:<id>}); anonymous callers count per IP. */
   @Post()
   @SlidingLimit({ name: 'order', limit: 3, windowMs: 60_000, key: 'user' })
   create(@Req() req: { user?: { id: string } }): { orderedBy: string } {

@@ -52,7 +52,7 @@ export function describeKeyProblems(key: unknown, label: string): string[] {
  * Compiles a valid key (checked with {@link describeKeyProblems}) into a fast extractor.
  *
  * Template parts render as `label:value` — `ip:10.0.0.1`, `user:10086`, `body.phone:13800000000` — so
- * `name: 'login', key: 'ip'` gives the articles' `rl:login:ip:10.0.0.1`. A part the request lacks
+ * `name: 'login', key: 'ip'` gives `rl:login:{ip:10.0.0.1}` (the articles' key, with the identity as a cluster hash tag). A part the request lacks
  * renders as `no-<label>` and the client IP is appended (`no-user:ip:10.0.0.1`): an anonymous request
  * to a per-user limit is counted per IP in its own namespace, never in a bucket shared by everyone and
  * never in a real user's bucket. When the IP itself is unknown the key resolves to undefined.
