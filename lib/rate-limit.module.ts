@@ -33,7 +33,7 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
     {
       provide: SlidingWindowLimiter,
       useFactory: (options: ResolvedRateLimitOptions, connection: RateLimitConnection) =>
-        new SlidingWindowLimiter({ ...options.limiter, client: connection.client }),
+        new SlidingWindowLimiter({ ...options.limiter, client: connection.client, backend: options.backend }),
       inject: [RATE_LIMIT_OPTIONS, RATE_LIMIT_CONNECTION],
     },
     SlidingLimitPlans,

@@ -2,14 +2,9 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { RedisOptions } from 'ioredis';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
 import { describeRuleProblems, describeValue } from './limiter/limit-rule';
-import { describeLimiterSettingsProblems, type LimiterSettings } from './limiter/limiter-options';
-import type {
-  ClockSource,
-  ExecutionMode,
-  LoadFunctionsPolicy,
-  RedisConnection,
-  SlidingLimitRule,
-} from './limiter/sliding-window-limiter.interfaces';
+import type { LimiterBackend } from './limiter/limiter-backend';
+import { describeLimiterSettingsProblems, LIMITER_SETTING_NAMES, pickLimiterSettings, type LimiterSettings } from './limiter/limiter-options';
+import type { RedisConnection, SlidingLimitRule } from './limiter/sliding-window-limiter.interfaces';
 import { DEFAULT_KEY, DEFAULT_KEY_PREFIX } from './rate-limit.constants';
 import { describeKeyProblems } from './nest/key-template';
 import { describeNameProblems } from './nest/limit-name';
@@ -75,24 +70,18 @@ export type RateLimitErrorBodyStyle =
   /** An RFC 9457 `application/problem+json` body. */
   | 'problem';
 
-/** Options of `RateLimitModule.forRoot` / `forRootAsync`. */
-export interface RateLimitModuleOptions {
+/**
+ * Options of `RateLimitModule.forRoot` / `forRootAsync`: the connection, the limiter's settings
+ * (`functionName`, `canary`, `keyPrefix`, `loadFunctions`, `mode`, `clock`, `maxClockSkewMs`: see
+ * {@link SlidingWindowLimiterOptions}), and how the guard answers.
+ */
+export interface RateLimitModuleOptions extends LimiterSettings {
   /** A Redis URL or ioredis options; the module creates the connection and closes it on shutdown. */
   redis?: string | RedisOptions;
   /** An existing ioredis `Redis` or `Cluster`; the module never closes it. Exclusive with `redis`. */
   client?: RedisConnection;
-  /** The active Redis function, e.g. `sliding_allow_v1` or `sliding_allow_v2` (the limiter's default). */
-  functionName?: string;
-  /** Prefix of every Redis key. Default `rl:`. */
-  keyPrefix?: string;
-  /** See {@link LoadFunctionsPolicy}; `verify` makes a missing function fail `app.init()`. */
-  loadFunctions?: LoadFunctionsPolicy;
-  /** See {@link ExecutionMode}. */
-  mode?: ExecutionMode;
-  /** See {@link ClockSource}. */
-  clock?: ClockSource;
-  /** See `SlidingWindowLimiterOptions.maxClockSkewMs`. */
-  maxClockSkewMs?: number;
+  /** Advanced: decisions in this backend instead of Redis (used by `RateLimitTestingModule`). */
+  backend?: LimiterBackend;
   /** Register {@link SlidingLimitGuard} as an APP_GUARD for every route. Default `true`. */
   global?: boolean;
   /** Rate-limit headers. Default `'legacy'`. */
@@ -109,6 +98,7 @@ export interface RateLimitModuleOptions {
 export interface ResolvedRateLimitOptions {
   redis?: string | RedisOptions;
   client?: RedisConnection;
+  backend?: LimiterBackend;
   /** Options for the limiter, without the client. */
   limiter: LimiterSettings;
   global: boolean;
@@ -127,8 +117,8 @@ const NEST_DEFAULTS = {
 
 const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['legacy', 'draft', 'both', 'none'];
 const ERROR_BODY_STYLES: readonly RateLimitErrorBodyStyle[] = ['nest', 'problem'];
-const KNOWN_OPTIONS = new Set([
-  'redis', 'client', 'functionName', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs',
+const KNOWN_OPTIONS = new Set<string>([
+  'redis', 'client', 'backend', ...LIMITER_SETTING_NAMES,
   'global', 'headers', 'errorBody', 'key', 'defaultLimit',
 ]);
 
@@ -149,9 +139,10 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   }
   const hasRedis = raw.redis !== undefined;
   const hasClient = raw.client !== undefined;
-  if (hasRedis === hasClient) {
-    problems.push(hasRedis
-      ? 'set either redis or client, not both'
+  const connections = [hasRedis, hasClient, raw.backend !== undefined].filter(Boolean).length;
+  if (connections !== 1) {
+    problems.push(connections > 1
+      ? 'set only one of redis, client and backend'
       : 'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client (an ioredis Redis or Cluster)');
   }
   if (hasRedis && typeof raw.redis !== 'string' && (typeof raw.redis !== 'object' || raw.redis === null)) {
@@ -174,14 +165,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   }
   if (raw.key !== undefined) problems.push(...describeKeyProblems(raw.key, 'key'));
   if (raw.defaultLimit !== undefined) problems.push(...describeLimitProblems(raw.defaultLimit, 'defaultLimit'));
-  const settings: LimiterSettings = definedOnly({
-    functionName: raw.functionName,
-    keyPrefix: raw.keyPrefix,
-    loadFunctions: raw.loadFunctions,
-    mode: raw.mode,
-    clock: raw.clock,
-    maxClockSkewMs: raw.maxClockSkewMs,
-  });
+  const settings = pickLimiterSettings(raw as Record<string, unknown>);
   problems.push(...describeLimiterSettingsProblems(settings));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
 
@@ -191,6 +175,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
     ...definedOnly({
       redis: raw.redis,
       client: raw.client,
+      backend: raw.backend,
       global: raw.global,
       headers: raw.headers,
       errorBody: raw.errorBody,

@@ -29,6 +29,16 @@ const MODES: readonly ExecutionMode[] = ['auto', 'function', 'script'];
 /** The limiter's settings (everything but the connection), as given by a user. */
 export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client' | 'backend'>;
 
+/** Names of the limiter's settings, which the Nest module passes through unchanged. */
+export const LIMITER_SETTING_NAMES = ['functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs'] as const satisfies readonly (keyof LimiterSettings)[];
+
+/** The limiter settings among `options`, without undefined values. */
+export function pickLimiterSettings(options: Partial<Record<string, unknown>>): LimiterSettings {
+  const settings: Record<string, unknown> = {};
+  for (const name of LIMITER_SETTING_NAMES) if (options[name] !== undefined) settings[name] = options[name];
+  return settings as LimiterSettings;
+}
+
 /** Settings with defaults applied and the active version's contract resolved. */
 export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimiterOptions, 'canary' | 'client' | 'backend'>> {
   client?: RedisConnection;

@@ -5,7 +5,8 @@ import type { ResolvedRateLimitOptions } from '../rate-limit.options';
 
 /** The limiter's connection, and whether the module opened it (and so must close it). */
 export interface RateLimitConnection {
-  readonly client: RedisConnection;
+  /** Undefined when decisions run in a `backend` (RateLimitTestingModule) rather than on Redis. */
+  readonly client?: RedisConnection;
   readonly owned: boolean;
 }
 
@@ -15,6 +16,7 @@ export interface RateLimitConnection {
  */
 export function createRateLimitConnection(options: ResolvedRateLimitOptions): RateLimitConnection {
   if (options.client) return { client: options.client, owned: false };
+  if (options.backend) return { owned: false };
   const redis = options.redis ?? {};
   const client = typeof redis === 'string' ? new Redis(redis, { lazyConnect: true }) : new Redis({ ...redis, lazyConnect: true });
   const logger = new Logger('RateLimitModule');
