@@ -128,6 +128,14 @@ describe('Lua function contracts', () => {
       expect(await redis.zcard(prefix + 'day')).toBe(1);
     });
 
+    it('answers a retried member (same arguments) as allowed again without counting it twice', async () => {
+      expect(await v2(['retry', 'retry-day'], T0, 'a', 1000, 60_000, 1, 86_400_000, 5)).toEqual([1, 1, 0, 0, 60_000, 1, 4, 0, 86_400_000]);
+      // The reply was lost and the caller retries: the window is full now, yet the request stays admitted.
+      expect(await v2(['retry', 'retry-day'], T0, 'a', 1000, 60_000, 1, 86_400_000, 5)).toEqual([1, 1, 0, 0, 60_000, 1, 4, 0, 86_400_000]);
+      expect(await v2(['retry', 'retry-day'], T0 + 1, 'b', 1000, 60_000, 1, 86_400_000, 5)).toEqual([0, 1, 0, 59_999, 59_999, 1, 4, 0, 86_399_999]);
+      expect(await redis.zcard(prefix + 'retry-day')).toBe(1);
+    });
+
     it('refuses a caller clock that lags behind the newest entry beyond the tolerance, writing nothing', async () => {
       await v2(['skew'], T0, 'a', 1000, 60_000, 5);
       expect(await v2(['skew'], T0 - 1000, 'b', 1000, 60_000, 5)).toEqual([1, 2, 3, 0, 61_000]);

@@ -15,7 +15,9 @@
     ARGV[3+2i]    limit_i      requests allowed per window by limit i, a whole number > 0
 
   The request is recorded in every key only if every limit has room; a request
-  rejected by one limit consumes quota in none.
+  rejected by one limit consumes quota in none. A member already recorded under
+  KEYS[1] (a retry of a call whose reply was lost) is answered as allowed again
+  without recording anything: a retried request never counts twice.
 
   Reply (integers): {allowed, count_1, remaining_1, retry_after_ms_1, reset_ms_1, ..}
     allowed           1 recorded, 0 rejected (nothing recorded)
@@ -133,10 +135,14 @@ local function sliding_allow(keys, args)
     return invalid_arguments()
   end
 
+  -- An entry with this member means the request was already admitted (and, the call being atomic,
+  -- recorded under every key): report it again instead of counting it twice.
+  local replay = redis.call('ZSCORE', keys[1], member) ~= false
+
   local newest = {}
   for i = 1, n do
     newest[i] = newest_score(keys[i])
-    if newest[i] and newest[i] - now_ms > max_skew_ms then
+    if newest[i] and newest[i] - now_ms > max_skew_ms and not replay then
       return redis.error_reply(string.format(
         'CLOCKSKEW now_ms %d is %d ms behind the newest entry of %s (tolerance %d ms)',
         now_ms, newest[i] - now_ms, keys[i], max_skew_ms))
@@ -147,14 +153,14 @@ local function sliding_allow(keys, args)
   for i = 1, n do
     redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', now_ms - windows[i])
     counts[i] = redis.call('ZCARD', keys[i])
-    if counts[i] >= limits[i] then
+    if counts[i] >= limits[i] and not replay then
       allowed = 0
     end
   end
 
   local reply = {allowed}
   for i = 1, n do
-    if allowed == 1 then
+    if allowed == 1 and not replay then
       redis.call('ZADD', keys[i], now_ms, member)
       counts[i] = counts[i] + 1
       newest[i] = math.max(newest[i] or now_ms, now_ms)
