@@ -3,17 +3,24 @@
 // Limiter
 export { SlidingWindowLimiter } from './sliding-window.limiter';
 export type {
+  CanarySplit,
   ClockSource,
+  DecisionOptions,
   ExecutionMode,
+  FunctionSelection,
   KeyedSlidingLimitRule,
   LoadFunctionsPolicy,
   MultiRateLimitDecision,
   RateLimitDecision,
   RateLimitState,
   RedisConnection,
+  RedisErrorPolicy,
   SlidingLimitRule,
   SlidingWindowLimiterOptions,
 } from './limiter/sliding-window-limiter.interfaces';
+export type { LimiterLogger } from './limiter/degraded-mode-log';
+export type { FunctionCallMetrics, LimiterErrorKind } from './metrics/limiter-metrics';
+export type { LimiterBackend, KeyCommands } from './limiter/limiter-backend';
 export { LIMITER_DEFAULTS } from './limiter/limiter-options';
 export { MAX_LIMIT, MAX_WINDOW_MS } from './limiter/limit-rule';
 
@@ -29,6 +36,7 @@ export { FunctionNotLoadedError } from './errors/function-not-loaded.error';
 export { FunctionCodeMismatchError } from './errors/function-code-mismatch.error';
 export { ClockSkewError } from './errors/clock-skew.error';
 export { UnexpectedReplyError } from './errors/unexpected-reply.error';
+export { RedisUnavailableError } from './errors/redis-unavailable.error';
 
 // Nest integration
 export { RateLimitModule } from './rate-limit.module';

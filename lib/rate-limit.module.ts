@@ -65,6 +65,7 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.limiter.close();
     await closeRateLimitConnection(this.connection);
   }
 }

@@ -3,8 +3,14 @@ import type { RedisOptions } from 'ioredis';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
 import { describeRuleProblems, describeValue } from './limiter/limit-rule';
 import type { LimiterBackend } from './limiter/limiter-backend';
-import { describeLimiterSettingsProblems, LIMITER_SETTING_NAMES, pickLimiterSettings, type LimiterSettings } from './limiter/limiter-options';
-import type { RedisConnection, SlidingLimitRule } from './limiter/sliding-window-limiter.interfaces';
+import {
+  describeLimiterSettingsProblems,
+  describeRedisErrorPolicyProblems,
+  LIMITER_SETTING_NAMES,
+  pickLimiterSettings,
+  type LimiterSettings,
+} from './limiter/limiter-options';
+import type { RedisConnection, RedisErrorPolicy, SlidingLimitRule } from './limiter/sliding-window-limiter.interfaces';
 import { DEFAULT_KEY, DEFAULT_KEY_PREFIX } from './rate-limit.constants';
 import { describeKeyProblems } from './nest/key-template';
 import { describeNameProblems } from './nest/limit-name';
@@ -50,6 +56,11 @@ export interface SlidingLimitOptions extends SlidingLimitRule {
    * Letters, digits, `_`, `-`, `.`; at most 64 characters. Unnamed limits count per route.
    */
   name?: string;
+  /**
+   * What this limit does when Redis cannot decide, overriding the module's `onRedisError` (e.g. `deny`
+   * on a money-moving endpoint). With stacked limits the strictest applies: `throw`, then `deny`.
+   */
+  onRedisError?: RedisErrorPolicy;
 }
 
 /** Which rate-limit headers responses carry. `Retry-After` is always sent on a 429. */
@@ -190,9 +201,10 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
 export function describeLimitProblems(value: unknown, label: string): string[] {
   const problems = describeRuleProblems(value, label);
   if (typeof value !== 'object' || value === null) return problems;
-  const { key, name } = value as SlidingLimitOptions;
+  const { key, name, onRedisError } = value as SlidingLimitOptions;
   if (key !== undefined) problems.push(...describeKeyProblems(key, `${label}.key`));
   if (name !== undefined) problems.push(...describeNameProblems(name, `${label}.name`));
+  if (onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${label}.onRedisError`));
   return problems;
 }
 

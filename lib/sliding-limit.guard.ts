@@ -1,4 +1,4 @@
-import { ForbiddenException, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { ForbiddenException, Injectable, Logger, ServiceUnavailableException, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { TooManyRequestsException } from './errors/too-many-requests.exception';
 import type { KeyedSlidingLimitRule, MultiRateLimitDecision } from './limiter/sliding-window-limiter.interfaces';
 import type { CompiledLimit, HandlerPlan } from './nest/limit-plan';
@@ -61,7 +61,12 @@ export class SlidingLimitGuard implements CanActivate {
         windowMs: limit.windowMs,
       })),
     );
-    const decision = await this.limiter.consumeAll(rules);
+    const decision = await this.limiter.consumeAll(rules, plan.onRedisError ? { onRedisError: plan.onRedisError } : undefined);
+    if (decision.degraded) {
+      // Redis did not decide: no counts to report, and a denial is the server's fault, not the client's.
+      if (!decision.allowed) this.throwUnavailable(http.response, decision);
+      return true;
+    }
     this.setHeaders(http.response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
     if (!decision.allowed) this.throwRateLimited(context, decision, plan);
     return true;
@@ -125,6 +130,16 @@ export class SlidingLimitGuard implements CanActivate {
       limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
     };
     throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
+  }
+
+  /**
+   * Redis could not decide and the policy is `deny`: 503 with a short Retry-After. Override to answer
+   * differently (a 429, or a transport-specific error).
+   */
+  protected throwUnavailable(response: unknown, decision: MultiRateLimitDecision): never {
+    const seconds = retryAfterSeconds(decision.retryAfterMs);
+    this.setHeaders(response, [['Retry-After', String(seconds)]]);
+    throw new ServiceUnavailableException('Rate limiting is unavailable; retry shortly');
   }
 
   /** Writes headers; a no-op without a response object. */

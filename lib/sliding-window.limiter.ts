@@ -1,14 +1,26 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { ClockSkewError } from './errors/clock-skew.error';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
-import { clockFor, numericNow } from './limiter/clock';
+import { callGroups } from './limiter/call-groups';
+import { CircuitBreaker } from './limiter/circuit-breaker';
+import { clockFor, numericNow, type NowMs } from './limiter/clock';
+import { DegradedModeLog } from './limiter/degraded-mode-log';
 import { ActiveVersion, FunctionRouting } from './limiter/function-routing';
 import { describeRuleProblems, describeValue, isValidRule } from './limiter/limit-rule';
-import { describeCanaryProblems, describeFunctionNameProblems, resolveLimiterOptions, ResolvedLimiterOptions } from './limiter/limiter-options';
+import type { LimiterBackend } from './limiter/limiter-backend';
+import {
+  describeCanaryProblems,
+  describeFunctionNameProblems,
+  describeRedisErrorPolicyProblems,
+  resolveLimiterOptions,
+  ResolvedLimiterOptions,
+} from './limiter/limiter-options';
 import { MemberIdSource } from './limiter/member-ids';
+import { RedisCallPolicy } from './limiter/redis-call-policy';
 import type {
   CanarySplit,
+  DecisionOptions,
   FunctionSelection,
   KeyedSlidingLimitRule,
   LoadFunctionsPolicy,
@@ -16,16 +28,30 @@ import type {
   RateLimitDecision,
   RateLimitState,
   RedisConnection,
+  RedisErrorPolicy,
   SlidingLimitRule,
   SlidingWindowLimiterOptions,
 } from './limiter/sliding-window-limiter.interfaces';
-import type { LimiterBackend } from './limiter/limiter-backend';
 import { LimiterMetrics } from './metrics/limiter-metrics';
-import type { CallOutcome, LimitOutcome } from './redis/contracts/function-contract';
+import type { CallOutcome, FunctionContract, LimitOutcome } from './redis/contracts/function-contract';
 import { errorKindOf } from './redis/error-kind';
 import { getFunctionContract } from './redis/function-versions';
 import { RedisBackend } from './redis/redis-backend';
 import { isClockSkew, toInteger } from './redis/reply';
+
+/** v2's CLOCKSKEW error reply as the typed error; anything else as it is. */
+function translated(error: unknown): unknown {
+  return isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error;
+}
+
+/** A decision's outcome, and how it was made when Redis did not make it. */
+type Decided = CallOutcome & { degraded?: RateLimitDecision['degraded'] };
+
+/** Consecutive unavailability failures that open the circuit breaker, and how long it stays open. */
+const BREAKER_THRESHOLD = 3;
+const BREAKER_COOLDOWN_MS = 1000;
+/** Start-up (loading or verifying functions) may take longer than a decision. */
+const MIN_STARTUP_TIMEOUT_MS = 2000;
 
 /**
  * Exact sliding-window-log rate limiting on Redis.
@@ -34,6 +60,8 @@ import { isClockSkew, toInteger } from './redis/reply';
  * as a script on Redis < 7). The limiter knows the arguments and replies of every shipped version,
  * so `functionName` can move between `sliding_allow_v1` and `sliding_allow_v2` without code changes,
  * a canary can send a sticky share of keys to a candidate, and {@link use} switches at runtime.
+ * When Redis cannot decide (timeout, connection down) the `onRedisError` policy does, and the
+ * application never waits on a dead or frozen server for longer than `timeoutMs` per attempt.
  *
  * Provided by `RateLimitModule`, or constructed directly:
  * ```ts
@@ -45,13 +73,17 @@ import { isClockSkew, toInteger } from './redis/reply';
 export class SlidingWindowLimiter {
   /** Prefix of every key this limiter writes. */
   readonly keyPrefix: string;
-  /** Calls, decisions, errors and latency per function name, in this process. */
+  /** Calls, decisions, fallbacks, errors and latency per function name, in this process. */
   readonly metrics = new LimiterMetrics();
 
   private readonly options: ResolvedLimiterOptions;
-  private readonly members = new MemberIdSource();
-  private selection: FunctionSelection;
   private readonly backend: LimiterBackend;
+  private readonly calls: RedisCallPolicy;
+  private readonly startupCalls: RedisCallPolicy;
+  private readonly degradedLog: DegradedModeLog;
+  private readonly members = new MemberIdSource();
+  private readonly stopListening: () => void;
+  private selection: FunctionSelection;
   private routing?: FunctionRouting;
   private starting?: Promise<FunctionRouting>;
 
@@ -60,8 +92,16 @@ export class SlidingWindowLimiter {
     this.options = resolveLimiterOptions(options);
     this.keyPrefix = this.options.keyPrefix;
     this.selection = { functionName: this.options.functionName, canary: this.options.canary };
-    const { backend, client, mode, loadFunctions } = this.options;
+    const { backend, client, mode, loadFunctions, timeoutMs, logger } = this.options;
     this.backend = backend ?? new RedisBackend(client as RedisConnection, mode, loadFunctions);
+    const breaker = new CircuitBreaker(BREAKER_THRESHOLD, BREAKER_COOLDOWN_MS);
+    // A reconnect ends the pause at once instead of after the cool-down.
+    this.stopListening = this.backend.onReady(() => breaker.reset());
+    const isConnected = () => this.backend.isConnected();
+    this.calls = new RedisCallPolicy(timeoutMs, 1, breaker, isConnected);
+    // Start-up waits for the connection (no connected check) but shares the breaker.
+    this.startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breaker, () => true);
+    this.degradedLog = new DegradedModeLog(logger ?? new Logger(SlidingWindowLimiter.name));
   }
 
   /** The stable function, e.g. `sliding_allow_v2`. */
@@ -114,56 +154,100 @@ export class SlidingWindowLimiter {
    * otherwise records nothing and says how long to wait.
    * @param key the limited identity, without the key prefix (e.g. `login:ip:10.0.0.1`)
    */
-  async consume(key: string, rule: SlidingLimitRule): Promise<RateLimitDecision> {
-    this.check(key, rule);
-    const version = (this.routing ?? (await this.ready())).pick(key);
-    const outcome = await this.measure(version, () => this.allow(version, [this.keyPrefix + key], [rule]));
-    return this.toDecision(outcome.limits[0], rule, version);
+  async consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
+    this.check(key, rule, options);
+    const decided = await this.decide(key, [this.keyPrefix + key], [rule], options);
+    return this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded);
   }
 
   /**
    * Decides one request against several limits at once (stacked limits, e.g. 1 per minute and
    * 10 per day). The request is recorded under every key only when every limit has room; a request
-   * rejected by any limit consumes quota in none. With v2 this is one atomic call; with v1, whose
-   * contract takes one key, the request is taken back out of the limits that had room. The canary
-   * split follows the first rule's key.
+   * rejected by any limit consumes quota in none. With v2 and keys in one cluster slot this is one
+   * atomic call; otherwise (v1's one-key contract, keys in several slots) one call per group, and the
+   * request is taken back out of the groups that recorded it. The canary split follows the first key.
    */
-  async consumeAll(rules: readonly KeyedSlidingLimitRule[]): Promise<MultiRateLimitDecision> {
-    this.checkAll(rules);
-    const version = (this.routing ?? (await this.ready())).pick(rules[0].key);
+  async consumeAll(rules: readonly KeyedSlidingLimitRule[], options?: DecisionOptions): Promise<MultiRateLimitDecision> {
+    this.checkAll(rules, options);
     const keys = rules.map((rule) => this.keyPrefix + rule.key);
-    const outcome = await this.measure(version, () =>
-      version.contract.multiKey || rules.length === 1 ? this.allow(version, keys, rules) : this.allowOneKeyAtATime(version, keys, rules),
-    );
-    const limits = outcome.limits.map((limitOutcome, i) => this.toDecision(limitOutcome, rules[i], version));
-    return {
-      allowed: outcome.allowed,
+    const decided = await this.decide(rules[0].key, keys, rules, options);
+    const limits = decided.limits.map((outcome, i) => this.toDecision(outcome, rules[i], decided.functionName, decided.degraded));
+    const decision: MultiRateLimitDecision = {
+      allowed: decided.allowed,
       retryAfterMs: Math.max(0, ...limits.map((d) => d.retryAfterMs)),
-      functionName: version.contract.allowFunction,
+      functionName: decided.functionName,
       limits,
     };
+    if (decided.degraded) decision.degraded = decided.degraded;
+    return decision;
   }
 
   /** Reports the state of `key` without recording anything. */
-  async peek(key: string, rule: SlidingLimitRule): Promise<RateLimitState> {
-    this.check(key, rule);
-    const version = (this.routing ?? (await this.ready())).pick(key);
+  async peek(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitState> {
+    this.check(key, rule, options);
     const fullKey = this.keyPrefix + key;
-    const { peekFunction, peekArguments, parsePeekReply } = version.contract;
-    let outcome: LimitOutcome;
-    if (peekFunction && peekArguments && parsePeekReply) {
-      const reply = await version.runner.run(peekFunction, [fullKey], peekArguments(await version.now(), [rule]), true);
-      outcome = parsePeekReply(reply, [rule]).limits[0];
-    } else {
-      outcome = await this.peekWithCommands(version, fullKey, rule);
+    let version: ActiveVersion | undefined;
+    try {
+      version = (this.routing ?? (await this.startUp())).pick(key);
+      const picked = version;
+      const outcome = await this.calls.call(() => this.peekOnce(picked, fullKey, rule));
+      this.degradedLog.recovered();
+      return { ...this.toDecision(outcome, rule, picked.contract.allowFunction), count: outcome.count };
+    } catch (error) {
+      const policy = options?.onRedisError ?? this.options.onRedisError;
+      if (error instanceof RateLimitConfigError || policy === 'throw') throw translated(error);
+      const outcome = this.policyOutcome([rule], policy).limits[0];
+      this.degradedLog.fallback(policy, error);
+      const functionName = version?.contract.allowFunction ?? this.functionName;
+      return { ...this.toDecision(outcome, rule, functionName, policy), count: 0 };
     }
-    return { ...this.toDecision(outcome, rule, version), count: outcome.count };
+  }
+
+  /**
+   * Releases what the limiter holds on the connection (its event listener). The connection itself is
+   * never closed: it belongs to whoever created it. The Nest module calls this on shutdown.
+   */
+  close(): void {
+    this.stopListening();
   }
 
   /** Forgets every entry of `key`: the full limit is available again at once. */
   async reset(key: string): Promise<void> {
     if (typeof key !== 'string' || key.length === 0) this.fail([key], []);
-    await this.backend.commands.del(this.keyPrefix + key);
+    await this.calls.call(() => this.backend.commands.del(this.keyPrefix + key));
+  }
+
+  /** One decision, by Redis or, when Redis cannot make it, by the failure policy. */
+  private async decide(
+    identity: string,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    options: DecisionOptions | undefined,
+  ): Promise<Decided & { functionName: string }> {
+    let version: ActiveVersion | undefined;
+    const started = performance.now();
+    try {
+      version = (this.routing ?? (await this.startUp())).pick(identity);
+      const outcome = await this.allowGrouped(version, keys, rules);
+      this.metrics.recordDecision(version.contract.allowFunction, outcome.allowed, performance.now() - started);
+      this.degradedLog.recovered();
+      return { ...outcome, functionName: version.contract.allowFunction };
+    } catch (caught) {
+      if (caught instanceof RateLimitConfigError) throw caught;
+      const error = translated(caught);
+      const functionName = version?.contract.allowFunction ?? this.functionName;
+      this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
+      const policy = options?.onRedisError ?? this.options.onRedisError;
+      if (policy === 'throw') throw error;
+      this.metrics.recordFallback(functionName, policy);
+      this.degradedLog.fallback(policy, error);
+      return { ...this.policyOutcome(rules, policy), degraded: policy, functionName };
+    }
+  }
+
+  /** The routing, starting up first if needed (bounded in time, behind the circuit breaker). */
+  private startUp(): Promise<FunctionRouting> {
+    return this.startupCalls.call(() => this.ready());
   }
 
   private ready(): Promise<FunctionRouting> {
@@ -192,53 +276,50 @@ export class SlidingWindowLimiter {
     return { contract, runner, now: clockFor(contract, this.options.clock, this.backend.commands) };
   }
 
-  /** Runs one decision, counting it (or its failure) and its latency under the version's name. */
-  private async measure(version: ActiveVersion, decide: () => Promise<CallOutcome>): Promise<CallOutcome> {
-    const functionName = version.contract.allowFunction;
-    const started = performance.now();
-    try {
-      const outcome = await decide();
-      this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
-      return outcome;
-    } catch (error) {
-      const translated = isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error;
-      this.metrics.recordError(functionName, errorKindOf(translated), performance.now() - started);
-      throw translated;
-    }
-  }
-
-  private async allow(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
-    const { contract, runner } = version;
-    const args = contract.allowArguments({
-      keys,
-      rules,
-      nowMs: await version.now(),
-      member: this.members.next(),
-      maxClockSkewMs: this.options.maxClockSkewMs,
-    });
-    return contract.parseAllowReply(await runner.run(contract.allowFunction, keys, args, false), rules);
-  }
-
-  /** Stacked limits on a one-key contract (v1): one call per key, then compensation. */
-  private async allowOneKeyAtATime(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
-    const { contract, runner } = version;
+  /**
+   * Decides `keys` in as few calls as the contract and the cluster allow (see {@link callGroups}).
+   * With several groups the request carries one id and one time in all of them, and is removed again
+   * from the groups that recorded it when another group rejected it.
+   */
+  private async allowGrouped(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
     const nowMs = await version.now();
     const member = this.members.next();
-    const maxClockSkewMs = this.options.maxClockSkewMs;
-    // Sent together, so ioredis writes them in one round trip.
-    const replies = await Promise.all(
-      keys.map((key, i) => runner.run(contract.allowFunction, [key], contract.allowArguments({ keys: [key], rules: [rules[i]], nowMs, member, maxClockSkewMs }), false)),
-    );
-    const limits = replies.map((reply, i) => contract.parseAllowReply(reply, [rules[i]]).limits[0]);
-    if (limits.every((limit) => limit.allowed)) return { allowed: true, limits };
+    const groups = callGroups(keys, version.contract.multiKey, this.backend.clustered);
+    if (groups.length === 1) return this.allowOnce(version.contract, version, keys, rules, nowMs, member);
 
-    // Rejected by one: take the request back out of the limits that recorded it.
-    const recorded = keys.filter((_, i) => limits[i].allowed);
-    await Promise.all(recorded.map((key) => this.backend.commands.zrem(key, member)));
-    return {
-      allowed: false,
-      limits: limits.map((limit) => (limit.allowed ? { ...limit, count: limit.count - 1, remaining: limit.remaining + 1 } : limit)),
-    };
+    const outcomes = await Promise.all(
+      groups.map((group) => this.allowOnce(version.contract, version, group.map((i) => keys[i]), group.map((i) => rules[i]), nowMs, member)),
+    );
+    const limits = new Array<LimitOutcome>(keys.length);
+    groups.forEach((group, g) => group.forEach((index, j) => (limits[index] = outcomes[g].limits[j])));
+    if (outcomes.every((outcome) => outcome.allowed)) return { allowed: true, limits };
+
+    const recorded = groups.filter((_, g) => outcomes[g].allowed).flat();
+    await Promise.all(recorded.map((i) => this.calls.call(() => this.backend.commands.zrem(keys[i], member))));
+    for (const i of recorded) limits[i] = { ...limits[i], count: limits[i].count - 1, remaining: limits[i].remaining + 1 };
+    return { allowed: false, limits };
+  }
+
+  private async allowOnce(
+    contract: FunctionContract,
+    version: ActiveVersion,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    nowMs: NowMs,
+    member: string,
+  ): Promise<CallOutcome> {
+    const args = contract.allowArguments({ keys, rules, nowMs, member, maxClockSkewMs: this.options.maxClockSkewMs });
+    const reply = await this.calls.call(() => version.runner.run(contract.allowFunction, keys, args, false));
+    return contract.parseAllowReply(reply, rules);
+  }
+
+  private async peekOnce(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {
+    const { peekFunction, peekArguments, parsePeekReply } = version.contract;
+    if (peekFunction && peekArguments && parsePeekReply) {
+      const reply = await version.runner.run(peekFunction, [fullKey], peekArguments(await version.now(), [rule]), true);
+      return parsePeekReply(reply, [rule]).limits[0];
+    }
+    return this.peekWithCommands(version, fullKey, rule);
   }
 
   /** Peek for versions without a read-only function: a plain ZCOUNT of the window. */
@@ -257,33 +338,56 @@ export class SlidingWindowLimiter {
     };
   }
 
-  private toDecision(outcome: LimitOutcome, rule: SlidingLimitRule, version: ActiveVersion): RateLimitDecision {
+  /** The outcome the `onRedisError` policy gives when Redis cannot decide. */
+  private policyOutcome(rules: readonly SlidingLimitRule[], policy: 'allow' | 'deny'): CallOutcome {
+    const allowed = policy === 'allow';
     return {
+      allowed,
+      limits: rules.map((rule) => ({
+        allowed,
+        count: 0,
+        // Unknown: claim the full limit when failing open, none when failing closed.
+        remaining: allowed ? rule.limit : 0,
+        retryAfterMs: allowed ? 0 : BREAKER_COOLDOWN_MS,
+        resetMs: 0,
+      })),
+    };
+  }
+
+  private toDecision(outcome: LimitOutcome, rule: SlidingLimitRule, functionName: string, degraded?: RateLimitDecision['degraded']): RateLimitDecision {
+    const decision: RateLimitDecision = {
       allowed: outcome.allowed,
       limit: rule.limit,
       remaining: outcome.remaining,
       retryAfterMs: outcome.retryAfterMs,
       resetMs: outcome.resetMs,
-      functionName: version.contract.allowFunction,
+      functionName,
     };
+    if (degraded) decision.degraded = degraded;
+    return decision;
   }
 
   /** Checks one key and rule; allocation-free unless something is wrong, since it runs on every call. */
-  private check(key: unknown, rule: unknown): void {
-    if (typeof key === 'string' && key.length > 0 && isValidRule(rule)) return;
-    this.fail([key], [rule]);
+  private check(key: unknown, rule: unknown, options: DecisionOptions | undefined): void {
+    if (typeof key === 'string' && key.length > 0 && isValidRule(rule) && (options?.onRedisError === undefined || this.validPolicy(options))) return;
+    this.fail([key], [rule], options);
   }
 
-  private checkAll(rules: readonly KeyedSlidingLimitRule[]): void {
+  private checkAll(rules: readonly KeyedSlidingLimitRule[], options: DecisionOptions | undefined): void {
     const keys = Array.isArray(rules) ? rules.map((rule) => rule?.key) : [];
     const valid =
       keys.length > 0 &&
       new Set(keys).size === keys.length &&
-      rules.every((rule) => typeof rule.key === 'string' && rule.key.length > 0 && isValidRule(rule));
-    if (!valid) this.fail(keys, Array.isArray(rules) ? rules : []);
+      rules.every((rule) => typeof rule.key === 'string' && rule.key.length > 0 && isValidRule(rule)) &&
+      (options?.onRedisError === undefined || this.validPolicy(options));
+    if (!valid) this.fail(keys, Array.isArray(rules) ? rules : [], options);
   }
 
-  private fail(keys: readonly unknown[], rules: readonly unknown[]): never {
+  private validPolicy(options: DecisionOptions): boolean {
+    return options.onRedisError === 'allow' || options.onRedisError === 'deny' || options.onRedisError === 'throw';
+  }
+
+  private fail(keys: readonly unknown[], rules: readonly unknown[], options?: DecisionOptions): never {
     const problems: string[] = [];
     if (keys.length === 0) problems.push('at least one limit is required');
     keys.forEach((key, i) => {
@@ -291,6 +395,7 @@ export class SlidingWindowLimiter {
     });
     rules.forEach((rule, i) => problems.push(...describeRuleProblems(rule, rules.length > 1 ? `limits[${i}]` : 'rule')));
     if (new Set(keys).size !== keys.length) problems.push('each stacked limit needs its own key');
+    if (options?.onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(options.onRedisError, 'onRedisError'));
     throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
   }
 }

@@ -62,13 +62,17 @@ describe('canary split', () => {
     }
   });
 
-  it('counts failed calls by kind', async () => {
+  it('counts failed calls by kind, and the decisions the failure policy made instead', async () => {
     let now = 1_735_660_800_000;
-    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('errors'), clock: () => now, maxClockSkewMs: 0 });
+    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('errors'), clock: () => now, maxClockSkewMs: 0, logger: { log: () => undefined, warn: () => undefined } });
     await limiter.consume('k', rule);
     now -= 10;
-    await expect(limiter.consume('k', rule)).rejects.toThrow(/CLOCKSKEW/);
-    expect(limiter.metrics.snapshot()).toEqual([expect.objectContaining({ functionName: 'sliding_allow_v2', calls: 2, allowed: 1, errors: { clock_skew: 1 } })]);
+    await expect(limiter.consume('k', rule, { onRedisError: 'throw' })).rejects.toThrow(/CLOCKSKEW/);
+    expect(await limiter.consume('k', rule, { onRedisError: 'deny' })).toMatchObject({ allowed: false, degraded: 'deny' });
+    expect(await limiter.consume('k', rule)).toMatchObject({ allowed: true, degraded: 'allow' });
+    expect(limiter.metrics.snapshot()).toEqual([
+      expect.objectContaining({ functionName: 'sliding_allow_v2', calls: 4, allowed: 1, errors: { clock_skew: 3 }, fallbacks: { deny: 1, allow: 1 } }),
+    ]);
   });
 });
 

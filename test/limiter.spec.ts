@@ -152,7 +152,7 @@ describe('SlidingWindowLimiter', () => {
 
   it('v2 refuses a clock lagging behind the newest entry with a ClockSkewError and records nothing', async () => {
     const clock = manualClock();
-    const limiter = limiterWith({ functionName: 'sliding_allow_v2', clock: clock.now, maxClockSkewMs: 500 });
+    const limiter = limiterWith({ functionName: 'sliding_allow_v2', clock: clock.now, maxClockSkewMs: 500, onRedisError: 'throw' });
     const rule = { limit: 5, windowMs: 60_000 };
     await limiter.consume('skew', rule);
     clock.advance(-501);

@@ -120,8 +120,9 @@ describe('loading and recovery (own redis-server)', () => {
     opened.push(client);
     return client;
   };
+  // 'throw' surfaces every failure, which is what these tests look at (the default fails open).
   const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) =>
-    new SlidingWindowLimiter({ client: connect(), keyPrefix: 'rl:', ...options });
+    new SlidingWindowLimiter({ client: connect(), keyPrefix: 'rl:', onRedisError: 'throw', ...options });
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -361,46 +362,61 @@ describe('loading and recovery (own redis-server)', () => {
       restarted = first = undefined;
     });
 
-    it('the limiter reloads the library and carries on; calls fail only while the server is down', async () => {
+    it('the limiter reloads the library and carries on; only calls made while the server is down are degraded', async () => {
       first = await startRedisServer();
       const port = first.port;
-      // A client that reconnects quickly and fails fast while the server is gone.
-      client = new Redis(first.url, { retryStrategy: () => 50, maxRetriesPerRequest: 1 });
+      // A client that reconnects quickly; the limiter itself fails fast while it is disconnected.
+      client = new Redis(first.url, { retryStrategy: () => 50 });
       client.on('error', () => undefined);
-      const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', loadFunctions: 'auto' });
+      const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', loadFunctions: 'auto', logger: silentLogger() });
       await limiter.init();
       const keys = Array.from({ length: 10 }, (_, i) => `restart:${i}`);
-      const traffic = startTraffic(limiter, keys, 4, 2);
+      const degraded: number[] = [];
+      const redisDecided: { startedAt: number; endedAt: number }[] = [];
+      let running = true;
+      const loops = Array.from({ length: 4 }, async (_, worker) => {
+        for (let i = worker; running; i += 4) {
+          const startedAt = Date.now();
+          const decision = await limiter.consume(keys[i % keys.length], { limit: 1_000_000, windowMs: 60_000 });
+          if (decision.degraded) degraded.push(Date.now());
+          else redisDecided.push({ startedAt, endedAt: Date.now() });
+          await sleep(2);
+        }
+      });
 
       await sleep(150);
-      const beforeStop = traffic.report.succeeded;
       const stoppedAt = Date.now();
       await first.stop();
       await sleep(300);
       restarted = await startRedisServerOnPort(port);
       const restartedAt = Date.now();
-      await sleep(400);
-      const afterRestartStart = traffic.report.succeeded;
-      await sleep(200);
-      const report = await traffic.stop();
+      await sleep(800);
+      running = false;
+      await Promise.all(loops);
 
-      expect(beforeStop).toBeGreaterThan(0);
-      // Still serving well after the restart, and without a single failure in the last stretch.
-      expect(report.succeeded).toBeGreaterThan(afterRestartStart);
-      for (const failure of report.failures) {
-        expect({ failure, endedBeforeStop: failure.endedAt < stoppedAt }).toEqual({ failure, endedBeforeStop: false });
-        expect({ failure, startedAfterRestart: failure.startedAt > restartedAt }).toEqual({ failure, startedAfterRestart: false });
-        expect(failure.message).not.toMatch(/not loaded|Function not found/i);
-      }
+      expect(redisDecided.filter((d) => d.endedAt < stoppedAt).length).toBeGreaterThan(0);
+      expect(degraded.length).toBeGreaterThan(0);
+      // Degraded only while the server was down, plus the client's reconnect delay and one timeout.
+      expect(Math.min(...degraded)).toBeGreaterThanOrEqual(stoppedAt);
+      const degradedSeconds = (Math.max(...degraded) - Math.min(...degraded)) / 1000;
+      expect(Math.max(...degraded)).toBeLessThan(restartedAt + 500);
+      process.stdout.write(`Redis restarted empty: ${degradedSeconds.toFixed(2)} s of degraded decisions for ${((restartedAt - stoppedAt) / 1000).toFixed(2)} s of downtime\n`);
+      // Redis decides again, on a server that got the library back.
+      expect(redisDecided.filter((d) => d.startedAt > restartedAt + 500).length).toBeGreaterThan(0);
       const check = new Redis(restarted.url);
       try {
-        const libraries = await listLibraries(check);
-        expect(libraries).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 })]);
-        // The new server's data is what was consumed after the restart, one entry per call.
-        expect(await totalEntries(check, keys.map((key) => `rl:${key}`))).toBeGreaterThan(0);
+        expect(await listLibraries(check)).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 })]);
+        // One entry per call Redis decided on the new server: at least those started after the restart,
+        // at most those that ended after the old server was stopped, plus calls in flight at the stop
+        // that ioredis re-sent after reconnecting (autoResendUnfulfilledCommands) although the limiter
+        // had already decided them by its policy: such an entry can only make it stricter, never looser.
+        const entries = await totalEntries(check, keys.map((key) => `rl:${key}`));
+        expect(entries).toBeGreaterThanOrEqual(redisDecided.filter((d) => d.startedAt > restartedAt).length);
+        expect(entries).toBeLessThanOrEqual(redisDecided.filter((d) => d.endedAt > stoppedAt).length + degraded.length);
       } finally {
         await check.quit();
       }
+      expect(limiter.metrics.snapshot()[0].fallbacks?.allow).toBe(degraded.length);
     });
   });
 
@@ -451,3 +467,8 @@ describe('loading and recovery (own redis-server)', () => {
     });
   });
 });
+
+/** A logger that keeps degraded-mode messages out of the test output. */
+function silentLogger() {
+  return { log: () => undefined, warn: () => undefined };
+}

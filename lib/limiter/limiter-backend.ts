@@ -16,6 +16,12 @@ export interface KeyCommands {
  */
 export interface LimiterBackend {
   readonly commands: KeyCommands;
+  /** True on a Redis Cluster: one call may only touch keys of one slot. */
+  readonly clustered: boolean;
+  /** False while the connection is down: calls then fail fast instead of waiting in a queue. */
+  isConnected(): boolean;
+  /** Calls `listener` whenever the connection becomes ready again; returns a function that stops it. */
+  onReady(listener: () => void): () => void;
   /** A runner for one function version, made ready per `policy` (load, verify or trust). */
   runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner>;
 }

@@ -7,6 +7,7 @@ import type {
   ExecutionMode,
   LoadFunctionsPolicy,
   RedisConnection,
+  RedisErrorPolicy,
   SlidingWindowLimiterOptions,
 } from './sliding-window-limiter.interfaces';
 
@@ -18,11 +19,15 @@ export const LIMITER_DEFAULTS = {
   mode: 'auto' as ExecutionMode,
   clock: 'local' as ClockSource,
   maxClockSkewMs: 1000,
+  timeoutMs: 250,
+  onRedisError: 'allow' as RedisErrorPolicy,
 };
 
 /** Longest key prefix accepted; keys must stay short to stay cheap. */
 export const MAX_KEY_PREFIX_LENGTH = 128;
 const MAX_CLOCK_SKEW_MS = 60 * 60 * 1000;
+const MAX_TIMEOUT_MS = 60_000;
+const REDIS_ERROR_POLICIES: readonly RedisErrorPolicy[] = ['allow', 'deny', 'throw'];
 const LOAD_POLICIES: readonly LoadFunctionsPolicy[] = ['auto', 'verify', 'off'];
 const MODES: readonly ExecutionMode[] = ['auto', 'function', 'script'];
 
@@ -30,7 +35,9 @@ const MODES: readonly ExecutionMode[] = ['auto', 'function', 'script'];
 export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client' | 'backend'>;
 
 /** Names of the limiter's settings, which the Nest module passes through unchanged. */
-export const LIMITER_SETTING_NAMES = ['functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs'] as const satisfies readonly (keyof LimiterSettings)[];
+export const LIMITER_SETTING_NAMES = [
+  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger',
+] as const satisfies readonly (keyof LimiterSettings)[];
 
 /** The limiter settings among `options`, without undefined values. */
 export function pickLimiterSettings(options: Partial<Record<string, unknown>>): LimiterSettings {
@@ -40,8 +47,9 @@ export function pickLimiterSettings(options: Partial<Record<string, unknown>>): 
 }
 
 /** Settings with defaults applied and the active version's contract resolved. */
-export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimiterOptions, 'canary' | 'client' | 'backend'>> {
+export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimiterOptions, 'canary' | 'client' | 'backend' | 'logger'>> {
   client?: RedisConnection;
+  logger?: SlidingWindowLimiterOptions['logger'];
   backend?: LimiterBackend;
   canary?: SlidingWindowLimiterOptions['canary'];
 }
@@ -52,7 +60,7 @@ export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimit
  */
 export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
   const problems: string[] = [];
-  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs } = settings;
+  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger } = settings;
   if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
   if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
   if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH)) {
@@ -70,7 +78,20 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
   if (maxClockSkewMs !== undefined && !isWholeNumberIn(maxClockSkewMs, 0, MAX_CLOCK_SKEW_MS)) {
     problems.push(`${path}maxClockSkewMs must be a whole number of milliseconds from 0 to ${MAX_CLOCK_SKEW_MS}, got ${describeValue(maxClockSkewMs)}`);
   }
+  if (timeoutMs !== undefined && !isWholeNumberIn(timeoutMs, 1, MAX_TIMEOUT_MS)) {
+    problems.push(`${path}timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${describeValue(timeoutMs)}`);
+  }
+  if (onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${path}onRedisError`));
+  if (logger !== undefined && (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.log !== 'function')) {
+    problems.push(`${path}logger must have log(message) and warn(message) methods, got ${describeValue(logger)}`);
+  }
   return problems;
+}
+
+/** Problems of an `onRedisError` value. */
+export function describeRedisErrorPolicyProblems(policy: unknown, label: string): string[] {
+  if (REDIS_ERROR_POLICIES.includes(policy as RedisErrorPolicy)) return [];
+  return [`${label} must be one of ${REDIS_ERROR_POLICIES.join(', ')}, got ${describeValue(policy)}`];
 }
 
 /** Problems of a function name: it must name a shipped version. */

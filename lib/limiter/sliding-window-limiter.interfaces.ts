@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { LimiterLogger } from './degraded-mode-log';
 import type { LimiterBackend } from './limiter-backend';
 
 /** An ioredis connection: a standalone `Redis` client or a `Cluster`. */
@@ -31,6 +32,21 @@ export type ExecutionMode =
   /** `EVALSHA` of the same Lua as a script, with `NOSCRIPT` fallback: for Redis 5 and 6. */
   | 'script';
 
+/** What a decision does when Redis cannot make it (timeout, connection down, circuit open, error reply). */
+export type RedisErrorPolicy =
+  /** Fail open: admit the request (default). */
+  | 'allow'
+  /** Fail closed: reject the request. */
+  | 'deny'
+  /** Throw the error (`RedisUnavailableError`, `FunctionNotLoadedError`, `ClockSkewError`, …) to the caller. */
+  | 'throw';
+
+/** Per-call options of `consume`, `consumeAll` and `peek`. */
+export interface DecisionOptions {
+  /** Overrides the limiter's `onRedisError` for this call (e.g. `deny` on a money-moving endpoint). */
+  onRedisError?: RedisErrorPolicy;
+}
+
 /** One limit: at most `limit` requests in any window of `windowMs` milliseconds. */
 export interface SlidingLimitRule {
   /** Requests allowed per window: a whole number ≥ 1. */
@@ -59,6 +75,11 @@ export interface RateLimitDecision {
   resetMs: number;
   /** The Redis function that decided (for example `sliding_allow_v2`). */
   functionName: string;
+  /**
+   * Set when Redis did not decide: `allow` / `deny` by the `onRedisError` policy, `insurance` by the
+   * per-process in-memory limiter. Absent on a normal decision.
+   */
+  degraded?: 'allow' | 'deny' | 'insurance';
 }
 
 /** What {@link SlidingWindowLimiter.peek} reports: the state of a key without recording anything. */
@@ -77,6 +98,8 @@ export interface MultiRateLimitDecision {
   functionName: string;
   /** One decision per rule, in the order given. `allowed` is false for the limits that were full. */
   limits: RateLimitDecision[];
+  /** Set when Redis did not decide; see {@link RateLimitDecision.degraded}. */
+  degraded?: 'allow' | 'deny' | 'insurance';
 }
 
 /**
@@ -127,4 +150,13 @@ export interface SlidingWindowLimiterOptions {
    * call with a {@link ClockSkewError}. Default 1000. Ignored by v1, whose contract has no such check.
    */
   maxClockSkewMs?: number;
+  /**
+   * How long one call to Redis may take before it counts as failed, ms. Default 250. A timed-out call
+   * is retried once with the same request id; a call to a disconnected client fails at once.
+   */
+  timeoutMs?: number;
+  /** What a decision does when Redis cannot make it. Default `allow` (fail open). */
+  onRedisError?: RedisErrorPolicy;
+  /** Where degraded mode is reported (once per interval, never per request). Default Nest's `Logger`. */
+  logger?: LimiterLogger;
 }

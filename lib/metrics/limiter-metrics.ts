@@ -1,3 +1,4 @@
+import type { FallbackKind } from '../limiter/degraded-mode-log';
 import { LatencyHistogram, LatencySummary } from './latency-histogram';
 
 /** Why a call failed, as counted in the metrics. */
@@ -12,6 +13,8 @@ export interface FunctionCallMetrics {
   rejected: number;
   /** Failed calls by kind. */
   errors: Partial<Record<LimiterErrorKind, number>>;
+  /** Decisions made without Redis, by how: the onRedisError policy or the insurance limiter. */
+  fallbacks?: Partial<Record<FallbackKind, number>>;
   latencyMs: LatencySummary;
 }
 
@@ -20,13 +23,14 @@ class FunctionCounters {
   allowed = 0;
   rejected = 0;
   readonly errors: Partial<Record<LimiterErrorKind, number>> = {};
+  readonly fallbacks: Partial<Record<FallbackKind, number>> = {};
   readonly latency = new LatencyHistogram();
 
   constructor(readonly functionName: string) {}
 
   snapshot(): FunctionCallMetrics {
     const { functionName, calls, allowed, rejected } = this;
-    return { functionName, calls, allowed, rejected, errors: { ...this.errors }, latencyMs: this.latency.summary() };
+    return { functionName, calls, allowed, rejected, errors: { ...this.errors }, fallbacks: { ...this.fallbacks }, latencyMs: this.latency.summary() };
   }
 }
 
@@ -52,6 +56,12 @@ export class LimiterMetrics {
     counters.calls++;
     counters.errors[kind] = (counters.errors[kind] ?? 0) + 1;
     counters.latency.observe(latencyMs);
+  }
+
+  /** Records one decision made without Redis (after {@link recordError} of the failure). */
+  recordFallback(functionName: string, kind: FallbackKind): void {
+    const counters = this.countersOf(functionName);
+    counters.fallbacks[kind] = (counters.fallbacks[kind] ?? 0) + 1;
   }
 
   /** Current counters of every function name called so far. */

@@ -1,4 +1,5 @@
 import type { Type } from '@nestjs/common';
+import type { RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
 import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from '../rate-limit.constants';
 import { describeLimitProblems, type RateLimitKey, type ResolvedRateLimitOptions, type SlidingLimitOptions } from '../rate-limit.options';
 import { compileKey, type CompiledKey } from './key-template';
@@ -24,7 +25,12 @@ export interface HandlerPlan {
   readonly limits: readonly CompiledLimit[];
   /** `RateLimit-Policy` value (IETF draft), the same for every request of the handler. */
   readonly policyHeader: string;
+  /** The strictest `onRedisError` among the limits, or undefined for the module's. */
+  readonly onRedisError?: RedisErrorPolicy;
 }
+
+/** Strictness order of failure policies: a stacked limit asking for more caution wins. */
+const STRICTNESS: Record<RedisErrorPolicy, number> = { allow: 0, deny: 1, throw: 2 };
 
 /** A plan, or the problems that prevent it. */
 export type PlanResult = { plan: HandlerPlan; problems: [] } | { plan?: undefined; problems: string[] };
@@ -95,5 +101,8 @@ export function buildHandlerPlan(
     seen.add(limit.name);
   }
   if (problems.length > 0) return { problems };
-  return { plan: { route, limits, policyHeader: policyHeaderValue(limits) }, problems: [] };
+  const onRedisError = merged
+    .map((entry) => entry.onRedisError)
+    .reduce<RedisErrorPolicy | undefined>((strictest, policy) => (policy && (!strictest || STRICTNESS[policy] > STRICTNESS[strictest]) ? policy : strictest), undefined);
+  return { plan: { route, limits, policyHeader: policyHeaderValue(limits), onRedisError }, problems: [] };
 }

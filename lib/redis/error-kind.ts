@@ -1,13 +1,15 @@
 import { ClockSkewError } from '../errors/clock-skew.error';
 import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LimiterErrorKind } from '../metrics/limiter-metrics';
 
-const CONNECTION_ERROR = /ECONNREFUSED|ECONNRESET|EPIPE|ENOTCONN|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue|ClusterAllFailedError|Failed to refresh slots cache/i;
+const CONNECTION_ERROR = /ECONNREFUSED|ECONNRESET|EPIPE|ENOTCONN|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue|ClusterAllFailedError|Failed to refresh slots cache|CLUSTERDOWN|TRYAGAIN|LOADING/i;
 const TIMEOUT_ERROR = /timed? ?out|ETIMEDOUT/i;
 const REDIS_ERROR_CODE = /^[A-Z][A-Z_]+ /;
 
-/** Sorts a failed call into the kinds the metrics count. */
+/** Sorts a failed call into the kinds the metrics count and the failure policy acts on. */
 export function errorKindOf(error: unknown): LimiterErrorKind {
+  if (error instanceof RedisUnavailableError) return error.reason === 'timeout' ? 'timeout' : 'connection';
   if (error instanceof FunctionNotLoadedError) return 'function_not_loaded';
   if (error instanceof ClockSkewError) return 'clock_skew';
   const message = error instanceof Error ? error.message : String(error);

@@ -3,13 +3,14 @@ import type { ExecutionMode, LoadFunctionsPolicy, RedisConnection } from '../lim
 import type { FunctionContract } from './contracts/function-contract';
 import { FunctionRunner } from './function-runner';
 import type { LuaRunner } from './lua-runner';
-import { masterNodes } from './redis-nodes';
+import { isCluster, masterNodes } from './redis-nodes';
 import { parseRedisMajorVersion } from './reply';
 import { ScriptRunner } from './script-runner';
 
 /** Decisions on a Redis server or cluster: Redis Functions on Redis ≥ 7, scripts below (or as configured). */
 export class RedisBackend implements LimiterBackend {
   readonly commands: KeyCommands;
+  readonly clustered: boolean;
   private functionsAvailable?: boolean;
 
   constructor(
@@ -18,6 +19,21 @@ export class RedisBackend implements LimiterBackend {
     private readonly loadFunctions: LoadFunctionsPolicy,
   ) {
     this.commands = client;
+    this.clustered = isCluster(client);
+  }
+
+  /**
+   * Ready, or never connected yet (`lazyConnect`: the first command connects). While ioredis
+   * reconnects, a command would wait in its offline queue; the limiter fails fast instead.
+   */
+  isConnected(): boolean {
+    const { status } = this.client;
+    return status === 'ready' || status === 'wait';
+  }
+
+  onReady(listener: () => void): () => void {
+    this.client.on('ready', listener);
+    return () => this.client.off('ready', listener);
   }
 
   async runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner> {

@@ -1,0 +1,46 @@
+/**
+ * Stops sending to a Redis that keeps failing, so calls to a dead or frozen server do not pile up
+ * (every call would otherwise wait its full timeout, and ioredis would hold each unanswered command).
+ * After `threshold` consecutive unavailability failures it opens for `cooldownMs`; then one probe
+ * call is let through, and its success closes it again.
+ */
+export class CircuitBreaker {
+  private failures = 0;
+  private openUntil = 0;
+  private probing = false;
+
+  constructor(
+    private readonly threshold: number,
+    private readonly cooldownMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Whether a call may go to Redis now. In the half-open state only the first caller gets `true`. */
+  tryAcquire(): boolean {
+    if (this.failures < this.threshold) return true;
+    if (this.now() < this.openUntil || this.probing) return false;
+    this.probing = true;
+    return true;
+  }
+
+  /** True while calls are being refused. */
+  get isOpen(): boolean {
+    return this.failures >= this.threshold;
+  }
+
+  onSuccess(): void {
+    this.failures = 0;
+    this.probing = false;
+  }
+
+  /** Closes the breaker at once, e.g. when the connection reports it is ready again. */
+  reset(): void {
+    this.onSuccess();
+  }
+
+  onFailure(): void {
+    this.failures++;
+    this.probing = false;
+    if (this.failures >= this.threshold) this.openUntil = this.now() + this.cooldownMs;
+  }
+}

@@ -1,0 +1,68 @@
+/** Where the limiter reports degraded mode: Nest's `Logger` fits, so does `console`. */
+export interface LimiterLogger {
+  log(message: string): void;
+  warn(message: string): void;
+}
+
+/** How a decision was made without Redis. */
+export type FallbackKind = 'allow' | 'deny' | 'insurance';
+
+/**
+ * Logs degraded mode once when it starts, then a summary per interval while it lasts, then once when
+ * Redis is back — never once per request, which would flood the logs exactly when they matter.
+ */
+export class DegradedModeLog {
+  private since?: number;
+  private lastSummaryAt = 0;
+  private sinceSummary = { allow: 0, deny: 0, insurance: 0 };
+  private total = 0;
+
+  constructor(
+    private readonly logger: LimiterLogger,
+    private readonly intervalMs = 10_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A decision was made without Redis, because of `cause`. */
+  fallback(kind: FallbackKind, cause: unknown): void {
+    const now = this.now();
+    if (this.since === undefined) {
+      this.since = this.lastSummaryAt = now;
+      this.logger.warn(
+        `Redis did not decide (${describe(cause)}); deciding by ${kind} until it does. ` +
+          `A summary follows every ${Math.round(this.intervalMs / 1000)} s while this lasts.`,
+      );
+    }
+    this.sinceSummary[kind]++;
+    this.total++;
+    if (now - this.lastSummaryAt >= this.intervalMs) {
+      this.logger.warn(`Still without Redis after ${seconds(now - this.since)} s: ${this.summary()} in the last ${seconds(now - this.lastSummaryAt)} s (last cause: ${describe(cause)})`);
+      this.lastSummaryAt = now;
+      this.sinceSummary = { allow: 0, deny: 0, insurance: 0 };
+    }
+  }
+
+  /** Redis decided again; cheap when nothing was degraded. */
+  recovered(): void {
+    if (this.since === undefined) return;
+    this.logger.log(`Redis decides again after ${seconds(this.now() - this.since)} s; ${this.total} decisions were made without it`);
+    this.since = undefined;
+    this.total = 0;
+    this.sinceSummary = { allow: 0, deny: 0, insurance: 0 };
+  }
+
+  private summary(): string {
+    const parts = Object.entries(this.sinceSummary)
+      .filter(([, count]) => count > 0)
+      .map(([kind, count]) => `${count} by ${kind}`);
+    return parts.length > 0 ? parts.join(', ') : 'no decisions';
+  }
+}
+
+function describe(cause: unknown): string {
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+function seconds(ms: number): string {
+  return (ms / 1000).toFixed(1);
+}
