@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { ClockSkewError } from './errors/clock-skew.error';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
 import { callGroups } from './limiter/call-groups';
+import { BlockCache } from './limiter/block-cache';
 import { CircuitBreaker } from './limiter/circuit-breaker';
 import { clockFor, numericNow, type NowMs } from './limiter/clock';
 import { DegradedModeLog } from './limiter/degraded-mode-log';
@@ -12,6 +13,7 @@ import type { LimiterBackend } from './limiter/limiter-backend';
 import {
   describeCanaryProblems,
   describeFunctionNameProblems,
+  DEFAULT_BLOCK_CACHE_ENTRIES,
   describeRedisErrorPolicyProblems,
   resolveLimiterOptions,
   ResolvedLimiterOptions,
@@ -82,6 +84,7 @@ export class SlidingWindowLimiter {
   private readonly startupCalls: RedisCallPolicy;
   private readonly degradedLog: DegradedModeLog;
   private readonly members = new MemberIdSource();
+  private readonly blockCache?: BlockCache;
   private readonly stopListening: () => void;
   private selection: FunctionSelection;
   private routing?: FunctionRouting;
@@ -102,6 +105,8 @@ export class SlidingWindowLimiter {
     // Start-up waits for the connection (no connected check) but shares the breaker.
     this.startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breaker, () => true);
     this.degradedLog = new DegradedModeLog(logger ?? new Logger(SlidingWindowLimiter.name));
+    const { blockCache } = this.options;
+    if (blockCache) this.blockCache = new BlockCache(blockCache === true ? DEFAULT_BLOCK_CACHE_ENTRIES : blockCache.maxEntries);
   }
 
   /** The stable function, e.g. `sliding_allow_v2`. */
@@ -214,6 +219,7 @@ export class SlidingWindowLimiter {
   /** Forgets every entry of `key`: the full limit is available again at once. */
   async reset(key: string): Promise<void> {
     if (typeof key !== 'string' || key.length === 0) this.fail([key], []);
+    this.blockCache?.forgetKey(this.keyPrefix + key);
     await this.calls.call(() => this.backend.commands.del(this.keyPrefix + key));
   }
 
@@ -228,10 +234,22 @@ export class SlidingWindowLimiter {
     const started = performance.now();
     try {
       version = (this.routing ?? (await this.startUp())).pick(identity);
-      const outcome = await this.allowGrouped(version, keys, rules);
-      this.metrics.recordDecision(version.contract.allowFunction, outcome.allowed, performance.now() - started);
+      const functionName = version.contract.allowFunction;
+      const nowMs = await version.now();
+      // Single limits only: the other limits of a stacked rejection change while it is blocked
+      // (their old entries leave), so a cached copy of them would go stale.
+      const cache = this.blockCache && keys.length === 1 && version.contract.exactRetryAfter && typeof nowMs === 'number' ? this.blockCache : undefined;
+      const signature = cache ? BlockCache.signature(keys, rules) : '';
+      const blocked = cache?.get(signature, nowMs as number);
+      if (blocked) {
+        this.metrics.recordBlockedLocally(functionName);
+        return { ...blocked, functionName };
+      }
+      const outcome = await this.allowGrouped(version, keys, rules, nowMs);
+      this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
       this.degradedLog.recovered();
-      return { ...outcome, functionName: version.contract.allowFunction };
+      if (cache && !outcome.allowed) cache.set(signature, keys, nowMs as number, outcome);
+      return { ...outcome, functionName };
     } catch (caught) {
       if (caught instanceof RateLimitConfigError) throw caught;
       const error = translated(caught);
@@ -281,8 +299,7 @@ export class SlidingWindowLimiter {
    * With several groups the request carries one id and one time in all of them, and is removed again
    * from the groups that recorded it when another group rejected it.
    */
-  private async allowGrouped(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
-    const nowMs = await version.now();
+  private async allowGrouped(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs): Promise<CallOutcome> {
     const member = this.members.next();
     const groups = callGroups(keys, version.contract.multiKey, this.backend.clustered);
     if (groups.length === 1) return this.allowOnce(version.contract, version, keys, rules, nowMs, member);

@@ -21,7 +21,12 @@ export const LIMITER_DEFAULTS = {
   maxClockSkewMs: 1000,
   timeoutMs: 250,
   onRedisError: 'allow' as RedisErrorPolicy,
+  blockCache: true as boolean | { maxEntries: number },
 };
+
+/** Entries of the block cache when `blockCache` is `true`. */
+export const DEFAULT_BLOCK_CACHE_ENTRIES = 10_000;
+const MAX_BLOCK_CACHE_ENTRIES = 10_000_000;
 
 /** Longest key prefix accepted; keys must stay short to stay cheap. */
 export const MAX_KEY_PREFIX_LENGTH = 128;
@@ -36,7 +41,7 @@ export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client' | 'back
 
 /** Names of the limiter's settings, which the Nest module passes through unchanged. */
 export const LIMITER_SETTING_NAMES = [
-  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger',
+  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger', 'blockCache',
 ] as const satisfies readonly (keyof LimiterSettings)[];
 
 /** The limiter settings among `options`, without undefined values. */
@@ -60,7 +65,7 @@ export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimit
  */
 export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
   const problems: string[] = [];
-  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger } = settings;
+  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache } = settings;
   if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
   if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
   if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH)) {
@@ -82,6 +87,13 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     problems.push(`${path}timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${describeValue(timeoutMs)}`);
   }
   if (onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${path}onRedisError`));
+  if (
+    blockCache !== undefined &&
+    typeof blockCache !== 'boolean' &&
+    !(typeof blockCache === 'object' && blockCache !== null && isWholeNumberIn(blockCache.maxEntries, 1, MAX_BLOCK_CACHE_ENTRIES))
+  ) {
+    problems.push(`${path}blockCache must be true, false or { maxEntries: 1 … ${MAX_BLOCK_CACHE_ENTRIES} }, got ${describeValue(blockCache)}`);
+  }
   if (logger !== undefined && (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.log !== 'function')) {
     problems.push(`${path}logger must have log(message) and warn(message) methods, got ${describeValue(logger)}`);
   }

@@ -155,6 +155,14 @@ export interface SlidingWindowLimiterOptions {
    * is retried once with the same request id; a call to a disconnected client fails at once.
    */
   timeoutMs?: number;
+  /**
+   * Local block cache: after a rejection, further requests for the same key and limit are rejected
+   * in-process, without a Redis call, until the moment a slot can free (v2 reports it exactly; v1,
+   * the server clock and stacked limits never use the cache). `false` turns it off; `{ maxEntries }` bounds it (default
+   * 10,000). Exact as long as entries leave only by expiry or by this limiter's `reset`: a reset by
+   * another instance, or a manual DEL, is not seen until the cached time passes.
+   */
+  blockCache?: boolean | { maxEntries: number };
   /** What a decision does when Redis cannot make it. Default `allow` (fail open). */
   onRedisError?: RedisErrorPolicy;
   /** Where degraded mode is reported (once per interval, never per request). Default Nest's `Logger`. */

@@ -7,10 +7,13 @@ export type LimiterErrorKind = 'timeout' | 'connection' | 'function_not_loaded' 
 /** Counters of one function name. */
 export interface FunctionCallMetrics {
   functionName: string;
-  /** Decisions asked of Redis (each consume, consumeAll or peek call). */
+  /** Decisions asked of Redis (consume and consumeAll calls that reached it, or failed trying). */
   calls: number;
   allowed: number;
+  /** Rejections, including those of the block cache. */
   rejected: number;
+  /** Rejections made by the local block cache, without a Redis call. */
+  blockedLocally?: number;
   /** Failed calls by kind. */
   errors: Partial<Record<LimiterErrorKind, number>>;
   /** Decisions made without Redis, by how: the onRedisError policy or the insurance limiter. */
@@ -24,13 +27,15 @@ class FunctionCounters {
   rejected = 0;
   readonly errors: Partial<Record<LimiterErrorKind, number>> = {};
   readonly fallbacks: Partial<Record<FallbackKind, number>> = {};
+  blockedLocally = 0;
   readonly latency = new LatencyHistogram();
 
   constructor(readonly functionName: string) {}
 
   snapshot(): FunctionCallMetrics {
     const { functionName, calls, allowed, rejected } = this;
-    return { functionName, calls, allowed, rejected, errors: { ...this.errors }, fallbacks: { ...this.fallbacks }, latencyMs: this.latency.summary() };
+    const { blockedLocally } = this;
+    return { functionName, calls, allowed, rejected, blockedLocally, errors: { ...this.errors }, fallbacks: { ...this.fallbacks }, latencyMs: this.latency.summary() };
   }
 }
 
@@ -56,6 +61,13 @@ export class LimiterMetrics {
     counters.calls++;
     counters.errors[kind] = (counters.errors[kind] ?? 0) + 1;
     counters.latency.observe(latencyMs);
+  }
+
+  /** Records one rejection made by the block cache, without a Redis call. */
+  recordBlockedLocally(functionName: string): void {
+    const counters = this.countersOf(functionName);
+    counters.rejected++;
+    counters.blockedLocally++;
   }
 
   /** Records one decision made without Redis (after {@link recordError} of the failure). */

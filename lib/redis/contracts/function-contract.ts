@@ -47,6 +47,11 @@ export interface FunctionContract {
   readonly multiKey: boolean;
   /** Whether the functions accept {@link SERVER_TIME} as `now_ms`. */
   readonly readsServerClock: boolean;
+  /**
+   * Whether a rejection's retry-after is exactly when a slot frees (not an upper bound): only then may
+   * the limiter's block cache reject locally until that time.
+   */
+  readonly exactRetryAfter: boolean;
 
   allowArguments(call: AllowCall): (string | number)[];
   parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;

@@ -16,6 +16,7 @@ export const V1_CONTRACT: FunctionContract = {
   allowFunction: 'sliding_allow_v1',
   multiKey: false,
   readsServerClock: false,
+  exactRetryAfter: false,
 
   allowArguments({ rules, nowMs, member }) {
     return [nowMs, rules[0].windowMs, rules[0].limit, member];

@@ -45,6 +45,7 @@ export const V2_CONTRACT: FunctionContract = {
   peekFunction: 'sliding_peek_v2',
   multiKey: true,
   readsServerClock: true,
+  exactRetryAfter: true,
 
   allowArguments({ rules, nowMs, member, maxClockSkewMs }) {
     return [nowMs, member, maxClockSkewMs, ...windowsAndLimits(rules)];
