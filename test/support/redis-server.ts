@@ -30,6 +30,14 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
   }
 }
 
+/**
+ * Starts an empty, non-persisting redis-server on a given port: what a Redis restarted without its
+ * data looks like to a client that keeps reconnecting to the same address.
+ */
+export function startRedisServerOnPort(port: number, extraArgs: string[] = []): Promise<RedisServer> {
+  return tryStart(port, extraArgs);
+}
+
 async function tryStart(port: number, extraArgs: string[]): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'nsl-redis-'));
   const child = spawn(
