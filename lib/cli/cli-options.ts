@@ -1,0 +1,200 @@
+import { parseArgs } from 'node:util';
+import { CliError, ExitCode } from './exit-codes';
+
+/** The `functions` subcommands. */
+export const COMMANDS = ['list', 'load', 'status', 'delete', 'dump', 'restore'] as const;
+export type CommandName = (typeof COMMANDS)[number];
+
+/** FUNCTION RESTORE policies. */
+export const RESTORE_POLICIES = ['append', 'replace', 'flush'] as const;
+export type RestorePolicy = (typeof RESTORE_POLICIES)[number];
+
+/** Default Redis when neither --url, --cluster nor REDIS_URL is given. */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+/** Default connect and command timeout. */
+export const DEFAULT_TIMEOUT_MS = 2000;
+
+/** Where to connect. */
+export type ConnectionTarget =
+  | { kind: 'standalone'; url: string; fromEnv: boolean }
+  | { kind: 'cluster'; seeds: string[] };
+
+/** A parsed command line. */
+export interface CliOptions {
+  command: CommandName;
+  /** The command's positional arguments (`<version>`, `<file>`). */
+  args: string[];
+  target: ConnectionTarget;
+  /** Key prefix of the instance reports; undefined: every prefix. */
+  prefix?: string;
+  json: boolean;
+  replace: boolean;
+  force: boolean;
+  policy: RestorePolicy;
+  timeoutMs: number;
+}
+
+/** What the command line asks for: a command, or help. */
+export type ParsedCommandLine = { help: true; version?: false } | { help?: false; version: true } | ({ help?: false; version?: false } & CliOptions);
+
+const OPTIONS = {
+  url: { type: 'string' },
+  cluster: { type: 'string' },
+  prefix: { type: 'string' },
+  json: { type: 'boolean' },
+  replace: { type: 'boolean' },
+  force: { type: 'boolean' },
+  policy: { type: 'string' },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+} as const;
+
+/** Flags a command accepts besides the connection flags, --json, --timeout and --help. */
+const COMMAND_FLAGS: Record<CommandName, readonly string[]> = {
+  list: [],
+  load: ['replace'],
+  status: ['prefix'],
+  delete: ['force', 'prefix'],
+  dump: [],
+  restore: ['policy'],
+};
+
+const ARGUMENTS: Record<CommandName, readonly string[]> = {
+  list: [],
+  load: ['<version>'],
+  status: [],
+  delete: ['<version>'],
+  dump: ['<file>'],
+  restore: ['<file>'],
+};
+
+/** The help text. */
+export const USAGE = `Usage: nestjs-sliding-limit functions <command> [options]
+
+Manages the rate limiter's Redis Function libraries (rate_limit_v1, rate_limit_v2, …) on every
+master, and shows which versions running instances call.
+
+Commands:
+  list               libraries and functions on every master; flags a master lacking a
+                     library another has, and a library whose code differs from the bundled one
+  load <version>     load the bundled library (v1, v2 or its library name) on every master;
+                     a library of that name with other code is left alone unless --replace
+  status             which function versions live instances call (from their reports), with
+                     calls, rejection and error rates
+  delete <version>   FUNCTION DELETE the library on every master; refused while a live instance
+                     report names one of its functions, unless --force
+  dump <file>        save FUNCTION DUMP (every library, binary) to a file
+  restore <file>     FUNCTION RESTORE a dump on every master
+
+Options:
+  --url <url>        a standalone Redis (default: $REDIS_URL, else ${DEFAULT_REDIS_URL})
+  --cluster <seeds>  a Redis Cluster, from seeds host:port[,host:port…]
+                     (seeds may be redis:// URLs carrying the user and password)
+  --prefix <prefix>  status, delete: only the reports of limiters with this key prefix
+                     (default: every prefix, since a library serves every application)
+  --replace          load: replace a library of the same name that has other code
+  --force            delete: delete even though live instances call the version
+  --policy <policy>  restore: append (default), replace or flush
+  --timeout <ms>     connect and command timeout (default ${DEFAULT_TIMEOUT_MS})
+  --json             machine-readable output on stdout
+  -h, --help         show this help
+  --version          print the package version
+
+Exit codes:
+  0  done
+  1  refused or failed: list found a problem, delete refused (version in use), a node
+     rejected the command, a file could not be read or written
+  2  usage error: unknown command or flag, missing or invalid argument; nothing was done
+  3  Redis unreachable, authentication failed, or a command timed out
+`;
+
+/** Parses the command line (without `node` and the script). Throws a usage CliError. */
+export function parseCommandLine(argv: readonly string[], env: Record<string, string | undefined>): ParsedCommandLine {
+  const { values, positionals } = parseFlags(argv);
+  if (values.help) return { help: true };
+  if (values.version && positionals.length === 0) return { version: true };
+
+  const [group, command, ...args] = positionals;
+  if (group === undefined) throw usage('no command given');
+  if (group !== 'functions') throw usage(`unknown command "${group}"; commands are under "functions", e.g. nestjs-sliding-limit functions list`);
+  if (command === undefined) throw usage(`"functions" needs a command: ${COMMANDS.join(', ')}`);
+  if (!(COMMANDS as readonly string[]).includes(command)) throw usage(`unknown command "functions ${command}"; commands: ${COMMANDS.join(', ')}`);
+  const name = command as CommandName;
+
+  const expected = ARGUMENTS[name];
+  if (args.length < expected.length) throw usage(`functions ${name} needs ${expected.join(' ')}`);
+  if (args.length > expected.length) throw usage(`unexpected argument "${args[expected.length]}" for functions ${name}`);
+
+  for (const flag of ['replace', 'force', 'prefix', 'policy'] as const) {
+    if (values[flag] !== undefined && !COMMAND_FLAGS[name].includes(flag)) {
+      throw usage(`--${flag} does not apply to functions ${name}${flagHint(flag)}`);
+    }
+  }
+  if (values.url !== undefined && values.cluster !== undefined) throw usage('give either --url or --cluster, not both');
+
+  return {
+    command: name,
+    args,
+    target: connectionTarget(values.url, values.cluster, env),
+    prefix: values.prefix,
+    json: values.json ?? false,
+    replace: values.replace ?? false,
+    force: values.force ?? false,
+    policy: restorePolicy(values.policy),
+    timeoutMs: timeout(values.timeout),
+  };
+}
+
+function parseFlags(argv: readonly string[]) {
+  try {
+    return parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    // Node's messages name the flag and say what is wrong ("Unknown option '--frce'").
+    throw usage((error as Error).message);
+  }
+}
+
+function flagHint(flag: string): string {
+  const owners = COMMANDS.filter((command) => COMMAND_FLAGS[command].includes(flag));
+  return ` (it is for: ${owners.map((command) => `functions ${command}`).join(', ')})`;
+}
+
+function connectionTarget(url: string | undefined, cluster: string | undefined, env: Record<string, string | undefined>): ConnectionTarget {
+  if (cluster !== undefined) {
+    const seeds = cluster
+      .split(',')
+      .map((seed) => seed.trim())
+      .filter((seed) => seed.length > 0);
+    if (seeds.length === 0) throw usage('--cluster needs at least one seed, e.g. --cluster 127.0.0.1:7000,127.0.0.1:7001');
+    for (const seed of seeds) {
+      if (!/^rediss?:\/\//i.test(seed) && !/^[^\s:/]+:\d{1,5}$/.test(seed)) {
+        throw usage(`cluster seed "${seed}" is not host:port (or a redis:// URL)`);
+      }
+    }
+    return { kind: 'cluster', seeds };
+  }
+  const chosen = url ?? env.REDIS_URL;
+  if (chosen !== undefined && !/^rediss?:\/\//i.test(chosen)) {
+    throw usage(`${url === undefined ? 'REDIS_URL' : '--url'} must be a redis:// or rediss:// URL, got "${chosen}"`);
+  }
+  return { kind: 'standalone', url: chosen ?? DEFAULT_REDIS_URL, fromEnv: url === undefined };
+}
+
+function restorePolicy(policy: string | undefined): RestorePolicy {
+  if (policy === undefined) return 'append';
+  const lower = policy.toLowerCase();
+  if (!(RESTORE_POLICIES as readonly string[]).includes(lower)) throw usage(`--policy must be one of ${RESTORE_POLICIES.join(', ')}, got "${policy}"`);
+  return lower as RestorePolicy;
+}
+
+function timeout(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_TIMEOUT_MS;
+  const ms = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(ms >= 1 && ms <= 600_000)) throw usage(`--timeout must be a whole number of milliseconds from 1 to 600000, got "${value}"`);
+  return ms;
+}
+
+function usage(message: string): CliError {
+  return new CliError(ExitCode.Usage, message);
+}

@@ -1,0 +1,28 @@
+import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { CliOptions } from './cli-options';
+import type { ExitCode } from './exit-codes';
+
+/** What a command runs with. */
+export interface CommandContext {
+  readonly options: CliOptions;
+  readonly connection: RedisConnection;
+  /** Clients of every master, in a stable order. */
+  readonly masters: Redis[];
+  /** The CLI invocation that reaches the same Redis, for commands suggested in messages. */
+  suggest(command: string): string;
+}
+
+/** What a command reports: its exit code, its `--json` document and its text output. */
+export interface CommandOutcome {
+  exitCode: ExitCode;
+  /** Fields of the JSON document, after `ok` and `command`. */
+  json: Record<string, unknown>;
+  /** Text output, lines ending with a newline. */
+  text: string;
+  /** A one-line summary printed to stderr when the exit code is not 0. */
+  error?: string;
+}
+
+/** A command of the CLI. */
+export type Command = (context: CommandContext) => Promise<CommandOutcome>;

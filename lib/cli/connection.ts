@@ -1,0 +1,177 @@
+import Redis, { Cluster, ClusterNode, RedisOptions } from 'ioredis';
+import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import { errorKindOf } from '../redis/error-kind';
+import { masterNodes, nodeAddress } from '../redis/redis-nodes';
+import { parseRedisMajorVersion, toText } from '../redis/reply';
+import type { ConnectionTarget } from './cli-options';
+import { CliError, ExitCode } from './exit-codes';
+import { redactUrl } from './redact';
+
+/** An open connection and the clients of every master. */
+export interface CliConnection {
+  readonly connection: RedisConnection;
+  readonly masters: Redis[];
+  close(): Promise<void>;
+}
+
+/** A connection target for messages: the URL without its password, or the seeds. */
+export function describeTarget(target: ConnectionTarget): string {
+  return target.kind === 'cluster' ? `the cluster at ${target.seeds.map(redactUrl).join(',')}` : redactUrl(target.url);
+}
+
+/** The flags that reach the same Redis, for commands suggested in messages (REDIS_URL is left implicit). */
+export function connectionFlags(target: ConnectionTarget): string {
+  if (target.kind === 'cluster') return ` --cluster ${target.seeds.map(redactUrl).join(',')}`;
+  return target.fromEnv ? '' : ` --url ${redactUrl(target.url)}`;
+}
+
+/** Every password given on the command line or in REDIS_URL, decoded and as written, for redaction. */
+export function secretsOf(target: ConnectionTarget): string[] {
+  const urls = target.kind === 'cluster' ? target.seeds : [target.url];
+  const secrets: string[] = [];
+  for (const url of urls) {
+    const { password, username } = parseUrlSafely(url) ?? {};
+    for (const value of [password, username && !password ? username : undefined]) {
+      if (!value) continue;
+      secrets.push(value);
+      try {
+        secrets.push(decodeURIComponent(value));
+      } catch {
+        // Not percent-encoded.
+      }
+    }
+  }
+  return secrets;
+}
+
+/**
+ * Connects, failing fast: no reconnection, no retry, `timeoutMs` for the connection and for
+ * every command. Checks that the server has Redis Functions and that a standalone URL does not
+ * point at a cluster node (a command would then reach one master only).
+ * @throws CliError with exit code 3 when Redis cannot be reached or authentication fails
+ */
+export async function openConnection(target: ConnectionTarget, timeoutMs: number): Promise<CliConnection> {
+  const nodeOptions: RedisOptions = {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    // ioredis waits this long for a socket to close after disconnect(), holding the process open.
+    disconnectTimeout: 100,
+  };
+  let lastError: Error | undefined;
+  const remember = (error: Error) => (lastError = error);
+  let connection: RedisConnection;
+  if (target.kind === 'cluster') {
+    const credentials = target.seeds.map(parseUrlSafely).find((url) => url?.password || url?.username);
+    connection = new Cluster(target.seeds.map(toClusterNode), {
+      lazyConnect: true,
+      clusterRetryStrategy: () => null,
+      slotsRefreshTimeout: timeoutMs,
+      enableOfflineQueue: true,
+      redisOptions: {
+        ...nodeOptions,
+        username: credentials?.username ? decode(credentials.username) : undefined,
+        password: credentials?.password ? decode(credentials.password) : undefined,
+        tls: target.seeds.some((seed) => /^rediss:/i.test(seed)) ? {} : undefined,
+      },
+    });
+  } else {
+    connection = new Redis(target.url, nodeOptions);
+  }
+  connection.on('error', remember);
+  const close = async () => {
+    connection.off('error', remember);
+    connection.on('error', () => undefined);
+    if (connection.status === 'ready') {
+      try {
+        await connection.quit();
+        return;
+      } catch {
+        // Fall through to a hard disconnect.
+      }
+    }
+    connection.disconnect();
+  };
+
+  try {
+    await connection.connect();
+    const masters = await masterNodes(connection);
+    if (masters.length === 0) throw new Error('the cluster has no master');
+    await Promise.all(masters.map((node) => checkNode(node, target)));
+    return { connection, masters, close };
+  } catch (error) {
+    await close();
+    if (error instanceof CliError) throw error;
+    throw connectionError(target, lastError ?? (error as Error));
+  }
+}
+
+async function checkNode(node: Redis, target: ConnectionTarget): Promise<void> {
+  const info = toText(await node.info());
+  const version = parseRedisMajorVersion(info);
+  if (version < 7) {
+    throw new CliError(
+      ExitCode.Failed,
+      `${nodeAddress(node)} runs Redis ${version}; Redis Functions need Redis 7 or newer. ` +
+        `On older servers the limiter runs its Lua as scripts (mode: 'script') and there is nothing to manage.`,
+    );
+  }
+  if (target.kind === 'standalone' && /cluster_enabled:1/.test(info)) {
+    throw new CliError(
+      ExitCode.Usage,
+      `${nodeAddress(node)} is a Redis Cluster node: a command would reach this node only. ` +
+        `Pass --cluster ${nodeAddress(node)} so that it reaches every master.`,
+    );
+  }
+}
+
+/** The error a failure to connect (or a dropped connection) becomes: exit code 3, and what to check. */
+export function connectionError(target: ConnectionTarget, cause: Error): CliError {
+  const message = cause.message;
+  if (/WRONGPASS|NOAUTH|invalid password|AUTH failed/i.test(message)) {
+    const where = target.kind === 'cluster' ? 'the --cluster seed URLs (redis://user:password@host:port)' : 'the URL (--url or REDIS_URL)';
+    return new CliError(ExitCode.Connection, `authentication to ${describeTarget(target)} failed (${firstLine(message)}); check the user and password in ${where}`, { cause });
+  }
+  const how = target.kind === 'cluster' ? 'check the --cluster seeds' : 'check --url or REDIS_URL';
+  return new CliError(
+    ExitCode.Connection,
+    `cannot reach Redis at ${describeTarget(target)} (${firstLine(message)}); ${how}, that Redis is running, and --timeout if the network is slow`,
+    { cause },
+  );
+}
+
+/** True when a command failed because Redis went away or did not answer in time. */
+export function isConnectionFailure(error: unknown): boolean {
+  const kind = errorKindOf(error);
+  return kind === 'connection' || kind === 'timeout' || /Connection is closed|Command timed out/i.test(String((error as Error)?.message));
+}
+
+function toClusterNode(seed: string): ClusterNode {
+  const url = parseUrlSafely(seed);
+  if (url) return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) };
+  const colon = seed.lastIndexOf(':');
+  return { host: seed.slice(0, colon), port: Number(seed.slice(colon + 1)) };
+}
+
+function parseUrlSafely(text: string): URL | undefined {
+  if (!/^rediss?:\/\//i.test(text)) return undefined;
+  try {
+    return new URL(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function decode(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0];
+}

@@ -1,0 +1,32 @@
+/** Lays rows out as aligned columns (the last column is not padded). */
+export function formatTable(rows: readonly (readonly string[])[], indent = '  '): string {
+  if (rows.length === 0) return '';
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  return rows
+    .map((row) => indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd() + '\n')
+    .join('');
+}
+
+/** A ratio as a percentage with one decimal, or `-` when there is nothing to divide. */
+export function formatRate(rate: number | null): string {
+  return rate === null ? '-' : `${(rate * 100).toFixed(1)}%`;
+}
+
+/** `part / whole`, or null when whole is 0. */
+export function rateOf(part: number, whole: number): number | null {
+  return whole > 0 ? part / whole : null;
+}
+
+/** How long ago an ISO timestamp was, e.g. `4s ago`. */
+export function formatAge(iso: string, nowMs = Date.now()): string {
+  const seconds = Math.max(0, Math.round((nowMs - Date.parse(iso)) / 1000));
+  if (seconds < 120) return `${seconds}s ago`;
+  const minutes = Math.round(seconds / 60);
+  return minutes < 120 ? `${minutes}m ago` : `${Math.round(minutes / 60)}h ago`;
+}
+
+/** `1 instance`, `2 instances`. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { nodeAddress } from '../redis/redis-nodes';
+import { CliOptions, CommandName, parseCommandLine, USAGE } from './cli-options';
+import type { CliIo } from './cli-io';
+import { processIo } from './cli-io';
+import type { Command, CommandOutcome } from './command';
+import { deleteCommand } from './commands/delete';
+import { dumpCommand } from './commands/dump';
+import { listCommand } from './commands/list';
+import { loadCommand } from './commands/load';
+import { readDumpFile, restoreCommand } from './commands/restore';
+import { statusCommand } from './commands/status';
+import { connectionError, connectionFlags, isConnectionFailure, openConnection, secretsOf } from './connection';
+import { CliError, EXIT_CODE_NAMES, ExitCode } from './exit-codes';
+import { redactSecrets } from './redact';
+import { requireBundledVersion, requireLibraryArgument } from './version-arg';
+
+const COMMANDS: Record<CommandName, Command> = {
+  list: listCommand,
+  load: loadCommand,
+  status: statusCommand,
+  delete: deleteCommand,
+  dump: dumpCommand,
+  restore: restoreCommand,
+};
+
+/** Checks made before connecting, so that a bad argument fails as a usage error without touching Redis. */
+const PRECHECKS: Partial<Record<CommandName, (options: CliOptions) => void>> = {
+  load: (options) => void requireBundledVersion(options.args[0]),
+  delete: (options) => void requireLibraryArgument(options.args[0]),
+  restore: (options) => void readDumpFile(options.args[0]),
+};
+
+/**
+ * The CLI: `nestjs-sliding-limit functions <command> [options]` (see `--help`). Returns the exit
+ * code instead of exiting, so it runs in-process in tests and the bin sets `process.exitCode`.
+ * @param argv the arguments after the program name
+ * @param io where output goes and the environment it reads; the process's by default
+ */
+export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
+  const out: CliIo = { ...processIo(), ...io };
+  let secrets: string[] = [];
+  const write = (stream: 'stdout' | 'stderr', text: string) => out[stream](redactSecrets(text, secrets));
+  let json = argv.includes('--json');
+  let options: CliOptions | undefined;
+
+  try {
+    const parsed = parseCommandLine(argv, out.env);
+    if (parsed.help) {
+      write('stdout', USAGE);
+      return ExitCode.Ok;
+    }
+    if (parsed.version) {
+      write('stdout', `${packageVersion()}\n`);
+      return ExitCode.Ok;
+    }
+    options = parsed;
+    json = options.json;
+    secrets = secretsOf(options.target);
+    PRECHECKS[options.command]?.(options);
+
+    const outcome = await run(options);
+    if (json) {
+      const document = { ok: outcome.exitCode === ExitCode.Ok, command: `functions ${options.command}`, exitCode: outcome.exitCode, ...outcome.json };
+      const withError = outcome.error ? { ...document, error: { kind: EXIT_CODE_NAMES[outcome.exitCode], message: outcome.error } } : document;
+      write('stdout', `${JSON.stringify(withError, null, 2)}\n`);
+    } else {
+      write('stdout', outcome.text);
+    }
+    if (outcome.error) write('stderr', `error: ${outcome.error}\n`);
+    return outcome.exitCode;
+  } catch (caught) {
+    const error = toCliError(caught, options);
+    if (json) {
+      const document = {
+        ok: false,
+        command: options ? `functions ${options.command}` : null,
+        exitCode: error.exitCode,
+        error: { kind: EXIT_CODE_NAMES[error.exitCode], message: error.message },
+      };
+      write('stdout', `${JSON.stringify(document, null, 2)}\n`);
+    }
+    write('stderr', `error: ${error.message}\n`);
+    if (error.exitCode === ExitCode.Usage && !options) write('stderr', `\n${USAGE}`);
+    else if (error.exitCode === ExitCode.Usage) write('stderr', 'Run nestjs-sliding-limit --help for the commands and options.\n');
+    return error.exitCode;
+  }
+}
+
+async function run(options: CliOptions): Promise<CommandOutcome> {
+  const { connection, masters, close } = await openConnection(options.target, options.timeoutMs);
+  try {
+    const sorted = [...masters].sort((a, b) => nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }));
+    return await COMMANDS[options.command]({
+      options,
+      connection,
+      masters: sorted,
+      suggest: (command) => `npx nestjs-sliding-limit ${command}${connectionFlags(options.target)}`,
+    });
+  } finally {
+    await close();
+  }
+}
+
+function toCliError(error: unknown, options: CliOptions | undefined): CliError {
+  if (error instanceof CliError) return error;
+  if (options && isConnectionFailure(error)) return connectionError(options.target, error as Error);
+  const message = error instanceof Error ? error.message : String(error);
+  return new CliError(ExitCode.Failed, `unexpected failure: ${message}`, { cause: error });
+}
+
+function packageVersion(): string {
+  // lib/cli/main.ts and dist/cli/main.js are both two levels below the package root.
+  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
+}

@@ -1,0 +1,38 @@
+import type { FunctionContract } from '../redis/contracts/function-contract';
+import { FUNCTION_VERSIONS } from '../redis/function-versions';
+import { CliError, ExitCode } from './exit-codes';
+
+/** The shipped versions, for messages: `v1 (rate_limit_v1), v2 (rate_limit_v2)`. */
+export function knownVersions(): string {
+  return FUNCTION_VERSIONS.map((v) => `${v.version} (${v.libraryName})`).join(', ');
+}
+
+/** The contract a `<version>` argument names: `v2`, `rate_limit_v2` or `sliding_allow_v2`. */
+export function findVersion(argument: string): FunctionContract | undefined {
+  const wanted = argument.toLowerCase();
+  return FUNCTION_VERSIONS.find(
+    (v) => v.version === wanted || v.libraryName === argument || v.allowFunction === argument || v.peekFunction === argument,
+  );
+}
+
+/** The contract of a bundled version, or a usage error listing the shipped ones. */
+export function requireBundledVersion(argument: string): FunctionContract {
+  const contract = findVersion(argument);
+  if (!contract) throw new CliError(ExitCode.Usage, `"${argument}" is not a version this package ships; known: ${knownVersions()}`);
+  return contract;
+}
+
+/** Redis library names: letters, digits and underscores. */
+export function isLibraryName(name: string): boolean {
+  return /^[A-Za-z0-9_]+$/.test(name);
+}
+
+/** The library a `delete` argument names: a shipped version, or any library name. */
+export function requireLibraryArgument(argument: string): { library: string; contract?: FunctionContract } {
+  const contract = findVersion(argument);
+  if (contract) return { library: contract.libraryName, contract };
+  if (!isLibraryName(argument)) {
+    throw new CliError(ExitCode.Usage, `"${argument}" is neither a shipped version (${knownVersions()}) nor a library name (letters, digits, _)`);
+  }
+  return { library: argument };
+}

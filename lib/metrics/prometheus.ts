@@ -1,0 +1,250 @@
+import type * as PromClient from 'prom-client';
+import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { describeValue } from '../limiter/limit-rule';
+import type { SlidingWindowLimiter } from '../sliding-window.limiter';
+import { LATENCY_BUCKETS_MS } from './latency-histogram';
+import type { LimiterErrorKind } from './limiter-metrics';
+
+/**
+ * The parts of a prom-client `Registry` this export needs. Structural, so that these declarations
+ * compile for users who do not install prom-client; any prom-client 15 `Registry` fits.
+ */
+export interface PrometheusRegistry {
+  registerMetric(metric: never): void;
+  removeSingleMetric(name: string): void;
+  readonly contentType: string;
+}
+
+/** Options of {@link registerPrometheusMetrics}. */
+export interface PrometheusExportOptions {
+  /** Where to register. Default: prom-client's global `register`. */
+  registry?: PrometheusRegistry;
+  /** Prefix of every metric name. Default `sliding_limit_`. */
+  prefix?: string;
+}
+
+/** What {@link registerPrometheusMetrics} registered. */
+export interface PrometheusExport {
+  /** The metric names, as registered. */
+  readonly names: readonly string[];
+  /** Removes the metrics from the registry. */
+  unregister(): void;
+}
+
+/** Default prefix of the metric names. */
+export const DEFAULT_PROMETHEUS_PREFIX = 'sliding_limit_';
+
+/*
+ * The limiter keeps 90 buckets growing by ~19%; Prometheus gets every 4th bound, so buckets double
+ * (10 µs … 42 s, 23 bounds plus +Inf). The bounds coincide with the limiter's, so the cumulative
+ * counts are exact, at a quarter of the series.
+ */
+const EXPORTED_BOUND_INDEXES = LATENCY_BUCKETS_MS.map((_, i) => i).filter((i) => i % 4 === 0 && Number.isFinite(LATENCY_BUCKETS_MS[i]));
+const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) => Number((LATENCY_BUCKETS_MS[i] / 1000).toPrecision(6)));
+
+/**
+ * Exports a limiter's per-function metrics to Prometheus through prom-client (an optional peer
+ * dependency: `npm i prom-client`). The collectors read `limiter.metrics` when Prometheus scrapes,
+ * so calls pay nothing for the export:
+ *
+ * - `sliding_limit_calls_total{function}`: decisions asked of Redis, failed ones included
+ * - `sliding_limit_decisions_total{function,outcome="allowed"|"rejected"}`
+ * - `sliding_limit_errors_total{function,kind}`: failed calls by kind (`timeout`, `connection`, …)
+ * - `sliding_limit_blocked_locally_total{function}`: rejections answered by the local block cache
+ *   (included in the rejected decisions)
+ * - `sliding_limit_fallbacks_total{function,kind}`: decisions made without Redis after a failed
+ *   call (`allow` / `deny` by the `onRedisError` policy, `insurance`)
+ * - `sliding_limit_call_duration_seconds{function}`: a histogram of call latency
+ *
+ * One limiter per registry and prefix: a second registration under the same names throws.
+ * @throws RateLimitConfigError when prom-client is not installed or the options are invalid
+ */
+export function registerPrometheusMetrics(limiter: SlidingWindowLimiter, options: PrometheusExportOptions = {}): PrometheusExport {
+  const problems: string[] = [];
+  if (typeof limiter?.metrics?.snapshot !== 'function') problems.push(`limiter must be a SlidingWindowLimiter, got ${describeValue(limiter)}`);
+  const prefix = options.prefix ?? DEFAULT_PROMETHEUS_PREFIX;
+  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
+    problems.push(`prefix must be a Prometheus metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got ${describeValue(prefix)}`);
+  }
+  if (problems.length > 0) throw new RateLimitConfigError(problems, 'registerPrometheusMetrics');
+
+  const prom = loadPromClient();
+  const registry = (options.registry ?? prom.register) as PromClient.Registry;
+  const metrics = limiter.metrics;
+  // An OpenMetrics registry appends `_total` to counter names itself.
+  const total = String(registry.contentType) === prom.Registry.OPENMETRICS_CONTENT_TYPE ? '' : '_total';
+  const registers = [registry];
+  const names: string[] = [];
+  const unregister = () => {
+    for (const name of names) registry.removeSingleMetric(name);
+  };
+  const register = (name: string, create: (name: string) => unknown): void => {
+    try {
+      create(name);
+      names.push(name);
+    } catch (error) {
+      unregister();
+      throw error;
+    }
+  };
+
+  register(
+    `${prefix}calls${total}`,
+    (name) =>
+      new prom.Counter({
+        name,
+        help: 'Rate limit decisions asked of Redis, per function name (failed calls included).',
+        labelNames: ['function'],
+        registers,
+        collect() {
+          this.reset();
+          for (const m of metrics.snapshot()) this.inc({ function: m.functionName }, m.calls);
+        },
+      }),
+  );
+  register(
+    `${prefix}decisions${total}`,
+    (name) =>
+      new prom.Counter({
+        name,
+        help: 'Rate limit decisions per function name and outcome.',
+        labelNames: ['function', 'outcome'],
+        registers,
+        collect() {
+          this.reset();
+          for (const m of metrics.snapshot()) {
+            this.inc({ function: m.functionName, outcome: 'allowed' }, m.allowed);
+            this.inc({ function: m.functionName, outcome: 'rejected' }, m.rejected);
+          }
+        },
+      }),
+  );
+  register(
+    `${prefix}errors${total}`,
+    (name) =>
+      new prom.Counter({
+        name,
+        help: 'Failed rate limit calls per function name and kind.',
+        labelNames: ['function', 'kind'],
+        registers,
+        collect() {
+          this.reset();
+          for (const m of metrics.snapshot()) {
+            for (const [kind, count] of Object.entries(m.errors) as [LimiterErrorKind, number][]) this.inc({ function: m.functionName, kind }, count);
+          }
+        },
+      }),
+  );
+  register(
+    `${prefix}blocked_locally${total}`,
+    (name) =>
+      new prom.Counter({
+        name,
+        help: 'Rejections answered by the local block cache without a Redis call (also counted as rejected decisions).',
+        labelNames: ['function'],
+        registers,
+        collect() {
+          this.reset();
+          for (const m of metrics.snapshot()) this.inc({ function: m.functionName }, m.blockedLocally ?? 0);
+        },
+      }),
+  );
+  register(
+    `${prefix}fallbacks${total}`,
+    (name) =>
+      new prom.Counter({
+        name,
+        help: 'Decisions made without Redis (after a failed call) per function name and kind: allow, deny or insurance.',
+        labelNames: ['function', 'kind'],
+        registers,
+        collect() {
+          this.reset();
+          for (const m of metrics.snapshot()) {
+            for (const [kind, count] of Object.entries(m.fallbacks ?? {})) this.inc({ function: m.functionName, kind }, count);
+          }
+        },
+      }),
+  );
+  const Histogram = precomputedHistogramClass(prom);
+  register(`${prefix}call_duration_seconds`, (name) => new Histogram(name, limiter, registers));
+
+  return { names, unregister };
+}
+
+/*
+ * prom-client's Histogram can only be fed one observation at a time, and the limiter already holds
+ * the bucket counts. Replaying them per scrape would cost O(calls); a Summary of quantile gauges
+ * could not be aggregated across instances. So this subclass keeps prom-client's Histogram (its
+ * name, help, type, aggregator and registration) and replaces only the values it reports with the
+ * limiter's counts. prom-client 15's registry formats a metric through `getForPromString()` when
+ * it has one and `get()` otherwise: both are overridden, and the test pins the output.
+ */
+function precomputedHistogramClass(prom: typeof PromClient) {
+  type Label = 'function' | 'le';
+  type Exposition = PromClient.MetricObjectWithValues<PromClient.MetricValueWithName<Label>>;
+  return class PrecomputedLatencyHistogram extends prom.Histogram<Label> {
+    private readonly metricName: string;
+    // Typed as an enum by prom-client's declarations, a string ('histogram') at runtime: read it, don't restate it.
+    private readonly metricType = (this as unknown as { type: PromClient.MetricType }).type;
+
+    constructor(
+      name: string,
+      private readonly limiter: SlidingWindowLimiter,
+      registers: PromClient.Registry[],
+    ) {
+      super({ name, help: HISTOGRAM_HELP, labelNames: ['function'], buckets: EXPORTED_BOUNDS_SECONDS, registers });
+      this.metricName = name;
+    }
+
+    override async get(): Promise<Exposition> {
+      return { name: this.metricName, help: HISTOGRAM_HELP, type: this.metricType, aggregator: 'sum', collect: () => undefined, values: this.values() };
+    }
+
+    getForPromString(): Promise<Exposition> {
+      return this.get();
+    }
+
+    private values(): PromClient.MetricValueWithName<Label>[] {
+      const name = this.metricName;
+      const values: PromClient.MetricValueWithName<Label>[] = [];
+      for (const { functionName } of this.limiter.metrics.snapshot()) {
+        const histogram = this.limiter.metrics.histogramOf(functionName);
+        if (!histogram) continue;
+        const counts = histogram.bucketCounts();
+        let cumulative = 0;
+        let next = 0;
+        for (let i = 0; i < EXPORTED_BOUND_INDEXES.length; i++) {
+          for (; next <= EXPORTED_BOUND_INDEXES[i]; next++) cumulative += counts[next];
+          values.push({ metricName: `${name}_bucket`, labels: { le: EXPORTED_BOUNDS_SECONDS[i], function: functionName }, value: cumulative });
+        }
+        values.push({ metricName: `${name}_bucket`, labels: { le: '+Inf', function: functionName }, value: histogram.count });
+        values.push({ metricName: `${name}_sum`, labels: { function: functionName }, value: histogram.sum / 1000 });
+        values.push({ metricName: `${name}_count`, labels: { function: functionName }, value: histogram.count });
+      }
+      return values;
+    }
+  };
+}
+
+const HISTOGRAM_HELP = 'Latency of rate limit calls per function name, in seconds.';
+
+interface ModuleNotFound {
+  code?: string;
+  message?: string;
+}
+
+/** prom-client, loaded on first use so that it stays an optional dependency. */
+function loadPromClient(): typeof PromClient {
+  try {
+    return require('prom-client') as typeof PromClient;
+  } catch (error) {
+    const { code, message } = (error ?? {}) as ModuleNotFound;
+    if (code === 'MODULE_NOT_FOUND' && /prom-client/.test(String(message))) {
+      throw new RateLimitConfigError(
+        ['the Prometheus export needs prom-client, an optional peer dependency that is not installed; run: npm i prom-client'],
+        'registerPrometheusMetrics',
+      );
+    }
+    throw error;
+  }
+}

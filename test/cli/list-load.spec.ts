@@ -1,0 +1,128 @@
+import Redis from 'ioredis';
+import { readLibrarySource } from '../../lib/redis/lua-library';
+import { parseFunctionList } from '../../lib/redis/reply';
+import { RedisServer, startRedisServer } from '../support/redis-server';
+import { runCli } from './run-cli';
+
+/** FUNCTION LIST WITHCODE of a node, by library name. */
+async function libraries(redis: Redis): Promise<Record<string, { functions: string[]; code?: string }>> {
+  return Object.fromEntries(parseFunctionList(await redis.call('FUNCTION', 'LIST', 'WITHCODE')).map((lib) => [lib.name, lib]));
+}
+
+const V1 = readLibrarySource('rate_limit_v1.lua');
+const V2 = readLibrarySource('rate_limit_v2.lua');
+const PATCHED_V1 = `${V1}\n-- patched by hand\n`;
+
+describe('functions list and load (standalone)', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let url: string;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = new Redis(server.url);
+    url = server.url;
+  });
+  beforeEach(() => redis.function('FLUSH'));
+  afterAll(async () => {
+    await redis.quit();
+    await server.stop();
+  });
+
+  it('lists an empty server as OK', async () => {
+    const run = await runCli(['functions', 'list', '--url', url]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`127.0.0.1:${server.port}\n  (no libraries)`);
+    expect(run.stdout).toMatch(/OK: 1 master checked/);
+    expect(run.stderr).toBe('');
+  });
+
+  it('loads a bundled version by v-name, library name or function name, without REPLACE, and lists it', async () => {
+    const first = await runCli(['functions', 'load', 'v1', '--url', url]);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(new RegExp(`127\\.0\\.0\\.1:${server.port}\\s+loaded`));
+    expect((await libraries(redis)).rate_limit_v1.code).toBe(V1);
+
+    const again = await runCli(['functions', 'load', 'rate_limit_v1', '--url', url, '--json']);
+    expect(again.code).toBe(0);
+    expect(again.json()).toEqual({
+      ok: true,
+      command: 'functions load',
+      exitCode: 0,
+      version: 'v1',
+      library: 'rate_limit_v1',
+      replace: false,
+      nodes: [{ node: `127.0.0.1:${server.port}`, result: 'unchanged' }],
+    });
+
+    expect((await runCli(['functions', 'load', 'sliding_allow_v2', '--url', url])).code).toBe(0);
+    const listed = await runCli(['functions', 'list', '--url', url, '--json']);
+    expect(listed.code).toBe(0);
+    expect(listed.json()).toEqual({
+      ok: true,
+      command: 'functions list',
+      exitCode: 0,
+      nodes: [
+        {
+          node: `127.0.0.1:${server.port}`,
+          libraries: [
+            { library: 'rate_limit_v1', version: 'v1', functions: ['sliding_allow_v1'], matchesBundled: true },
+            { library: 'rate_limit_v2', version: 'v2', functions: ['sliding_allow_v2', 'sliding_peek_v2'], matchesBundled: true },
+          ],
+        },
+      ],
+      problems: [],
+    });
+    const text = await runCli(['functions', 'list', '--url', url]);
+    expect(text.stdout).toMatch(/rate_limit_v1\s+v1\s+sliding_allow_v1\n/);
+    expect(text.stdout).toMatch(/rate_limit_v2\s+v2\s+sliding_allow_v2, sliding_peek_v2\n/);
+  });
+
+  it('leaves a library with other code alone unless --replace, and list flags it', async () => {
+    await redis.call('FUNCTION', 'LOAD', PATCHED_V1);
+    await redis.call('FUNCTION', 'LOAD', V2);
+
+    const list = await runCli(['functions', 'list', '--url', url, '--json']);
+    expect(list.code).toBe(1);
+    const { problems, ok, error } = list.json<{ ok: boolean; problems: { kind: string; node: string; library: string; message: string }[]; error: { kind: string } }>();
+    expect(ok).toBe(false);
+    expect(error.kind).toBe('failed');
+    expect(problems).toEqual([
+      {
+        kind: 'differs-from-bundled',
+        node: `127.0.0.1:${server.port}`,
+        library: 'rate_limit_v1',
+        message: expect.stringContaining(`npx nestjs-sliding-limit functions load v1 --replace --url ${url}`),
+      },
+    ]);
+    expect(list.stderr).toMatch(/^error: 1 problem found/);
+    expect((await runCli(['functions', 'list', '--url', url])).stdout).toMatch(/rate_limit_v1\s+v1\s+sliding_allow_v1\s+\(not the bundled code\)/);
+
+    const refused = await runCli(['functions', 'load', 'v1', '--url', url]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(/different/);
+    expect(refused.stdout).toContain('has other code than the bundled v1; nothing was changed there');
+    expect(refused.stderr).toMatch(/^error: rate_limit_v1 is not loaded with the bundled code on every master/);
+    expect((await libraries(redis)).rate_limit_v1.code).toBe(PATCHED_V1);
+
+    const replaced = await runCli(['functions', 'load', 'v1', '--replace', '--url', url, '--json']);
+    expect(replaced.code).toBe(0);
+    expect(replaced.json<{ nodes: unknown[] }>().nodes).toEqual([{ node: `127.0.0.1:${server.port}`, result: 'replaced' }]);
+    expect((await libraries(redis)).rate_limit_v1.code).toBe(V1);
+    expect((await runCli(['functions', 'list', '--url', url])).code).toBe(0);
+  });
+
+  it('reports a node that refuses the load (a function name taken by another library)', async () => {
+    await redis.call('FUNCTION', 'LOAD', V2.replace('#!lua name=rate_limit_v2', '#!lua name=impostor'));
+    const run = await runCli(['functions', 'load', 'v2', '--url', url, '--json']);
+    expect(run.code).toBe(1);
+    expect(run.json<{ nodes: unknown[] }>().nodes).toEqual([{ node: `127.0.0.1:${server.port}`, result: 'failed', error: expect.stringMatching(/already exists/) }]);
+    expect(await libraries(redis)).not.toHaveProperty('rate_limit_v2');
+  });
+
+  it('rejects an unknown version before connecting (exit 2, even with an unreachable Redis)', async () => {
+    const run = await runCli(['functions', 'load', 'v9', '--url', 'redis://127.0.0.1:1']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('"v9" is not a version this package ships; known: v1 (rate_limit_v1), v2 (rate_limit_v2)');
+    expect(run.stdout).toBe('');
+  });
+});
