@@ -34,6 +34,7 @@ export { SlidingLimitError } from './errors/sliding-limit.error';
 export { RateLimitConfigError } from './errors/rate-limit-config.error';
 export { FunctionNotLoadedError } from './errors/function-not-loaded.error';
 export { FunctionCodeMismatchError } from './errors/function-code-mismatch.error';
+export { FunctionNameTakenError } from './errors/function-name-taken.error';
 export { ClockSkewError } from './errors/clock-skew.error';
 export { UnexpectedReplyError } from './errors/unexpected-reply.error';
 export { RedisUnavailableError } from './errors/redis-unavailable.error';
@@ -78,3 +79,18 @@ export {
   TooManyRequestsException,
   type TooManyRequestsDetails,
 } from './errors/too-many-requests.exception';
+
+// Testing kit
+export { RateLimitTestingModule, type RateLimitTestingOptions } from './testing/rate-limit-testing.module';
+export { DEFAULT_TEST_START_TIME, TestClock } from './testing/test-clock';
+export { MemoryBackend, MemoryRunner, type MemoryBackendOptions } from './memory/memory-backend';
+export { ModelReplyError, SlidingWindowModel, type ModelEntry, type SlidingWindowModelOptions } from './memory/sliding-window-model';
+
+// Health (for @nestjs/terminus, an optional peer dependency: loaded only when the indicator is constructed)
+export {
+  DEFAULT_HEALTH_TIMEOUT_MS,
+  SlidingLimitHealthIndicator,
+  type SlidingLimitHealthDetails,
+  type SlidingLimitHealthOptions,
+  type SlidingLimitHealthResult,
+} from './health/sliding-limit.health';

@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis, { RedisOptions } from 'ioredis';
-import { FunctionCodeMismatchError, FunctionNotLoadedError, SlidingWindowLimiter, SlidingWindowLimiterOptions } from '../lib';
-import { RedisServer, startRedisServer } from './support/redis-server';
-import { startRedisServerOnPort } from './support/redis-server-on-port';
+import { FunctionCodeMismatchError, FunctionNameTakenError, FunctionNotLoadedError, SlidingWindowLimiter, SlidingWindowLimiterOptions } from '../lib';
+import { RedisServer, startRedisServer, startRedisServerOnPort } from './support/redis-server';
+
 
 type Version = 'v1' | 'v2';
 const FUNCTION_OF: Record<Version, string> = { v1: 'sliding_allow_v1', v2: 'sliding_allow_v2' };
@@ -224,6 +224,20 @@ describe('loading and recovery (own redis-server)', () => {
       await expect(limiter.peek('k', { limit: 1, windowMs: 1000 })).rejects.toThrow(FunctionNotLoadedError);
       expect(await listLibraries(admin)).toEqual([]);
       expect(await admin.exists('rl:k')).toBe(0);
+    });
+  });
+
+  describe('another library registering our function name', () => {
+    it('fails start-up with FunctionNameTakenError instead of calling the impostor', async () => {
+      const admin = connect();
+      await admin.call(
+        'FUNCTION',
+        'LOAD',
+        "#!lua name=impostor\nredis.register_function('sliding_allow_v2', function(keys, args) return {1, 0, 99, 0, 0} end)",
+      );
+      const limiter = limiterWith({ functionName: 'sliding_allow_v2', loadFunctions: 'auto' });
+      await expect(limiter.init()).rejects.toThrow(FunctionNameTakenError);
+      await expect(limiter.init()).rejects.toThrow(/cannot load library rate_limit_v2 on 127\.0\.0\.1:\d+: ERR Function sliding_allow_v2 already exists/);
     });
   });
 

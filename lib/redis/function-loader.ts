@@ -1,10 +1,11 @@
 import type { Redis } from 'ioredis';
 import { FunctionCodeMismatchError } from '../errors/function-code-mismatch.error';
+import { FunctionNameTakenError } from '../errors/function-name-taken.error';
 import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
 import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
 import type { FunctionContract } from './contracts/function-contract';
 import { readLibrarySource } from './lua-library';
-import { isLibraryAlreadyExists, parseFunctionList } from './reply';
+import { isFunctionNameTaken, isLibraryAlreadyExists, parseFunctionList } from './reply';
 import { masterNodes, nodeAddress } from './redis-nodes';
 
 type LibraryState = 'loaded' | 'missing' | 'different';
@@ -67,9 +68,10 @@ export class FunctionLoader {
     try {
       await node.call('FUNCTION', 'LOAD', this.source);
     } catch (error) {
+      if (isFunctionNameTaken(error)) throw new FunctionNameTakenError(this.contract.libraryName, nodeAddress(node), (error as Error).message);
       // Another instance loaded it between our LIST and LOAD; check it is the same code.
       if (!isLibraryAlreadyExists(error)) throw error;
-      if ((await this.inspect(node)) === 'different') {
+      if ((await this.inspect(node)) !== 'loaded') {
         throw new FunctionCodeMismatchError(this.contract.libraryName, [nodeAddress(node)]);
       }
     }

@@ -102,5 +102,10 @@ export function isClockSkew(error: unknown): boolean {
 
 /** FUNCTION LOAD of a library that another process loaded first. */
 export function isLibraryAlreadyExists(error: unknown): boolean {
-  return /already exists/i.test(messageOf(error));
+  return /Library .* already exists/i.test(messageOf(error));
+}
+
+/** FUNCTION LOAD of a library whose function name another library registered already. */
+export function isFunctionNameTaken(error: unknown): boolean {
+  return /Function .* already exists/i.test(messageOf(error));
 }

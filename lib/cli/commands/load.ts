@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { nodeAddress } from '../../redis/redis-nodes';
-import { isLibraryAlreadyExists } from '../../redis/reply';
+import { isFunctionNameTaken, isLibraryAlreadyExists } from '../../redis/reply';
 import type { Command } from '../command';
 import { isConnectionFailure } from '../connection';
 import { ExitCode } from '../exit-codes';
@@ -39,12 +39,11 @@ export const loadCommand: Command = async ({ options, masters, suggest }) => {
       try {
         await (current ? node.call('FUNCTION', 'LOAD', 'REPLACE', source) : node.call('FUNCTION', 'LOAD', source));
       } catch (error) {
+        if (isFunctionNameTaken(error)) throw new Error(`${(error as Error).message}: another library registers that name; see functions list`);
+        // Another process loaded the library between our LIST and LOAD.
         if (!isLibraryAlreadyExists(error)) throw error;
-        // Another process loaded the library between our LIST and LOAD, or another library
-        // registered one of its function names ("Function … already exists").
         const [raced] = await librariesOf(node, contract.libraryName);
-        if (!raced) throw new Error(`${(error as Error).message}: another library registers that name; see functions list`);
-        return { node: address, result: raced.code === source ? 'unchanged' : 'different' };
+        return { node: address, result: raced?.code === source ? 'unchanged' : 'different' };
       }
       return { node: address, result: current ? 'replaced' : 'loaded' };
     } catch (error) {
