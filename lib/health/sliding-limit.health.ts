@@ -1,0 +1,221 @@
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+// Types only: erased from the build. @nestjs/terminus is an optional peer dependency, loaded on demand.
+import type { HealthIndicatorService } from '@nestjs/terminus';
+import type { Redis } from 'ioredis';
+import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { withTimeout } from '../limiter/with-timeout';
+import type { RateLimitConnection } from '../nest/rate-limit-connection';
+import { RATE_LIMIT_CONNECTION } from '../rate-limit.constants';
+import type { FunctionContract } from '../redis/contracts/function-contract';
+import { loadCommandFor } from '../redis/function-loader';
+import { FUNCTION_VERSIONS } from '../redis/function-versions';
+import { isCluster, masterNodes, nodeAddress } from '../redis/redis-nodes';
+import { parseFunctionList } from '../redis/reply';
+import { SlidingWindowLimiter } from '../sliding-window.limiter';
+
+/** How long one health check may wait for a node, by default: below a Kubernetes probe's 1 s default. */
+export const DEFAULT_HEALTH_TIMEOUT_MS = 500;
+
+/** Options of {@link SlidingLimitHealthIndicator.isHealthy}. */
+export interface SlidingLimitHealthOptions {
+  /**
+   * How long to wait for each master (PING and FUNCTION LIST together; masters are asked in
+   * parallel), in milliseconds. Default {@link DEFAULT_HEALTH_TIMEOUT_MS}.
+   */
+  timeoutMs?: number;
+}
+
+/** What the indicator reports beside `status`. */
+export type SlidingLimitHealthDetails = {
+  /**
+   * `function`: reachability and the functions are checked. `script` (EVALSHA, Redis 5/6):
+   * reachability only, since a script cache needs no loading. `backend`: decisions run without Redis
+   * (an in-memory backend), nothing to check.
+   */
+  mode: 'function' | 'script' | 'backend';
+  /** Every master checked, as host:port (the server itself when standalone). */
+  nodes: string[];
+  /** Functions that must be loaded on every master: the active one, and the canary's when one is set. */
+  functions: string[];
+  /** Masters that did not answer in time, or could not be asked, with the reason. */
+  unreachable?: { node: string; error: string }[];
+  /** Functions a master lacks, one entry per master and function. */
+  missing?: { node: string; functionName: string; libraryName: string }[];
+  /** What is wrong and how to fix it (set when down), or why nothing was checked. */
+  message?: string;
+};
+
+/**
+ * The indicator's result: `{ [key]: { status, ...details } }`, the shape of terminus'
+ * `HealthIndicatorResult`, declared here so that this package's types never require terminus.
+ */
+export type SlidingLimitHealthResult<Key extends string = string> = Record<Key, { status: 'up' | 'down' } & SlidingLimitHealthDetails>;
+
+type Terminus = typeof import('@nestjs/terminus');
+
+/** ioredis statuses in which a command is sent at once (`wait`: lazy, the command connects). */
+const SENDING_STATUSES: ReadonlySet<string> = new Set(['ready', 'wait']);
+
+/** What one master said. */
+interface NodeReport {
+  node: string;
+  error?: string;
+  /** Allow functions not loaded on this master. */
+  missing: FunctionContract[];
+}
+
+/**
+ * A health indicator for `@nestjs/terminus` (an optional peer dependency: install it to use this).
+ * Reports whether every Redis master answers PING in time and — in function mode — whether the
+ * active function and the canary's are loaded on every master, naming the nodes that lack them.
+ *
+ * ```ts
+ * @Module({ imports: [TerminusModule], controllers: [HealthController], providers: [SlidingLimitHealthIndicator] })
+ * export class HealthModule {}
+ *
+ * @Get('health') @HealthCheck()
+ * check() { return this.health.check([() => this.rateLimit.isHealthy('rateLimit')]); }
+ * ```
+ *
+ * Injects the connection and limiter of `RateLimitModule` (global by default). A Redis that is down
+ * or reconnecting is reported at once: nothing is queued behind a dead connection.
+ */
+@Injectable()
+export class SlidingLimitHealthIndicator {
+  private readonly terminus: Terminus;
+  private indicators?: HealthIndicatorService;
+
+  /** @throws RateLimitConfigError when `@nestjs/terminus` is not installed. */
+  constructor(
+    @Inject(RATE_LIMIT_CONNECTION) private readonly connection: RateLimitConnection,
+    private readonly limiter: SlidingWindowLimiter,
+    @Optional() private readonly moduleRef?: ModuleRef,
+  ) {
+    // At bootstrap rather than at the first probe.
+    this.terminus = loadTerminus();
+  }
+
+  /**
+   * Checks Redis for the rate limiter. Never throws: a problem is reported as `status: 'down'`,
+   * which terminus' `HealthCheckService` answers with 503.
+   * @param key the key of the result in the health report. Default `rateLimit`.
+   */
+  async isHealthy<const Key extends string = 'rateLimit'>(key: Key = 'rateLimit' as Key, options: SlidingLimitHealthOptions = {}): Promise<SlidingLimitHealthResult<Key>> {
+    const session = this.indicatorService().check(key);
+    const details = await this.inspect(options.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS);
+    const healthy = details.unreachable === undefined && details.missing === undefined;
+    return (healthy ? session.up(details) : session.down(details)) as SlidingLimitHealthResult<Key>;
+  }
+
+  private async inspect(timeoutMs: number): Promise<SlidingLimitHealthDetails> {
+    const client = this.connection.client;
+    if (!client) return { mode: 'backend', nodes: [], functions: [], message: 'decisions run in a backend without Redis: nothing to check' };
+    const mode = this.limiter.mode === 'script' ? 'script' : 'function';
+    const contracts = mode === 'function' ? this.expectedContracts() : [];
+    const functions = contracts.map((contract) => contract.allowFunction);
+
+    if (isCluster(client) && !SENDING_STATUSES.has(client.status)) {
+      return down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error: `the cluster connection is ${client.status}` }] });
+    }
+    let nodes: Redis[];
+    try {
+      nodes = await withTimeout(masterNodes(client), timeoutMs);
+    } catch (error) {
+      return down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error: messageOf(error) }] });
+    }
+    const reports = await Promise.all(nodes.map((node) => this.inspectNode(node, contracts, timeoutMs)));
+    reports.sort((a, b) => a.node.localeCompare(b.node, undefined, { numeric: true }));
+
+    const details: SlidingLimitHealthDetails = { mode, nodes: reports.map((report) => report.node), functions };
+    const unreachable = reports.filter((report) => report.error !== undefined).map((report) => ({ node: report.node, error: report.error as string }));
+    const missing = reports.flatMap((report) =>
+      report.missing.map((contract) => ({ node: report.node, functionName: contract.allowFunction, libraryName: contract.libraryName })),
+    );
+    if (reports.length === 0) unreachable.push({ node: 'cluster', error: 'no master is known' });
+    if (unreachable.length > 0) details.unreachable = unreachable;
+    if (missing.length > 0) details.missing = missing;
+    return details.unreachable || details.missing ? down(details) : details;
+  }
+
+  /** The contracts of the active function and of the canary (in that order), each once. */
+  private expectedContracts(): FunctionContract[] {
+    const names = [this.limiter.functionName];
+    const canary = this.limiter.canary;
+    if (canary && canary.percent > 0) names.push(canary.functionName);
+    const contracts = names.map((name) => FUNCTION_VERSIONS.find((contract) => contract.allowFunction === name));
+    return contracts.filter((contract, i): contract is FunctionContract => contract !== undefined && contracts.indexOf(contract) === i);
+  }
+
+  private async inspectNode(node: Redis, contracts: readonly FunctionContract[], timeoutMs: number): Promise<NodeReport> {
+    const address = nodeAddress(node);
+    // A command to a reconnecting client would wait in its offline queue: report it instead.
+    if (!SENDING_STATUSES.has(node.status)) return { node: address, error: `the connection is ${node.status}`, missing: [] };
+    try {
+      return { node: address, missing: await withTimeout(missingOn(node, contracts), timeoutMs) };
+    } catch (error) {
+      return { node: address, error: messageOf(error), missing: [] };
+    }
+  }
+
+  /** Terminus' HealthIndicatorService: the application's instance when TerminusModule is imported. */
+  private indicatorService(): HealthIndicatorService {
+    if (!this.indicators) {
+      const { HealthIndicatorService: Service } = this.terminus;
+      let registered: HealthIndicatorService | undefined;
+      try {
+        registered = this.moduleRef?.get(Service, { strict: false });
+      } catch {
+        // TerminusModule not imported (or no Nest at all): the service is stateless, make one.
+      }
+      this.indicators = registered ?? new Service();
+    }
+    return this.indicators;
+  }
+}
+
+/** PINGs `node`, then lists which of `contracts` it lacks (exact library name, with the allow function). */
+async function missingOn(node: Redis, contracts: readonly FunctionContract[]): Promise<FunctionContract[]> {
+  await node.ping();
+  const loaded = await Promise.all(
+    contracts.map(async (contract) => {
+      const reply = await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', contract.libraryName);
+      // LIBRARYNAME is a pattern: only the exact name counts.
+      const library = parseFunctionList(reply).find((lib) => lib.name === contract.libraryName);
+      return library !== undefined && library.functions.includes(contract.allowFunction);
+    }),
+  );
+  return contracts.filter((_, i) => !loaded[i]);
+}
+
+/** `details` with a message naming every problem and its fix. */
+function down(details: SlidingLimitHealthDetails): SlidingLimitHealthDetails {
+  const problems: string[] = [];
+  if (details.unreachable) {
+    problems.push(`Redis unreachable: ${details.unreachable.map((entry) => `${entry.node} (${entry.error})`).join(', ')}`);
+  }
+  const byFunction = new Map<string, string[]>();
+  for (const entry of details.missing ?? []) byFunction.set(entry.functionName, [...(byFunction.get(entry.functionName) ?? []), entry.node]);
+  for (const [functionName, nodes] of byFunction) {
+    const contract = FUNCTION_VERSIONS.find((version) => version.allowFunction === functionName) as FunctionContract;
+    problems.push(`${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract)}`);
+  }
+  return { ...details, message: problems.join('; ') };
+}
+
+function loadTerminus(): Terminus {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('@nestjs/terminus') as Terminus;
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error;
+    throw new RateLimitConfigError(
+      ['SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus'],
+      'SlidingLimitHealthIndicator',
+    );
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,334 @@
+/*
+ * SlidingLimitHealthIndicator against real redis-server processes: a standalone server of its own
+ * (functions are flushed and deleted here, so never the shared one), a local Redis Cluster, frozen
+ * and stopped servers, terminus' HealthCheckService in a Nest app, and the built package loaded
+ * where @nestjs/terminus cannot be resolved.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Controller, Get } from '@nestjs/common';
+import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import Redis, { Cluster } from 'ioredis';
+import {
+  SlidingLimitHealthIndicator,
+  SlidingWindowLimiter,
+  type RateLimitConnection,
+  type SlidingLimitHealthResult,
+  type SlidingWindowLimiterOptions,
+} from '../../lib';
+import { nodeAddress } from '../../lib/redis/redis-nodes';
+import { startTestApp, PLATFORMS, type TestApp } from '../support/nest-app';
+import { RedisCluster, startRedisCluster } from '../support/redis-cluster';
+import { RedisServer, startRedisServer } from '../support/redis-server';
+import { uniquePrefix } from '../support/test-redis';
+
+const root = join(__dirname, '..', '..');
+const silent = { log: () => undefined, warn: () => undefined };
+
+function indicatorFor(client: Redis | Cluster, limiter: SlidingWindowLimiter): SlidingLimitHealthIndicator {
+  const connection: RateLimitConnection = { client, owned: false };
+  return new SlidingLimitHealthIndicator(connection, limiter);
+}
+
+/** Times a call, in ms. */
+async function timed<T>(call: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await call();
+  return { value, ms: performance.now() - started };
+}
+
+/** Waits for `client` to emit `event` (ioredis status changes). */
+function nextEvent(client: Redis, event: string): Promise<void> {
+  return new Promise((resolve) => client.once(event, () => resolve()));
+}
+
+describe('SlidingLimitHealthIndicator: standalone Redis', () => {
+  let server: RedisServer;
+  let admin: Redis;
+  let address: string;
+  let opened: Redis[] = [];
+
+  const limiterOn = async (options: Partial<SlidingWindowLimiterOptions> = {}) => {
+    const client = new Redis(server.url);
+    client.on('error', () => undefined);
+    opened.push(client);
+    const limiter = new SlidingWindowLimiter({ client, keyPrefix: uniquePrefix('health'), logger: silent, ...options });
+    await limiter.init();
+    return { client, limiter, indicator: indicatorFor(client, limiter) };
+  };
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    admin = new Redis(server.url);
+    address = `127.0.0.1:${server.port}`;
+  });
+  beforeEach(async () => {
+    await admin.function('FLUSH');
+  });
+  afterEach(async () => {
+    await Promise.all(opened.map((client) => client.quit().catch(() => client.disconnect())));
+    opened = [];
+  });
+  afterAll(async () => {
+    await admin?.quit();
+    await server?.stop();
+  });
+
+  it('is up when the server answers and the active function is loaded, under the key given', async () => {
+    const { indicator } = await limiterOn();
+
+    expect(await indicator.isHealthy()).toEqual({
+      rateLimit: { status: 'up', mode: 'function', nodes: [address], functions: ['sliding_allow_v2'] },
+    });
+    const custom: SlidingLimitHealthResult<'redis-limits'> = await indicator.isHealthy('redis-limits');
+    expect(custom['redis-limits'].status).toBe('up');
+  });
+
+  it('checks the canary too: down naming the function, its library, the node and the load command when it is missing', async () => {
+    const { indicator } = await limiterOn({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 10 } });
+    expect((await indicator.isHealthy()).rateLimit).toMatchObject({ status: 'up', functions: ['sliding_allow_v2', 'sliding_allow_v1'] });
+
+    await admin.function('DELETE', 'rate_limit_v1');
+
+    const { rateLimit } = await indicator.isHealthy();
+    expect(rateLimit).toMatchObject({
+      status: 'down',
+      nodes: [address],
+      missing: [{ node: address, functionName: 'sliding_allow_v1', libraryName: 'rate_limit_v1' }],
+    });
+    expect(rateLimit.unreachable).toBeUndefined();
+    expect(rateLimit.message).toBe(
+      `sliding_allow_v1 (library rate_limit_v1) is not loaded on ${address}; load it on each: ` +
+        'redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/rate_limit_v1.lua',
+    );
+  });
+
+  it('a library whose name merely matches as a pattern, or that lacks the function, does not count', async () => {
+    const { indicator } = await limiterOn({ functionName: 'sliding_allow_v1' });
+    await admin.function('DELETE', 'rate_limit_v1');
+    // Same library name, other function: what a broken hand edit leaves behind.
+    await admin.function('LOAD', "#!lua name=rate_limit_v1\nredis.register_function('something_else', function() return 1 end)\n");
+
+    expect((await indicator.isHealthy()).rateLimit.missing).toEqual([{ node: address, functionName: 'sliding_allow_v1', libraryName: 'rate_limit_v1' }]);
+  });
+
+  it("in script mode only reachability counts: up with no function loaded", async () => {
+    const { indicator, limiter } = await limiterOn({ mode: 'script' });
+    expect(limiter.mode).toBe('script');
+    expect((await admin.function('LIST')) as unknown[]).toEqual([]);
+
+    expect(await indicator.isHealthy()).toEqual({ rateLimit: { status: 'up', mode: 'script', nodes: [address], functions: [] } });
+  });
+
+  it('a frozen server (SIGSTOP) is down within the timeout, naming it; up again after SIGCONT', async () => {
+    const { indicator } = await limiterOn();
+    server.process.kill('SIGSTOP');
+    try {
+      const { value, ms } = await timed(() => indicator.isHealthy('rateLimit', { timeoutMs: 200 }));
+      expect(value.rateLimit).toMatchObject({ status: 'down', unreachable: [{ node: address, error: 'Redis did not answer within 200 ms' }] });
+      expect(value.rateLimit.message).toBe(`Redis unreachable: ${address} (Redis did not answer within 200 ms)`);
+      expect(ms).toBeGreaterThanOrEqual(195);
+      expect(ms).toBeLessThan(400);
+    } finally {
+      server.process.kill('SIGCONT');
+    }
+    expect((await indicator.isHealthy()).rateLimit.status).toBe('up');
+  });
+
+  it('a stopped server is down at once (nothing queued behind the reconnecting client)', async () => {
+    const own = await startRedisServer();
+    const client = new Redis(own.url, { retryStrategy: () => 100 });
+    client.on('error', () => undefined);
+    opened.push(client);
+    const limiter = new SlidingWindowLimiter({ client, logger: silent });
+    await limiter.init();
+    const indicator = indicatorFor(client, limiter);
+    const ownAddress = `127.0.0.1:${own.port}`;
+
+    const closed = nextEvent(client, 'close');
+    await own.stop();
+    await closed;
+
+    const { value, ms } = await timed(() => indicator.isHealthy());
+    expect(value.rateLimit).toMatchObject({ status: 'down', nodes: [ownAddress], unreachable: [{ node: ownAddress, error: expect.stringMatching(/^the connection is (reconnecting|connecting|close)$/) }] });
+    expect(value.rateLimit.message).toContain(`Redis unreachable: ${ownAddress}`);
+    expect(ms).toBeLessThan(50);
+    expect(client.commandQueue.length).toBe(0);
+  });
+});
+
+describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', () => {
+  let cluster: RedisCluster;
+  let client: Cluster;
+  let limiter: SlidingWindowLimiter;
+  let indicator: SlidingLimitHealthIndicator;
+  let masters: Redis[];
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    client = new Cluster(cluster.seeds);
+    limiter = new SlidingWindowLimiter({ client, keyPrefix: uniquePrefix('health-cluster'), logger: silent, onRedisError: 'throw' });
+    await limiter.init();
+    indicator = indicatorFor(client, limiter);
+    masters = client.nodes('master');
+  });
+  afterAll(async () => {
+    await client?.quit();
+    await cluster?.stop();
+  });
+
+  const addresses = () => masters.map(nodeAddress).sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+
+  it('is up after init(): every master answers and holds the function', async () => {
+    expect(masters).toHaveLength(3);
+    expect(await indicator.isHealthy()).toEqual({ rateLimit: { status: 'up', mode: 'function', nodes: addresses(), functions: ['sliding_allow_v2'] } });
+  });
+
+  it('names exactly the master that lacks the function; the limiter reloads it there on its next call, and health is up again', async () => {
+    const [, victim] = masters;
+    await victim.function('DELETE', 'rate_limit_v2');
+
+    const { rateLimit } = await indicator.isHealthy();
+    expect(rateLimit).toMatchObject({
+      status: 'down',
+      nodes: addresses(),
+      missing: [{ node: nodeAddress(victim), functionName: 'sliding_allow_v2', libraryName: 'rate_limit_v2' }],
+    });
+    expect(rateLimit.message).toContain(`is not loaded on ${nodeAddress(victim)};`);
+
+    // Keys over every slot range: one of them reaches the victim, whose "Function not found" reloads it.
+    for (let i = 0; i < 30; i++) await limiter.consume(`spread:${i}`, { limit: 10, windowMs: 1000 });
+    expect((await indicator.isHealthy()).rateLimit.status).toBe('up');
+  });
+
+  it('a frozen master is named as unreachable; the others are not', async () => {
+    const [, , victim] = masters;
+    const process = cluster.nodes.find((node) => node.port === victim.options.port)!.process;
+    // Frozen for well under cluster-node-timeout (1000 ms): no failover starts.
+    process.kill('SIGSTOP');
+    let result: SlidingLimitHealthResult<'rateLimit'>;
+    try {
+      result = await indicator.isHealthy('rateLimit', { timeoutMs: 150 });
+    } finally {
+      process.kill('SIGCONT');
+    }
+    expect(result.rateLimit).toMatchObject({ status: 'down', nodes: addresses(), unreachable: [{ node: nodeAddress(victim), error: 'Redis did not answer within 150 ms' }] });
+    expect(result.rateLimit.missing).toBeUndefined();
+    expect((await indicator.isHealthy()).rateLimit.status).toBe('up');
+  });
+});
+
+@Controller('health')
+class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly rateLimit: SlidingLimitHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.rateLimit.isHealthy()]);
+  }
+}
+
+describe.each(PLATFORMS)('SlidingLimitHealthIndicator in a Nest app with terminus (%s)', (platform) => {
+  let server: RedisServer;
+  let admin: Redis;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    admin = new Redis(server.url);
+    app = await startTestApp({
+      platform,
+      imports: [TerminusModule.forRoot({ logger: false })],
+      controllers: [HealthController],
+      providers: [SlidingLimitHealthIndicator],
+      options: { redis: server.url },
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await admin?.quit();
+    await server?.stop();
+  });
+
+  it('GET /health is 200 with the indicator under "rateLimit", and 503 naming the node once the function is gone', async () => {
+    const address = `127.0.0.1:${server.port}`;
+    const ok = await app.http().get('/health');
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({
+      status: 'ok',
+      info: { rateLimit: { status: 'up', mode: 'function', nodes: [address], functions: ['sliding_allow_v2'] } },
+      error: {},
+      details: { rateLimit: { status: 'up', mode: 'function', nodes: [address], functions: ['sliding_allow_v2'] } },
+    });
+
+    await admin.function('FLUSH');
+
+    const failing = await app.http().get('/health');
+    expect(failing.status).toBe(503);
+    expect(failing.body.status).toBe('error');
+    expect(failing.body.error.rateLimit).toMatchObject({
+      status: 'down',
+      missing: [{ node: address, functionName: 'sliding_allow_v2', libraryName: 'rate_limit_v2' }],
+    });
+  });
+});
+
+describe('the built package without @nestjs/terminus', () => {
+  beforeAll(() => {
+    if (!existsSync(join(root, 'dist', 'health', 'sliding-limit.health.js'))) {
+      throw new Error('dist/ is missing or stale: run `npm run build` (npm test does it)');
+    }
+  });
+
+  it('loads and exports the indicator; only constructing it asks for terminus, naming the install command', () => {
+    // What an application without terminus sees: the module cannot be resolved from anywhere.
+    const script = `
+      const Module = require('node:module');
+      const resolve = Module._resolveFilename;
+      Module._resolveFilename = function (request, ...rest) {
+        if (request === '@nestjs/terminus' || request.startsWith('@nestjs/terminus/')) {
+          throw Object.assign(new Error("Cannot find module '" + request + "'"), { code: 'MODULE_NOT_FOUND' });
+        }
+        return resolve.call(this, request, ...rest);
+      };
+      let resolvable = true;
+      try { require.resolve('@nestjs/terminus'); } catch { resolvable = false; }
+      const lib = require('./dist/index.js');
+      let error;
+      try { new lib.SlidingLimitHealthIndicator({ owned: false }, undefined); } catch (e) { error = e; }
+      console.log(JSON.stringify({
+        resolvable,
+        indicator: typeof lib.SlidingLimitHealthIndicator,
+        limiter: typeof lib.SlidingWindowLimiter,
+        module: typeof lib.RateLimitModule,
+        configError: error instanceof lib.RateLimitConfigError,
+        message: error && error.message,
+        terminusLoaded: Object.keys(require.cache).some((path) => path.includes('@nestjs/terminus')),
+      }));
+    `;
+    const output = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' })) as Record<string, unknown>;
+
+    expect(output).toEqual({
+      resolvable: false,
+      indicator: 'function',
+      limiter: 'function',
+      module: 'function',
+      configError: true,
+      message: expect.stringContaining('SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus'),
+      terminusLoaded: false,
+    });
+  });
+
+  it('its declarations never import @nestjs/terminus (a TypeScript app without it still compiles)', () => {
+    for (const file of ['index.d.ts', join('health', 'sliding-limit.health.d.ts')]) {
+      const declarations = readFileSync(join(root, 'dist', file), 'utf8');
+      expect(declarations).not.toMatch(/(from|import\(|require\()\s*['"]@nestjs\/terminus/);
+    }
+    expect(readFileSync(join(root, 'dist', 'index.d.ts'), 'utf8')).toContain('SlidingLimitHealthIndicator');
+  });
+});
