@@ -21,6 +21,11 @@ export type {
 export type { LimiterLogger } from './limiter/degraded-mode-log';
 export type { FunctionCallMetrics, LimiterErrorKind } from './metrics/limiter-metrics';
 export type { LimiterBackend, KeyCommands } from './limiter/limiter-backend';
+
+// Operations: metrics and instance reports
+export { registerPrometheusMetrics, DEFAULT_PROMETHEUS_PREFIX, type PrometheusExport, type PrometheusExportOptions } from './metrics/prometheus';
+export { InstanceReporter, DEFAULT_REPORT_INTERVAL_MS, type InstanceReporterOptions } from './metrics/instance-reporter';
+export { parseInstanceReport, instanceReportKey, type InstanceReport } from './metrics/instance-report';
 export { LIMITER_DEFAULTS } from './limiter/limiter-options';
 export { MAX_LIMIT, MAX_WINDOW_MS } from './limiter/limit-rule';
 

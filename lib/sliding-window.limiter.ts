@@ -30,10 +30,10 @@ import type {
   RateLimitDecision,
   RateLimitState,
   RedisConnection,
-  RedisErrorPolicy,
   SlidingLimitRule,
   SlidingWindowLimiterOptions,
 } from './limiter/sliding-window-limiter.interfaces';
+import { InstanceReporter } from './metrics/instance-reporter';
 import { LimiterMetrics } from './metrics/limiter-metrics';
 import type { CallOutcome, FunctionContract, LimitOutcome } from './redis/contracts/function-contract';
 import { errorKindOf } from './redis/error-kind';
@@ -85,6 +85,7 @@ export class SlidingWindowLimiter {
   private readonly degradedLog: DegradedModeLog;
   private readonly members = new MemberIdSource();
   private readonly blockCache?: BlockCache;
+  private readonly reporter?: InstanceReporter;
   private readonly stopListening: () => void;
   private selection: FunctionSelection;
   private routing?: FunctionRouting;
@@ -105,8 +106,9 @@ export class SlidingWindowLimiter {
     // Start-up waits for the connection (no connected check) but shares the breaker.
     this.startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breaker, () => true);
     this.degradedLog = new DegradedModeLog(logger ?? new Logger(SlidingWindowLimiter.name));
-    const { blockCache } = this.options;
+    const { blockCache, report } = this.options;
     if (blockCache) this.blockCache = new BlockCache(blockCache === true ? DEFAULT_BLOCK_CACHE_ENTRIES : blockCache.maxEntries);
+    if (report && client) this.reporter = new InstanceReporter({ limiter: this, client, ...(report === true ? {} : report) });
   }
 
   /** The stable function, e.g. `sliding_allow_v2`. */
@@ -120,7 +122,7 @@ export class SlidingWindowLimiter {
   }
 
   /** How the Lua runs once initialised: `function` (FCALL) or `script` (EVALSHA); undefined before. */
-  get mode(): 'function' | 'script' | undefined {
+  get mode(): 'function' | 'script' | 'memory' | undefined {
     return this.routing?.stable.runner.mode;
   }
 
@@ -152,6 +154,8 @@ export class SlidingWindowLimiter {
     const policy: LoadFunctionsPolicy = this.options.loadFunctions === 'auto' ? 'auto' : 'verify';
     this.routing = await this.buildRouting(wanted, policy);
     this.selection = this.routing.selection;
+    // Operators check the reports before deleting a version: show the switch at once.
+    await this.reporter?.reportNow().catch(() => undefined);
   }
 
   /**
@@ -209,11 +213,13 @@ export class SlidingWindowLimiter {
   }
 
   /**
-   * Releases what the limiter holds on the connection (its event listener). The connection itself is
-   * never closed: it belongs to whoever created it. The Nest module calls this on shutdown.
+   * Releases what the limiter holds (its event listener on the connection, the report timer). The
+   * connection itself is never closed: it belongs to whoever created it. The Nest module calls this
+   * on shutdown.
    */
   close(): void {
     this.stopListening();
+    this.reporter?.stop();
   }
 
   /** Forgets every entry of `key`: the full limit is available again at once. */
@@ -271,7 +277,10 @@ export class SlidingWindowLimiter {
   private ready(): Promise<FunctionRouting> {
     if (this.routing) return Promise.resolve(this.routing);
     this.starting ??= this.buildRouting(this.selection, this.options.loadFunctions).then(
-      (routing) => (this.routing = routing),
+      (routing) => {
+        this.reporter?.start();
+        return (this.routing = routing);
+      },
       (error: unknown) => {
         // Let the next call try again (Redis may come up later).
         this.starting = undefined;

@@ -6,9 +6,8 @@
  * The workers run the BUILT package (dist/), each in its own process with its own connection,
  * and hold their calls until the parent's start signal reaches all of them.
  */
-import { ChildProcess, execFileSync, fork } from 'node:child_process';
+import { ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { connectShared, sharedRedisUrl, uniquePrefix } from './support/test-redis';
@@ -52,28 +51,6 @@ interface RoundResult {
 }
 
 /** Newest modification time of any file under `dir`, in ms. */
-function newestMtimeMs(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtimeMs(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** `npm test` builds in pretest; a lone `npx jest test/concurrency.spec.ts` may find dist/ missing or stale. */
-function ensureBuilt(): void {
-  const entry = join(ROOT, 'dist', 'index.js');
-  const shipsLua = ['rate_limit_v1.lua', 'rate_limit_v2.lua'].every((file) => existsSync(join(ROOT, 'dist', 'redis', 'lua', file)));
-  if (shipsLua && existsSync(entry) && statSync(entry).mtimeMs >= newestMtimeMs(join(ROOT, 'lib'))) return;
-  try {
-    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`npm run build failed; the workers need a built dist/:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`);
-  }
-}
-
 /** A forked worker and the messages it sent that nobody has taken yet. */
 class Worker {
   private readonly inbox: Array<{ type: string; round?: number; message?: string }> = [];
@@ -123,7 +100,7 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
   let round = 0;
 
   beforeAll(async () => {
-    ensureBuilt();
+    
     redis = connectShared();
     workers = Array.from({ length: PROCESSES }, () => new Worker(fork(WORKER, [], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })));
   }, 120_000);

@@ -22,6 +22,7 @@ export const LIMITER_DEFAULTS = {
   timeoutMs: 250,
   onRedisError: 'allow' as RedisErrorPolicy,
   blockCache: true as boolean | { maxEntries: number },
+  report: true as boolean | { intervalMs?: number; instanceId?: string },
 };
 
 /** Entries of the block cache when `blockCache` is `true`. */
@@ -41,7 +42,7 @@ export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client' | 'back
 
 /** Names of the limiter's settings, which the Nest module passes through unchanged. */
 export const LIMITER_SETTING_NAMES = [
-  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger', 'blockCache',
+  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger', 'blockCache', 'report',
 ] as const satisfies readonly (keyof LimiterSettings)[];
 
 /** The limiter settings among `options`, without undefined values. */
@@ -65,7 +66,7 @@ export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimit
  */
 export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
   const problems: string[] = [];
-  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache } = settings;
+  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache, report } = settings;
   if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
   if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
   if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH)) {
@@ -93,6 +94,9 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     !(typeof blockCache === 'object' && blockCache !== null && isWholeNumberIn(blockCache.maxEntries, 1, MAX_BLOCK_CACHE_ENTRIES))
   ) {
     problems.push(`${path}blockCache must be true, false or { maxEntries: 1 … ${MAX_BLOCK_CACHE_ENTRIES} }, got ${describeValue(blockCache)}`);
+  }
+  if (report !== undefined && typeof report !== 'boolean' && (typeof report !== 'object' || report === null)) {
+    problems.push(`${path}report must be true, false or { intervalMs?, instanceId? }, got ${describeValue(report)}`);
   }
   if (logger !== undefined && (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.log !== 'function')) {
     problems.push(`${path}logger must have log(message) and warn(message) methods, got ${describeValue(logger)}`);

@@ -167,4 +167,11 @@ export interface SlidingWindowLimiterOptions {
   onRedisError?: RedisErrorPolicy;
   /** Where degraded mode is reported (once per interval, never per request). Default Nest's `Logger`. */
   logger?: LimiterLogger;
+  /**
+   * Records in Redis, every `intervalMs` (default 15 s) and at once after {@link SlidingWindowLimiter.use},
+   * which functions this instance calls and its counters, under `<keyPrefix>__nsl:instance:<instanceId>`
+   * with a TTL of three intervals: what `npx nestjs-sliding-limit functions status` shows and what
+   * `functions delete` checks. Default on (when a `client` is given); `false` turns it off.
+   */
+  report?: boolean | { intervalMs?: number; instanceId?: string };
 }

@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
@@ -30,7 +30,6 @@ describe('the nestjs-sliding-limit bin', () => {
   let server: RedisServer;
   let redis: Redis;
   beforeAll(async () => {
-    if (!existsSync(join(root, 'dist', 'cli', 'main.js'))) execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore' });
     server = await startRedisServer();
     redis = new Redis(server.url);
   });

@@ -56,7 +56,7 @@ describe('functions status and delete (standalone, reports from real limiters)',
 
   /** A limiter that has made `keys` × 4 calls at a limit of 3 (so 1 in 4 is rejected), and its reporter. */
   async function instance(id: string, keyPrefix: string, functionName: string, canary?: { functionName: string; percent: number }) {
-    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix, functionName, canary });
+    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix, functionName, canary, report: false });
     for (let round = 0; round < 4; round++) await Promise.all(Array.from({ length: 50 }, (_, i) => limiter.consume(`user:${i}`, rule)));
     const reporter = new InstanceReporter({ limiter, client: redis, instanceId: id, intervalMs: 60_000 });
     reporters.push(reporter);
@@ -163,7 +163,7 @@ describe('functions status and delete (standalone, reports from real limiters)',
   });
 
   it('a stopped instance stops blocking once its report expires (three intervals)', async () => {
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v1' });
+    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v1', report: false });
     await limiter.consume('k', rule);
     const reporter = new InstanceReporter({ limiter, client: redis, instanceId: 'short-lived', intervalMs: 100 });
     reporters.push(reporter);
@@ -188,7 +188,7 @@ describe('functions status and delete (standalone, reports from real limiters)',
 
   it('delete of a library this package does not ship checks the functions it registers', async () => {
     await redis.call('FUNCTION', 'LOAD', "#!lua name=custom_lib\nredis.register_function('custom_fn', function() return 1 end)");
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2' });
+    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', report: false });
     const reporter = new InstanceReporter({ limiter, client: redis, instanceId: 'x', intervalMs: 60_000 });
     await reporter.reportNow();
     // A report naming custom_fn (as a future package version could): the library is in use.

@@ -1,3 +1,4 @@
+import { INSTANCE_REPORT_KEY_PART } from '../../lib/metrics/instance-report';
 import { FakeAuthModule } from '../fixtures/limits/fake-auth.middleware';
 import { KeysController, SmsController } from '../fixtures/limits/limits.controllers';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
@@ -12,7 +13,12 @@ describe.each(PLATFORMS)('keys on %s', (platform) => {
     app = undefined;
   });
 
-  const keysOf = async (testApp: TestApp) => (await redis.keys(`${testApp.keyPrefix}*`)).map((k) => k.slice(testApp.keyPrefix.length)).sort();
+  // The limiter keys under the app's prefix (the instance report lives there too: it is not a limit).
+  const keysOf = async (testApp: TestApp) =>
+    (await redis.keys(`${testApp.keyPrefix}*`))
+      .map((k) => k.slice(testApp.keyPrefix.length))
+      .filter((k) => !k.startsWith(INSTANCE_REPORT_KEY_PART))
+      .sort();
   const start = (trustProxy = false) =>
     startTestApp({ platform, controllers: [KeysController, SmsController], imports: [FakeAuthModule], trustProxy });
 
