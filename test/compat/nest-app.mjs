@@ -1,0 +1,35 @@
+// A minimal Nest app using the packed nestjs-sliding-limit, run by nest-majors.spec.ts in a folder
+// where another NestJS major and ioredis major are installed. Decorators are applied as functions:
+// no TypeScript build step is needed here.
+import 'reflect-metadata';
+import { Controller, Get, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { RateLimitModule, SlidingLimit, SlidingWindowLimiter } from 'nestjs-sliding-limit';
+
+class LimitedController {
+  hello() {
+    return 'hello';
+  }
+}
+const hello = Object.getOwnPropertyDescriptor(LimitedController.prototype, 'hello');
+Controller('limited')(LimitedController);
+Get()(LimitedController.prototype, 'hello', hello);
+SlidingLimit({ name: 'compat', limit: 2, windowMs: 60_000 })(LimitedController.prototype, 'hello', hello);
+
+class AppModule {}
+Module({
+  imports: [RateLimitModule.forRoot({ redis: process.env.REDIS_URL, keyPrefix: process.env.KEY_PREFIX })],
+  controllers: [LimitedController],
+})(AppModule);
+
+const app = await NestFactory.create(AppModule, { logger: false });
+await app.listen(0, '127.0.0.1');
+const url = await app.getUrl();
+const answers = [];
+for (let i = 0; i < 3; i++) {
+  const response = await fetch(`${url}/limited`);
+  answers.push({ status: response.status, remaining: response.headers.get('x-ratelimit-remaining'), retryAfter: response.headers.get('retry-after') });
+}
+const limiter = app.get(SlidingWindowLimiter);
+console.log(JSON.stringify({ answers, functionName: limiter.functionName, mode: limiter.mode }));
+await app.close();

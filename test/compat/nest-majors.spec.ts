@@ -1,0 +1,64 @@
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+
+/*
+ * The peer ranges promise NestJS 10, 11 and 12 and ioredis 5 and 6. The suite runs on Nest 11; this
+ * installs the packed package beside the other majors (Nest 12 is ESM-only: the CommonJS package
+ * loads it through Node's require(esm)) and runs a limited route end to end.
+ */
+const ROOT = join(__dirname, '..', '..');
+const COMBINATIONS = [
+  { nest: '10', ioredis: '5' },
+  { nest: '12', ioredis: '6' },
+];
+
+describe('NestJS and ioredis majors beside the dev ones', () => {
+  let tarball: string;
+  let packDir: string;
+  beforeAll(() => {
+    packDir = mkdtempSync(join(tmpdir(), 'nsl-pack-'));
+    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' })) as [
+      { filename: string },
+    ];
+    tarball = join(packDir, packed.filename);
+  });
+  afterAll(() => rmSync(packDir, { recursive: true, force: true }));
+
+  it.each(COMBINATIONS)('NestJS $nest with ioredis $ioredis: limits a route and answers 429', ({ nest, ioredis }) => {
+    const dir = mkdtempSync(join(tmpdir(), `nsl-nest${nest}-`));
+    try {
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `compat-nest${nest}`, private: true }));
+      execFileSync(
+        'npm',
+        [
+          'install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error',
+          `@nestjs/common@${nest}`, `@nestjs/core@${nest}`, `@nestjs/platform-express@${nest}`,
+          'reflect-metadata@0.2', 'rxjs@7', `ioredis@${ioredis}`, tarball,
+        ],
+        { cwd: dir, stdio: 'pipe' },
+      );
+      copyFileSync(join(__dirname, 'nest-app.mjs'), join(dir, 'nest-app.mjs'));
+      const output = execFileSync(process.execPath, ['nest-app.mjs'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, REDIS_URL: sharedRedisUrl(), KEY_PREFIX: uniquePrefix(`nest${nest}`) },
+      });
+      const result = JSON.parse(output.trim().split('\n').pop() as string) as {
+        answers: { status: number; remaining: string | null; retryAfter: string | null }[];
+        functionName: string;
+        mode: string;
+      };
+      expect(result.answers).toEqual([
+        { status: 200, remaining: '1', retryAfter: null },
+        { status: 200, remaining: '0', retryAfter: null },
+        { status: 429, remaining: '0', retryAfter: '60' },
+      ]);
+      expect(result).toMatchObject({ functionName: 'sliding_allow_v2', mode: 'function' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
