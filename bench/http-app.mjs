@@ -1,0 +1,109 @@
+// The Nest (Express) app of the HTTP section, in a process of its own so that autocannon and the app
+// never share an event loop. One minimal route, `GET /`, the same in every configuration:
+//   none          no guard
+//   ours          RateLimitModule.forRoot({ client }) + @SlidingLimit; also GET /stacked with two limits
+//   ours-ap       the same on an ioredis client with enableAutoPipelining
+//   nest-lab      @nestjs/throttler + @nest-lab/throttler-storage-redis (ioredis)
+//   nestjs-redis  @nestjs/throttler + @nestjs-redis/throttler-storage (node-redis, the client it takes)
+// Every limit is keyed by the `x-client-id` header (one per autocannon connection) and high enough
+// that nothing is rejected. Reports `{ port }` over IPC once listening on 127.0.0.1; stops on SIGTERM
+// or when the parent goes away.
+import 'reflect-metadata';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const { Controller, Get, Module } = require('@nestjs/common');
+const { APP_GUARD, NestFactory } = require('@nestjs/core');
+
+const [config, redisPort, limitArg, windowArg] = process.argv.slice(2);
+const port = Number(redisPort);
+const limit = Number(limitArg);
+const windowMs = Number(windowArg);
+const TRACKER_HEADER = 'x-client-id';
+
+function decorateMethod(target, name, decorators) {
+  const descriptor = Object.getOwnPropertyDescriptor(target.prototype, name);
+  Object.defineProperty(target.prototype, name, Reflect.decorate(decorators, target.prototype, name, descriptor) ?? descriptor);
+}
+
+class BenchController {
+  hello() {
+    return 'ok';
+  }
+  stacked() {
+    return 'ok';
+  }
+}
+
+const closers = [];
+
+async function buildModule() {
+  const routeDecorators = { hello: [Get('/')], stacked: [Get('/stacked')] };
+  const imports = [];
+  const providers = [];
+
+  if (config === 'ours' || config === 'ours-ap') {
+    const Redis = require('ioredis').default;
+    // The run's copy of dist/ (see lib/package-snapshot.mjs), or dist/ itself when started by hand.
+    const { RateLimitModule, SlidingLimit } = require(process.env.BENCH_DIST ?? '../dist');
+    const client = new Redis({ host: '127.0.0.1', port, enableAutoPipelining: config === 'ours-ap' });
+    closers.push(() => client.quit());
+    const key = `header:${TRACKER_HEADER}`;
+    routeDecorators.hello.push(SlidingLimit({ name: 'bench', limit, windowMs, key }));
+    // Two stacked limits on one handler: one atomic call is the target.
+    routeDecorators.stacked.push(
+      SlidingLimit({ name: 'burst', limit, windowMs, key }),
+      SlidingLimit({ name: 'sustained', limit, windowMs: windowMs * 10, key }),
+    );
+    imports.push(RateLimitModule.forRoot({ client }));
+  } else if (config === 'nest-lab' || config === 'nestjs-redis') {
+    const { ThrottlerGuard, ThrottlerModule } = require('@nestjs/throttler');
+    let storage;
+    if (config === 'nest-lab') {
+      const Redis = require('ioredis').default;
+      const { ThrottlerStorageRedisService } = require('@nest-lab/throttler-storage-redis');
+      const client = new Redis({ host: '127.0.0.1', port });
+      closers.push(() => client.quit());
+      storage = new ThrottlerStorageRedisService(client);
+    } else {
+      const { createClient } = require('redis');
+      const { RedisThrottlerStorage } = require('@nestjs-redis/throttler-storage');
+      const client = createClient({ socket: { host: '127.0.0.1', port } });
+      await client.connect();
+      closers.push(() => client.quit());
+      storage = new RedisThrottlerStorage(client);
+    }
+    imports.push(
+      ThrottlerModule.forRoot({
+        throttlers: [{ limit, ttl: windowMs }],
+        storage,
+        getTracker: (req) => String(req.headers[TRACKER_HEADER] ?? req.ip),
+      }),
+    );
+    providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
+  } else if (config !== 'none') {
+    throw new Error(`unknown configuration ${config}`);
+  }
+
+  for (const [name, decorators] of Object.entries(routeDecorators)) decorateMethod(BenchController, name, decorators);
+  Reflect.decorate([Controller()], BenchController);
+  class BenchModule {}
+  Reflect.decorate([Module({ imports, controllers: [BenchController], providers })], BenchModule);
+  return BenchModule;
+}
+
+const app = await NestFactory.create(await buildModule(), { logger: ['error'] });
+await app.listen(0, '127.0.0.1');
+process.send({ port: app.getHttpServer().address().port });
+
+let closing = false;
+async function close() {
+  if (closing) return;
+  closing = true;
+  await app.close();
+  for (const closeOne of closers) await closeOne().catch(() => {});
+  process.exit(0);
+}
+process.on('SIGTERM', close);
+process.on('SIGINT', close);
+process.on('disconnect', close);
