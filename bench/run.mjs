@@ -104,7 +104,16 @@ function machine(redisVersion) {
       return 'not installed';
     }
   };
+  const git = (...args) => {
+    try {
+      return execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return 'unknown';
+    }
+  };
   return {
+    commit: git('rev-parse', 'HEAD'),
+    uncommittedLibChanges: git('status', '--porcelain', '--', 'lib') !== '',
     nproc: os.availableParallelism(),
     loadAverageAtStart: loadAtStart,
     loadAverageAtEnd: os.loadavg().map((n) => Number(n.toFixed(2))),
