@@ -1,0 +1,111 @@
+import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { describeValue } from '../limiter/limit-rule';
+import type { KeyCommands, LimiterBackend } from '../limiter/limiter-backend';
+import type { LoadFunctionsPolicy } from '../limiter/sliding-window-limiter.interfaces';
+import type { FunctionContract } from '../redis/contracts/function-contract';
+import type { LuaRunner } from '../redis/lua-runner';
+import { SlidingWindowModel, type ModelEntry } from './sliding-window-model';
+
+/** Options of {@link MemoryBackend}. */
+export interface MemoryBackendOptions {
+  /**
+   * The store's clock in epoch ms: what `now_ms = "*"` (the server clock) reads and what keys expire
+   * by. Default `Date.now`. Give the limiter the same function as its `clock` to control time in tests.
+   */
+  clock?: () => number;
+  /**
+   * Keep at most this many keys; creating one more forgets the least recently used key and its
+   * entries (that client then starts a fresh window). Default: unbounded. Set it wherever the keys
+   * come from clients, so memory stays bounded.
+   */
+  maxKeys?: number;
+}
+
+/**
+ * Decisions in this process's memory instead of Redis: the reference model of the Lua libraries
+ * ({@link SlidingWindowModel}), with the same arguments, replies, errors and keys, so a
+ * `SlidingWindowLimiter` on it decides exactly as it would on Redis (the property tests compare the
+ * two call by call). It backs `RateLimitTestingModule`.
+ *
+ * ```ts
+ * const backend = new MemoryBackend({ clock: () => now });
+ * const limiter = new SlidingWindowLimiter({ backend, clock: () => now });
+ * ```
+ *
+ * Limits are per process: several instances of an application do not share them.
+ */
+export class MemoryBackend implements LimiterBackend {
+  /** The reference model holding the keys. */
+  readonly model: SlidingWindowModel;
+  readonly commands: KeyCommands;
+  /** One process, one "slot": every call may touch any keys. */
+  readonly clustered = false;
+
+  /** @throws RateLimitConfigError for a clock that is not a function or a `maxKeys` below 1 */
+  constructor(options: MemoryBackendOptions = {}) {
+    const problems: string[] = [];
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      problems.push(`clock must be a function returning epoch milliseconds, got ${describeValue(options.clock)}`);
+    }
+    if (options.maxKeys !== undefined && !(Number.isInteger(options.maxKeys) && options.maxKeys >= 1)) {
+      problems.push(`maxKeys must be a whole number ≥ 1, got ${describeValue(options.maxKeys)}`);
+    }
+    if (problems.length > 0) throw new RateLimitConfigError(problems, 'MemoryBackend');
+
+    const model = (this.model = new SlidingWindowModel(options));
+    this.commands = {
+      del: async (key) => model.del(key),
+      zrem: async (key, member) => model.zrem(key, member),
+      zcount: async (key, min, max) => model.zcount(key, min, max),
+      time: async () => model.time(),
+    };
+  }
+
+  /** Always reachable. */
+  isConnected(): boolean {
+    return true;
+  }
+
+  /** Never disconnects, so never becomes ready again. */
+  onReady(_listener: () => void): () => void {
+    return () => undefined;
+  }
+
+  /** Every version is "loaded": the model implements them all. */
+  async runnerFor(contract: FunctionContract, _policy: LoadFunctionsPolicy): Promise<LuaRunner> {
+    return new MemoryRunner(this.model, contract);
+  }
+
+  /** The keys that exist now (expired ones excluded), sorted, each with the limiter's prefix. */
+  keys(): string[] {
+    return this.model.keys();
+  }
+
+  /** The entries of `key` (the full key, prefix included), oldest first, as ZRANGE WITHSCORES lists them. */
+  entries(key: string): ModelEntry[] {
+    return this.model.entries(key);
+  }
+
+  /** Milliseconds until `key` expires: -1 without TTL, -2 when it does not exist (PTTL). */
+  pttl(key: string): number {
+    return this.model.pttl(key);
+  }
+}
+
+/** Runs a library version's functions on the model, as FCALL / FCALL_RO would on Redis. */
+export class MemoryRunner implements LuaRunner {
+  readonly mode = 'memory';
+
+  constructor(
+    private readonly model: SlidingWindowModel,
+    readonly contract: FunctionContract,
+  ) {}
+
+  /** Nothing to load. */
+  async prepare(): Promise<void> {}
+
+  /** Arguments travel as text, numbers written as ioredis writes them (`String(n)`). */
+  async run(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
+    return this.model.call(functionName, keys, args.map(String), readOnly);
+  }
+}
