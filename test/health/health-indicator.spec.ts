@@ -48,12 +48,14 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
   let admin: Redis;
   let address: string;
   let opened: Redis[] = [];
+  let limiters: SlidingWindowLimiter[] = [];
 
   const limiterOn = async (options: Partial<SlidingWindowLimiterOptions> = {}) => {
     const client = new Redis(server.url);
     client.on('error', () => undefined);
     opened.push(client);
     const limiter = new SlidingWindowLimiter({ client, keyPrefix: uniquePrefix('health'), logger: silent, ...options });
+    limiters.push(limiter);
     await limiter.init();
     return { client, limiter, indicator: indicatorFor(client, limiter) };
   };
@@ -67,6 +69,8 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     await admin.function('FLUSH');
   });
   afterEach(async () => {
+    for (const limiter of limiters) limiter.close();
+    limiters = [];
     await Promise.all(opened.map((client) => client.quit().catch(() => client.disconnect())));
     opened = [];
   });
@@ -142,6 +146,7 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     client.on('error', () => undefined);
     opened.push(client);
     const limiter = new SlidingWindowLimiter({ client, logger: silent });
+    limiters.push(limiter);
     await limiter.init();
     const indicator = indicatorFor(client, limiter);
     const ownAddress = `127.0.0.1:${own.port}`;
@@ -174,6 +179,7 @@ describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', 
     masters = client.nodes('master');
   });
   afterAll(async () => {
+    limiter?.close();
     await client?.quit();
     await cluster?.stop();
   });
