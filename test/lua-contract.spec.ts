@@ -136,6 +136,14 @@ describe('Lua function contracts', () => {
       expect(await redis.zcard(prefix + 'retry-day')).toBe(1);
     });
 
+    it('lets a retry through the clock-skew check: its original time may have been overtaken since', async () => {
+      await v2(['late-retry'], T0, 'a', 1000, 60_000, 5);
+      await v2(['late-retry'], T0 + 5000, 'b', 1000, 60_000, 5);
+      expect(await v2(['late-retry'], T0, 'a', 1000, 60_000, 5)).toEqual([1, 2, 3, 0, 65_000]);
+      expect(await errorMessageOf(v2(['late-retry'], T0, 'c', 1000, 60_000, 5))).toMatch(/^CLOCKSKEW/);
+      expect(await redis.zcard(prefix + 'late-retry')).toBe(2);
+    });
+
     it('refuses a caller clock that lags behind the newest entry beyond the tolerance, writing nothing', async () => {
       await v2(['skew'], T0, 'a', 1000, 60_000, 5);
       expect(await v2(['skew'], T0 - 1000, 'b', 1000, 60_000, 5)).toEqual([1, 2, 3, 0, 61_000]);

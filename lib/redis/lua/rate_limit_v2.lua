@@ -122,9 +122,15 @@ local function report(reply, allowed, key, now_ms, window_ms, limit, count, newe
   reply[#reply + 1] = reset_ms
 end
 
+-- Whether this request id was recorded already: the call is a retry of one whose reply was lost.
+-- A recorded request is recorded under every key (the call is atomic), so the first key tells.
+local function already_recorded(key, member)
+  return redis.call('ZSCORE', key, member) ~= false
+end
+
 local function sliding_allow(keys, args)
   local n = #keys
-  if n < 1 or #args ~= 3 + 2 * n or has_repeated_key(keys) then
+  if n < 1 or #args ~= 3 + 2 * n or (n > 1 and has_repeated_key(keys)) then
     return invalid_arguments()
   end
   local now_ms      = resolve_now(args[1])
@@ -135,14 +141,11 @@ local function sliding_allow(keys, args)
     return invalid_arguments()
   end
 
-  -- An entry with this member means the request was already admitted (and, the call being atomic,
-  -- recorded under every key): report it again instead of counting it twice.
-  local replay = redis.call('ZSCORE', keys[1], member) ~= false
-
   local newest = {}
   for i = 1, n do
     newest[i] = newest_score(keys[i])
-    if newest[i] and newest[i] - now_ms > max_skew_ms and not replay then
+    -- A retry carries its original now_ms, which newer entries may have overtaken since.
+    if newest[i] and newest[i] - now_ms > max_skew_ms and not already_recorded(keys[1], member) then
       return redis.error_reply(string.format(
         'CLOCKSKEW now_ms %d is %d ms behind the newest entry of %s (tolerance %d ms)',
         now_ms, newest[i] - now_ms, keys[i], max_skew_ms))
@@ -153,16 +156,19 @@ local function sliding_allow(keys, args)
   for i = 1, n do
     redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', now_ms - windows[i])
     counts[i] = redis.call('ZCARD', keys[i])
-    if counts[i] >= limits[i] and not replay then
+    if counts[i] >= limits[i] then
       allowed = 0
     end
+  end
+  -- Only a full window needs the retry check: with room, ZADD below tells a retry by adding nothing.
+  if allowed == 0 and already_recorded(keys[1], member) then
+    allowed = 1
   end
 
   local reply = {allowed}
   for i = 1, n do
-    if allowed == 1 and not replay then
-      redis.call('ZADD', keys[i], now_ms, member)
-      counts[i] = counts[i] + 1
+    if allowed == 1 then
+      counts[i] = counts[i] + redis.call('ZADD', keys[i], now_ms, member)
       newest[i] = math.max(newest[i] or now_ms, now_ms)
       -- Expire when the newest entry leaves the window, even if it is ahead of now_ms.
       redis.call('PEXPIRE', keys[i], math.ceil(newest[i] + windows[i] - now_ms))
@@ -174,7 +180,7 @@ end
 
 local function sliding_peek(keys, args)
   local n = #keys
-  if n < 1 or #args ~= 1 + 2 * n or has_repeated_key(keys) then
+  if n < 1 or #args ~= 1 + 2 * n or (n > 1 and has_repeated_key(keys)) then
     return invalid_arguments()
   end
   local now_ms = resolve_now(args[1])
