@@ -4,7 +4,7 @@ import { ClockSkewError } from './errors/clock-skew.error';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
 import { callGroups } from './limiter/call-groups';
 import { BlockCache } from './limiter/block-cache';
-import { CircuitBreaker } from './limiter/circuit-breaker';
+import { CircuitBreakers } from './limiter/circuit-breakers';
 import { clockFor, numericNow, type NowMs } from './limiter/clock';
 import { DegradedModeLog } from './limiter/degraded-mode-log';
 import { ActiveVersion, FunctionRouting } from './limiter/function-routing';
@@ -98,13 +98,13 @@ export class SlidingWindowLimiter {
     this.selection = { functionName: this.options.functionName, canary: this.options.canary };
     const { backend, client, mode, loadFunctions, timeoutMs, logger } = this.options;
     this.backend = backend ?? new RedisBackend(client as RedisConnection, mode, loadFunctions);
-    const breaker = new CircuitBreaker(BREAKER_THRESHOLD, BREAKER_COOLDOWN_MS);
+    const breakers = new CircuitBreakers(BREAKER_THRESHOLD, BREAKER_COOLDOWN_MS, (key) => this.backend.nodeOf?.(key) ?? '');
     // A reconnect ends the pause at once instead of after the cool-down.
-    this.stopListening = this.backend.onReady(() => breaker.reset());
+    this.stopListening = this.backend.onReady(() => breakers.resetAll());
     const isConnected = () => this.backend.isConnected();
-    this.calls = new RedisCallPolicy(timeoutMs, 1, breaker, isConnected);
-    // Start-up waits for the connection (no connected check) but shares the breaker.
-    this.startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breaker, () => true);
+    this.calls = new RedisCallPolicy(timeoutMs, 1, breakers, isConnected);
+    // Start-up waits for the connection (no connected check); its breaker is the connection's.
+    this.startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breakers, () => true);
     this.degradedLog = new DegradedModeLog(logger ?? new Logger(SlidingWindowLimiter.name));
     const { blockCache, report } = this.options;
     if (blockCache) this.blockCache = new BlockCache(blockCache === true ? DEFAULT_BLOCK_CACHE_ENTRIES : blockCache.maxEntries);
@@ -199,7 +199,7 @@ export class SlidingWindowLimiter {
     try {
       version = (this.routing ?? (await this.startUp())).pick(key);
       const picked = version;
-      const outcome = await this.calls.call(() => this.peekOnce(picked, fullKey, rule));
+      const outcome = await this.calls.call(() => this.peekOnce(picked, fullKey, rule), fullKey);
       this.degradedLog.recovered();
       return { ...this.toDecision(outcome, rule, picked.contract.allowFunction), count: outcome.count };
     } catch (error) {
@@ -226,7 +226,7 @@ export class SlidingWindowLimiter {
   async reset(key: string): Promise<void> {
     if (typeof key !== 'string' || key.length === 0) this.fail([key], []);
     this.blockCache?.forgetKey(this.keyPrefix + key);
-    await this.calls.call(() => this.backend.commands.del(this.keyPrefix + key));
+    await this.calls.call(() => this.backend.commands.del(this.keyPrefix + key), this.keyPrefix + key);
   }
 
   /** One decision, by Redis or, when Redis cannot make it, by the failure policy. */
@@ -321,7 +321,7 @@ export class SlidingWindowLimiter {
     if (outcomes.every((outcome) => outcome.allowed)) return { allowed: true, limits };
 
     const recorded = groups.filter((_, g) => outcomes[g].allowed).flat();
-    await Promise.all(recorded.map((i) => this.calls.call(() => this.backend.commands.zrem(keys[i], member))));
+    await Promise.all(recorded.map((i) => this.calls.call(() => this.backend.commands.zrem(keys[i], member), keys[i])));
     for (const i of recorded) limits[i] = { ...limits[i], count: limits[i].count - 1, remaining: limits[i].remaining + 1 };
     return { allowed: false, limits };
   }
@@ -335,7 +335,7 @@ export class SlidingWindowLimiter {
     member: string,
   ): Promise<CallOutcome> {
     const args = contract.allowArguments({ keys, rules, nowMs, member, maxClockSkewMs: this.options.maxClockSkewMs });
-    const reply = await this.calls.call(() => version.runner.run(contract.allowFunction, keys, args, false));
+    const reply = await this.calls.call(() => version.runner.run(contract.allowFunction, keys, args, false), keys[0]);
     return contract.parseAllowReply(reply, rules);
   }
 

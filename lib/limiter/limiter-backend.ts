@@ -20,6 +20,8 @@ export interface LimiterBackend {
   readonly clustered: boolean;
   /** False while the connection is down: calls then fail fast instead of waiting in a queue. */
   isConnected(): boolean;
+  /** The node serving `key` (a cluster master's address), so failures are tracked per node. */
+  nodeOf?(key: string): string;
   /** Calls `listener` whenever the connection becomes ready again; returns a function that stops it. */
   onReady(listener: () => void): () => void;
   /** A runner for one function version, made ready per `policy` (load, verify or trust). */

@@ -1,7 +1,7 @@
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { errorKindOf } from '../redis/error-kind';
-import type { CircuitBreaker } from './circuit-breaker';
-import { withTimeout } from './with-timeout';
+import type { CircuitBreakers } from './circuit-breakers';
+import { DeadlineQueue } from './deadline-queue';
 
 /**
  * How every call to Redis is made: never to a connection that is down (ioredis would queue it until
@@ -11,35 +11,41 @@ import { withTimeout } from './with-timeout';
  * a write whose outcome was unknown can never count twice.
  */
 export class RedisCallPolicy {
-  constructor(
-    private readonly timeoutMs: number,
-    private readonly retries: number,
-    private readonly breaker: CircuitBreaker,
-    private readonly isConnected: () => boolean,
-  ) {}
+  private readonly deadlines: DeadlineQueue;
 
-  async call<T>(attempt: () => Promise<T>): Promise<T> {
-    if (!this.breaker.tryAcquire()) {
+  constructor(
+    timeoutMs: number,
+    private readonly retries: number,
+    private readonly breakers: CircuitBreakers,
+    private readonly isConnected: () => boolean,
+  ) {
+    this.deadlines = new DeadlineQueue(timeoutMs);
+  }
+
+  /** Runs `attempt` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker. */
+  async call<T>(attempt: () => Promise<T>, routeKey?: string): Promise<T> {
+    const breaker = this.breakers.for(routeKey);
+    if (!breaker.tryAcquire()) {
       throw new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open');
     }
     for (let attempts = 0; ; attempts++) {
       if (!this.isConnected()) {
-        this.breaker.onFailure();
+        breaker.onFailure();
         throw new RedisUnavailableError('Redis is not connected', 'disconnected');
       }
       try {
-        const result = await withTimeout(attempt(), this.timeoutMs);
-        this.breaker.onSuccess();
+        const result = await this.deadlines.race(attempt());
+        breaker.onSuccess();
         return result;
       } catch (error) {
         const kind = errorKindOf(error);
         if (kind !== 'timeout' && kind !== 'connection') {
           // Redis answered, if with an error: it is up.
-          this.breaker.onSuccess();
+          breaker.onSuccess();
           throw error;
         }
         if (attempts >= this.retries) {
-          this.breaker.onFailure();
+          breaker.onFailure();
           throw error instanceof RedisUnavailableError ? error : new RedisUnavailableError((error as Error).message, 'error', { cause: error });
         }
       }

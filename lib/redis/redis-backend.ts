@@ -1,3 +1,5 @@
+import calculateSlot from 'cluster-key-slot';
+import type { Cluster } from 'ioredis';
 import type { KeyCommands, LimiterBackend } from '../limiter/limiter-backend';
 import type { ExecutionMode, LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
 import type { FunctionContract } from './contracts/function-contract';
@@ -29,6 +31,12 @@ export class RedisBackend implements LimiterBackend {
   isConnected(): boolean {
     const { status } = this.client;
     return status === 'ready' || status === 'wait';
+  }
+
+  nodeOf(key: string): string {
+    if (!this.clustered) return '';
+    // The slot map ioredis keeps: [master, ...replicas] per slot; empty until the cluster is ready.
+    return (this.client as Cluster).slots[calculateSlot(key)]?.[0] ?? '';
   }
 
   onReady(listener: () => void): () => void {
