@@ -106,14 +106,15 @@ export class SlidingWindowModel {
       throw new ModelReplyError(INVALID_ARGUMENTS);
     }
 
-    // A member already under KEYS[1] is a retry of an admitted call: answered again, recorded once.
-    const replay = this.zscore(keys[0], member) !== undefined;
+    // A member already under KEYS[1] is a retry of an admitted call (recorded under every key).
+    const alreadyRecorded = () => this.zscore(keys[0], member) !== undefined;
 
     const newest: (number | undefined)[] = [];
     for (let i = 0; i < n; i++) {
       newest[i] = this.newestScore(keys[i]);
       const lead = newest[i] === undefined ? undefined : (newest[i] as number) - nowMs;
-      if (lead !== undefined && lead > maxSkewMs && !replay) {
+      // A retry carries its original now_ms, which newer entries may have overtaken since.
+      if (lead !== undefined && lead > maxSkewMs && !alreadyRecorded()) {
         throw new ModelReplyError(
           `CLOCKSKEW now_ms ${formatLuaInteger(nowMs)} is ${formatLuaInteger(lead)} ms behind the newest entry of ${keys[i]} ` +
             `(tolerance ${formatLuaInteger(maxSkewMs)} ms)`,
@@ -126,14 +127,15 @@ export class SlidingWindowModel {
     for (let i = 0; i < n; i++) {
       this.zremrangebyscore(keys[i], nowMs - limits[i].windowMs);
       counts[i] = this.zcard(keys[i]);
-      if (counts[i] >= limits[i].limit && !replay) allowed = 0;
+      if (counts[i] >= limits[i].limit) allowed = 0;
     }
+    // Only a full window needs the retry check: with room, ZADD tells a retry by adding nothing.
+    if (allowed === 0 && alreadyRecorded()) allowed = 1;
 
     const reply = [allowed];
     for (let i = 0; i < n; i++) {
-      if (allowed === 1 && !replay) {
-        this.zadd(keys[i], nowMs, member);
-        counts[i] = counts[i] + 1;
+      if (allowed === 1) {
+        counts[i] = counts[i] + this.zadd(keys[i], nowMs, member);
         newest[i] = luaMax(newest[i] ?? nowMs, nowMs);
         this.pexpire(keys[i], Math.ceil((newest[i] as number) + limits[i].windowMs - nowMs));
       }
@@ -196,8 +198,12 @@ export class SlidingWindowModel {
     return this.store.get(key)?.size ?? 0;
   }
 
-  private zadd(key: string, score: number, member: string): void {
-    this.store.getOrCreate(key).set(member, score);
+  /** ZADD of one member: 1 when added, 0 when it was there (its score is updated). */
+  private zadd(key: string, score: number, member: string): number {
+    const zset = this.store.getOrCreate(key);
+    const added = zset.has(member) ? 0 : 1;
+    zset.set(member, score);
+    return added;
   }
 
   private zscore(key: string, member: string): number | undefined {
