@@ -46,8 +46,8 @@ function translated(error: unknown): unknown {
   return isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error;
 }
 
-/** A decision's outcome, and how it was made when Redis did not make it. */
-type Decided = CallOutcome & { degraded?: RateLimitDecision['degraded'] };
+/** A decision's outcome, the function that made it, and how it was made when Redis did not. */
+type Decided = CallOutcome & { functionName: string; degraded?: RateLimitDecision['degraded'] };
 
 /** Consecutive unavailability failures that open the circuit breaker, and how long it stays open. */
 const BREAKER_THRESHOLD = 3;
@@ -225,48 +225,84 @@ export class SlidingWindowLimiter {
   /** Forgets every entry of `key`: the full limit is available again at once. */
   async reset(key: string): Promise<void> {
     if (typeof key !== 'string' || key.length === 0) this.fail([key], []);
-    this.blockCache?.forgetKey(this.keyPrefix + key);
+    this.blockCache?.forget(this.keyPrefix + key);
     await this.calls.call(() => this.backend.commands.del(this.keyPrefix + key), this.keyPrefix + key);
   }
 
-  /** One decision, by Redis or, when Redis cannot make it, by the failure policy. */
-  private async decide(
-    identity: string,
+  /**
+   * One decision, by Redis or, when Redis cannot make it, by the failure policy. Promise chains
+   * rather than async functions on this path: it runs for every request.
+   */
+  private decide(identity: string, keys: readonly string[], rules: readonly SlidingLimitRule[], options: DecisionOptions | undefined): Promise<Decided> {
+    const started = performance.now();
+    const routing = this.routing;
+    if (!routing) {
+      return this.startUp().then(
+        () => this.decide(identity, keys, rules, options),
+        (error: unknown) => this.fallback(undefined, rules, options, error, started),
+      );
+    }
+    const version = routing.pick(identity);
+    try {
+      const clockReading = version.now();
+      // Only v1 with the server clock reads the time asynchronously.
+      if (typeof clockReading === 'object') {
+        return clockReading.then(
+          (nowMs) => this.decideAt(version, nowMs, keys, rules, options, started),
+          (error: unknown) => this.fallback(version, rules, options, error, started),
+        );
+      }
+      return this.decideAt(version, clockReading, keys, rules, options, started);
+    } catch (error) {
+      return this.fallback(version, rules, options, error, started);
+    }
+  }
+
+  private decideAt(
+    version: ActiveVersion,
+    nowMs: NowMs,
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     options: DecisionOptions | undefined,
-  ): Promise<Decided & { functionName: string }> {
-    let version: ActiveVersion | undefined;
-    const started = performance.now();
-    try {
-      version = (this.routing ?? (await this.startUp())).pick(identity);
-      const functionName = version.contract.allowFunction;
-      const nowMs = await version.now();
-      // Single limits only: the other limits of a stacked rejection change while it is blocked
-      // (their old entries leave), so a cached copy of them would go stale.
-      const cache = this.blockCache && keys.length === 1 && version.contract.exactRetryAfter && typeof nowMs === 'number' ? this.blockCache : undefined;
-      const signature = cache ? BlockCache.signature(keys, rules) : '';
-      const blocked = cache?.get(signature, nowMs as number);
-      if (blocked) {
-        this.metrics.recordBlockedLocally(functionName);
-        return { ...blocked, functionName };
-      }
-      const outcome = await this.allowGrouped(version, keys, rules, nowMs);
-      this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
-      this.degradedLog.recovered();
-      if (cache && !outcome.allowed) cache.set(signature, keys, nowMs as number, outcome);
-      return { ...outcome, functionName };
-    } catch (caught) {
-      if (caught instanceof RateLimitConfigError) throw caught;
-      const error = translated(caught);
-      const functionName = version?.contract.allowFunction ?? this.functionName;
-      this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
-      const policy = options?.onRedisError ?? this.options.onRedisError;
-      if (policy === 'throw') throw error;
-      this.metrics.recordFallback(functionName, policy);
-      this.degradedLog.fallback(policy, error);
-      return { ...this.policyOutcome(rules, policy), degraded: policy, functionName };
+    started: number,
+  ): Promise<Decided> {
+    const functionName = version.contract.allowFunction;
+    // Single limits only: the other limits of a stacked rejection change while it is blocked
+    // (their old entries leave), so a cached copy of them would go stale.
+    const cache = this.blockCache && keys.length === 1 && version.contract.exactRetryAfter && typeof nowMs === 'number' ? this.blockCache : undefined;
+    const blocked = cache?.get(keys[0], rules[0], nowMs as number);
+    if (blocked) {
+      this.metrics.recordBlockedLocally(functionName);
+      return Promise.resolve({ allowed: false, limits: blocked.limits, functionName });
     }
+    return this.allowGrouped(version, keys, rules, nowMs).then(
+      (outcome) => {
+        this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
+        this.degradedLog.recovered();
+        if (cache && !outcome.allowed) cache.set(keys[0], rules[0], nowMs as number, outcome);
+        return { allowed: outcome.allowed, limits: outcome.limits, functionName };
+      },
+      (error: unknown) => this.fallback(version, rules, options, error, started),
+    );
+  }
+
+  /** The decision when Redis could not make it: by `onRedisError` (or the error, for `throw`). */
+  private fallback(
+    version: ActiveVersion | undefined,
+    rules: readonly SlidingLimitRule[],
+    options: DecisionOptions | undefined,
+    caught: unknown,
+    started: number,
+  ): Promise<Decided> {
+    if (caught instanceof RateLimitConfigError) return Promise.reject(caught);
+    const error = translated(caught);
+    const functionName = version?.contract.allowFunction ?? this.functionName;
+    this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
+    const policy = options?.onRedisError ?? this.options.onRedisError;
+    if (policy === 'throw') return Promise.reject(error);
+    this.metrics.recordFallback(functionName, policy);
+    this.degradedLog.fallback(policy, error);
+    return Promise.resolve({ ...this.policyOutcome(rules, policy), degraded: policy, functionName });
   }
 
   /** The routing, starting up first if needed (bounded in time, behind the circuit breaker). */
@@ -308,11 +344,23 @@ export class SlidingWindowLimiter {
    * With several groups the request carries one id and one time in all of them, and is removed again
    * from the groups that recorded it when another group rejected it.
    */
-  private async allowGrouped(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs): Promise<CallOutcome> {
+  private allowGrouped(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs): Promise<CallOutcome> {
     const member = this.members.next();
+    // The common case, one call, without building groups.
+    if (keys.length === 1) return this.allowOnce(version.contract, version, keys, rules, nowMs, member);
     const groups = callGroups(keys, version.contract.multiKey, this.backend.clustered);
     if (groups.length === 1) return this.allowOnce(version.contract, version, keys, rules, nowMs, member);
+    return this.allowInGroups(version, keys, rules, nowMs, member, groups);
+  }
 
+  private async allowInGroups(
+    version: ActiveVersion,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    nowMs: NowMs,
+    member: string,
+    groups: number[][],
+  ): Promise<CallOutcome> {
     const outcomes = await Promise.all(
       groups.map((group) => this.allowOnce(version.contract, version, group.map((i) => keys[i]), group.map((i) => rules[i]), nowMs, member)),
     );
@@ -326,7 +374,7 @@ export class SlidingWindowLimiter {
     return { allowed: false, limits };
   }
 
-  private async allowOnce(
+  private allowOnce(
     contract: FunctionContract,
     version: ActiveVersion,
     keys: readonly string[],
@@ -335,8 +383,9 @@ export class SlidingWindowLimiter {
     member: string,
   ): Promise<CallOutcome> {
     const args = contract.allowArguments({ keys, rules, nowMs, member, maxClockSkewMs: this.options.maxClockSkewMs });
-    const reply = await this.calls.call(() => version.runner.run(contract.allowFunction, keys, args, false), keys[0]);
-    return contract.parseAllowReply(reply, rules);
+    return this.calls
+      .call(() => version.runner.run(contract.allowFunction, keys, args, false), keys[0])
+      .then((reply) => contract.parseAllowReply(reply, rules));
   }
 
   private async peekOnce(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {

@@ -92,12 +92,15 @@ describe('local block cache', () => {
     expect(stacked.metrics.snapshot()[0]).toMatchObject({ calls: 5, blockedLocally: 0, rejected: 4 });
   });
 
-  it('stays within maxEntries', () => {
+  it('stays within maxEntries, and answers only for the limit it was told', () => {
     const cache = new BlockCache(2);
+    const rule = { limit: 1, windowMs: 1000 };
     const rejected = { allowed: false, limits: [{ allowed: false, count: 1, remaining: 0, retryAfterMs: 1000, resetMs: 1000 }] };
-    for (const key of ['a', 'b', 'c']) cache.set(BlockCache.signature([key], [{ limit: 1, windowMs: 1000 }]), [key], 0, rejected);
+    for (const key of ['a', 'b', 'c']) cache.set(key, rule, 0, rejected);
     expect(cache.size).toBe(2);
-    expect(cache.get(BlockCache.signature(['a'], [{ limit: 1, windowMs: 1000 }]), 1)).toBeUndefined();
-    expect(cache.get(BlockCache.signature(['c'], [{ limit: 1, windowMs: 1000 }]), 1)).toMatchObject({ allowed: false });
+    expect(cache.get('a', rule, 1)).toBeUndefined();
+    expect(cache.get('c', rule, 1)).toMatchObject({ allowed: false, limits: [{ retryAfterMs: 999, resetMs: 999 }] });
+    expect(cache.get('c', { limit: 2, windowMs: 1000 }, 1)).toBeUndefined();
+    expect(cache.get('c', rule, 1000)).toBeUndefined();
   });
 });

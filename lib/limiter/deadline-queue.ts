@@ -1,68 +1,48 @@
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+/** The set a tracked call sits in; delete the callback from it once the call settled. */
+export type DeadlineSlot = Set<() => void>;
 
-interface Pending {
-  readonly deadline: number;
-  reject?: (error: Error) => void;
-}
+/** Ticks per timeout: a call times out between 1 and 1 + 1/TICKS_PER_TIMEOUT timeouts after it starts. */
+const TICKS_PER_TIMEOUT = 4;
+/** One slot per tick of a timeout, the one being filled, and the one being expired. */
+const SLOTS = TICKS_PER_TIMEOUT + 2;
 
 /**
- * Times out calls that all share one timeout, with a single timer instead of one per call (a timer
- * set and cleared per decision was a measurable share of a decision's client-side cost). Since every
- * call waits the same time, deadlines arrive in the order calls start: the head of the queue is always
- * the next to expire.
+ * Times out calls that all share one timeout, with one timer for all of them (a timer set and
+ * cleared per decision was a measurable share of a decision's client-side cost). Calls are grouped in
+ * slots of a quarter timeout, and each tick expires the slot filled five ticks before, so a call times
+ * out between 1 and 1.25 timeouts after it started. A settled call leaves its slot at once, so nothing
+ * outlives its call (a queue kept until each deadline made the garbage collector the main cost at high
+ * rates).
  */
 export class DeadlineQueue {
-  private readonly queue: Pending[] = [];
-  private head = 0;
+  private readonly slots: DeadlineSlot[] = Array.from({ length: SLOTS }, () => new Set());
+  private current = 0;
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(readonly timeoutMs: number) {}
 
-  /** Settles like `promise`, or rejects with a {@link RedisUnavailableError} after the timeout. */
-  race<T>(promise: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const pending: Pending = { deadline: Date.now() + this.timeoutMs, reject };
-      this.queue.push(pending);
-      this.timer ??= this.schedule(this.timeoutMs);
-      promise.then(
-        (value) => {
-          pending.reject = undefined;
-          resolve(value);
-        },
-        (error: unknown) => {
-          pending.reject = undefined;
-          reject(error);
-        },
-      );
-    });
+  /** Calls `onTimeout` once the timeout has passed, unless it is first deleted from the returned slot. */
+  track(onTimeout: () => void): DeadlineSlot {
+    const slot = this.slots[this.current];
+    slot.add(onTimeout);
+    if (!this.timer) {
+      this.timer = setInterval(() => this.tick(), Math.max(1, Math.ceil(this.timeoutMs / TICKS_PER_TIMEOUT)));
+      // A pending call keeps the process alive by itself; the timer must not.
+      this.timer.unref();
+    }
+    return slot;
   }
 
-  private schedule(delayMs: number): NodeJS.Timeout {
-    const timer = setTimeout(() => this.expire(), delayMs);
-    // A pending call keeps the process alive by itself; the timer must not.
-    timer.unref();
-    return timer;
-  }
-
-  private expire(): void {
-    this.timer = undefined;
-    const now = Date.now();
-    while (this.head < this.queue.length) {
-      const pending = this.queue[this.head];
-      if (pending.reject && pending.deadline > now) break;
-      pending.reject?.(new RedisUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`, 'timeout'));
-      pending.reject = undefined;
-      this.head++;
+  private tick(): void {
+    this.current = (this.current + 1) % SLOTS;
+    // The slot after the new current one was filled TICKS_PER_TIMEOUT + 1 ticks ago.
+    const expired = this.slots[(this.current + 1) % SLOTS];
+    const callbacks = [...expired];
+    expired.clear();
+    for (const onTimeout of callbacks) onTimeout();
+    if (this.slots.every((slot) => slot.size === 0)) {
+      clearInterval(this.timer);
+      this.timer = undefined;
     }
-    if (this.head === this.queue.length) {
-      this.queue.length = 0;
-      this.head = 0;
-      return;
-    }
-    if (this.head > 1024) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    }
-    this.timer = this.schedule(Math.max(1, this.queue[this.head].deadline - now));
   }
 }

@@ -1,5 +1,6 @@
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { errorKindOf } from '../redis/error-kind';
+import type { CircuitBreaker } from './circuit-breaker';
 import type { CircuitBreakers } from './circuit-breakers';
 import { DeadlineQueue } from './deadline-queue';
 
@@ -22,33 +23,58 @@ export class RedisCallPolicy {
     this.deadlines = new DeadlineQueue(timeoutMs);
   }
 
-  /** Runs `attempt` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker. */
-  async call<T>(attempt: () => Promise<T>, routeKey?: string): Promise<T> {
+  /**
+   * Runs `attempt` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker.
+   * Plain promise chains rather than async functions: this runs for every decision.
+   */
+  call<T>(attempt: () => Promise<T>, routeKey?: string): Promise<T> {
     const breaker = this.breakers.for(routeKey);
     if (!breaker.tryAcquire()) {
-      throw new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open');
+      return Promise.reject(new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'));
     }
-    for (let attempts = 0; ; attempts++) {
-      if (!this.isConnected()) {
-        breaker.onFailure();
-        throw new RedisUnavailableError('Redis is not connected', 'disconnected');
-      }
-      try {
-        const result = await this.deadlines.race(attempt());
+    return this.attemptFrom(attempt, breaker, 0);
+  }
+
+  /** A failed attempt: rethrow what Redis answered, retry what it did not (within `retries`). */
+  private afterFailure<T>(error: unknown, attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number): Promise<T> {
+    const kind = errorKindOf(error);
+    if (kind !== 'timeout' && kind !== 'connection') {
+      // Redis answered, if with an error: it is up.
+      breaker.onSuccess();
+      return Promise.reject(error);
+    }
+    if (attempts >= this.retries) {
+      breaker.onFailure();
+      return Promise.reject(
+        error instanceof RedisUnavailableError ? error : new RedisUnavailableError((error as Error).message, 'error', { cause: error }),
+      );
+    }
+    return this.attemptFrom(attempt, breaker, attempts + 1);
+  }
+
+  /** One attempt, settled by the reply or by the deadline, whichever comes first. */
+  private attemptFrom<T>(attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number): Promise<T> {
+    if (!this.isConnected()) {
+      breaker.onFailure();
+      return Promise.reject(new RedisUnavailableError('Redis is not connected', 'disconnected'));
+    }
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const fail = (error: unknown): void => {
+        if (settled) return;
+        settled = true;
+        slot.delete(onTimeout);
+        this.afterFailure(error, attempt, breaker, attempts).then(resolve, reject);
+      };
+      const onTimeout = (): void => fail(new RedisUnavailableError(`Redis did not answer within ${this.deadlines.timeoutMs} ms`, 'timeout'));
+      const slot = this.deadlines.track(onTimeout);
+      attempt().then((result) => {
+        if (settled) return;
+        settled = true;
+        slot.delete(onTimeout);
         breaker.onSuccess();
-        return result;
-      } catch (error) {
-        const kind = errorKindOf(error);
-        if (kind !== 'timeout' && kind !== 'connection') {
-          // Redis answered, if with an error: it is up.
-          breaker.onSuccess();
-          throw error;
-        }
-        if (attempts >= this.retries) {
-          breaker.onFailure();
-          throw error instanceof RedisUnavailableError ? error : new RedisUnavailableError((error as Error).message, 'error', { cause: error });
-        }
-      }
-    }
+        resolve(result);
+      }, fail);
+    });
   }
 }

@@ -27,27 +27,24 @@ export class FunctionRunner implements LuaRunner {
     return this.loader.prepare(policy);
   }
 
-  async run(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
-    try {
-      return await this.send(functionName, keys, args, readOnly);
-    } catch (error) {
-      if (!isFunctionNotFound(error)) throw error;
-      if (this.policy === 'auto') {
-        await this.reload();
-        try {
-          return await this.send(functionName, keys, args, readOnly);
-        } catch (retryError) {
-          if (!isFunctionNotFound(retryError)) throw retryError;
-        }
-      }
-      throw new FunctionNotLoadedError(
-        functionName,
-        this.contract.libraryName,
-        [`the node serving key ${keys[0]}`],
-        loadCommandFor(this.contract),
-      );
-    }
+  run(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
+    return this.send(functionName, keys, args, readOnly).catch((error: unknown) => this.recover(error, functionName, keys, args, readOnly));
   }
+
+  /** After a failed call: reload and retry once when the function is missing (`auto`), else fail. */
+  private async recover(error: unknown, functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
+    if (!isFunctionNotFound(error)) throw error;
+    if (this.policy === 'auto') {
+      await this.reload();
+      try {
+        return await this.send(functionName, keys, args, readOnly);
+      } catch (retryError) {
+        if (!isFunctionNotFound(retryError)) throw retryError;
+      }
+    }
+    throw new FunctionNotLoadedError(functionName, this.contract.libraryName, [`the node serving key ${keys[0]}`], loadCommandFor(this.contract));
+  }
+
 
   /** One reload at a time, shared by every call that hit the missing function meanwhile. */
   private reload(): Promise<void> {

@@ -48,6 +48,7 @@ export const V2_CONTRACT: FunctionContract = {
   exactRetryAfter: true,
 
   allowArguments({ rules, nowMs, member, maxClockSkewMs }) {
+    if (rules.length === 1) return [nowMs, member, maxClockSkewMs, rules[0].windowMs, rules[0].limit];
     return [nowMs, member, maxClockSkewMs, ...windowsAndLimits(rules)];
   },
 
