@@ -1,4 +1,5 @@
-import { Inject, Module, type CanActivate, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Logger, Module, type CanActivate, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { RedisUnavailableError } from './errors/redis-unavailable.error';
 import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { closeRateLimitConnection, createRateLimitConnection, type RateLimitConnection } from './nest/rate-limit-connection';
 import { SlidingLimitPlans } from './nest/rate-limit-plans';
@@ -52,16 +53,29 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
   exports: [SlidingWindowLimiter, SlidingLimitGuard, SlidingLimitPlans, RATE_LIMIT_OPTIONS, RATE_LIMIT_CONNECTION],
 })
 export class RateLimitModule extends ConfigurableRateLimitModule implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('RateLimitModule');
+
   constructor(
     private readonly limiter: SlidingWindowLimiter,
     @Inject(RATE_LIMIT_CONNECTION) private readonly connection: RateLimitConnection,
+    @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
   ) {
     super();
   }
 
-  /** Runs after the providers' hooks (decorator validation), so `loadFunctions: 'verify'` fails `app.init()`. */
+  /**
+   * Runs after the providers' hooks (decorator validation), so `loadFunctions: 'verify'` fails
+   * `app.init()`. A Redis that does not answer at start-up stops the application only under
+   * `verify`: otherwise it starts, decisions follow `onRedisError`, and the functions are loaded
+   * once Redis answers — a rate limiter must not keep an application down.
+   */
   async onModuleInit(): Promise<void> {
-    await this.limiter.init();
+    try {
+      await this.limiter.init();
+    } catch (error) {
+      if (!(error instanceof RedisUnavailableError) || this.options.limiter.loadFunctions === 'verify') throw error;
+      this.logger.warn(`Redis did not answer at start-up (${error.message}); starting anyway, decisions follow onRedisError until it does`);
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {

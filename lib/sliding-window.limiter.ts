@@ -40,6 +40,7 @@ import { errorKindOf } from './redis/error-kind';
 import { getFunctionContract } from './redis/function-versions';
 import { RedisBackend } from './redis/redis-backend';
 import { isClockSkew, toInteger } from './redis/reply';
+import { scrubSecrets } from './util/redact';
 
 /** v2's CLOCKSKEW error reply as the typed error; anything else as it is. */
 function translated(error: unknown): unknown {
@@ -129,10 +130,16 @@ export class SlidingWindowLimiter {
   /**
    * Detects the execution mode and loads or verifies the Lua on every master, per `loadFunctions`.
    * Idempotent. Called by the Nest module at bootstrap; without Nest the first call does it lazily,
-   * but calling it at start-up makes `loadFunctions: 'verify'` fail fast.
+   * but calling it at start-up makes `loadFunctions: 'verify'` fail fast. Bounded in time: when Redis
+   * does not answer within `max(timeoutMs, 2 s)` it rejects with a {@link RedisUnavailableError}
+   * (and keeps trying in the background; decisions meanwhile follow `onRedisError`).
    */
   async init(): Promise<void> {
-    await this.ready();
+    try {
+      await this.startUp();
+    } catch (error) {
+      throw scrubSecrets(translated(error));
+    }
   }
 
   /**
@@ -202,9 +209,10 @@ export class SlidingWindowLimiter {
       const outcome = await this.calls.call(() => this.peekOnce(picked, fullKey, rule), fullKey);
       this.degradedLog.recovered();
       return { ...this.toDecision(outcome, rule, picked.contract.allowFunction), count: outcome.count };
-    } catch (error) {
+    } catch (caught) {
+      const error = scrubSecrets(translated(caught));
       const policy = options?.onRedisError ?? this.options.onRedisError;
-      if (error instanceof RateLimitConfigError || policy === 'throw') throw translated(error);
+      if (error instanceof RateLimitConfigError || policy === 'throw') throw error;
       const outcome = this.policyOutcome([rule], policy).limits[0];
       this.degradedLog.fallback(policy, error);
       const functionName = version?.contract.allowFunction ?? this.functionName;
@@ -295,7 +303,7 @@ export class SlidingWindowLimiter {
     started: number,
   ): Promise<Decided> {
     if (caught instanceof RateLimitConfigError) return Promise.reject(caught);
-    const error = translated(caught);
+    const error = scrubSecrets(translated(caught));
     const functionName = version?.contract.allowFunction ?? this.functionName;
     this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
     const policy = options?.onRedisError ?? this.options.onRedisError;

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, Post, Query, type Type } from '@nestjs/common';
+import { Body, Controller, Get, Logger, Param, Post, Query, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
@@ -20,9 +20,6 @@ import { startRedisServer, type RedisServer } from './support/redis-server';
  * the outcome it must get: a RateLimitConfigError naming the option, or a documented safe outcome.
  * None may crash the process, write a key it should not, leave a key without TTL, or print a Redis
  * password. (The CLI's arguments are covered by the CLI's own tests.)
- *
- * Rows marked KNOWN BUG use it.failing: they state what should hold and fail today; each is reported
- * with a repro. When one is fixed, its it.failing fails: make it an it().
  */
 
 const PASSWORD = 's3cret-pw';
@@ -85,7 +82,8 @@ describe('RateLimitModule.forRoot options', () => {
     ['a zero timeoutMs', () => ({ redis: url(), timeoutMs: 0 }), 'timeoutMs must be a whole number of milliseconds from 1 to 60000, got 0'],
     ['an absurd timeoutMs', () => ({ redis: url(), timeoutMs: 1e9 }), 'timeoutMs must be a whole number of milliseconds from 1 to 60000, got 1000000000'],
     ['a keyPrefix over 128 characters', () => ({ redis: url(), keyPrefix: 'p'.repeat(129) }), 'keyPrefix must be a string of at most 128 characters'],
-    ['a keyPrefix that is not a string', () => ({ redis: url(), keyPrefix: 42 }), 'keyPrefix must be a string of at most 128 characters, got 42'],
+    ['a keyPrefix that is not a string', () => ({ redis: url(), keyPrefix: 42 }), 'keyPrefix must be a string of at most 128 characters without { or }, got 42'],
+    ['a keyPrefix with a hash tag', () => ({ redis: url(), keyPrefix: '{rl}:' }), 'keyPrefix must be a string of at most 128 characters without { or }, got "{rl}:"'],
     ['an unknown loadFunctions', () => ({ redis: url(), loadFunctions: 'sometimes' }), 'loadFunctions must be one of auto, verify, off, got "sometimes"'],
     ['an unknown mode', () => ({ redis: url(), mode: 'eval' }), 'mode must be one of auto, function, script, got "eval"'],
     ['an unknown clock', () => ({ redis: url(), clock: 'utc' }), "clock must be 'local', 'server' or a function returning epoch milliseconds"],
@@ -122,12 +120,33 @@ describe('RateLimitModule.forRoot options', () => {
     /** Everything a log line could print of an error: message, stack and own properties. */
     const printed = (error: unknown) => `${(error as Error)?.message}\n${(error as Error)?.stack}\n${inspect(error, { depth: 5 })}`;
 
-    it('ioredis options with a password, server unreachable: fails bootstrap without the password', async () => {
+    it("ioredis options with a password, server unreachable, loadFunctions 'verify': fails bootstrap, in bounded time, without the password", async () => {
+      const started = Date.now();
       const error = await bootstrapError([
-        RateLimitModule.forRoot({ redis: { host: '127.0.0.1', port: 1, password: PASSWORD, retryStrategy: () => null, maxRetriesPerRequest: 0 } }),
+        RateLimitModule.forRoot({
+          redis: { host: '127.0.0.1', port: 1, password: PASSWORD, retryStrategy: () => null, maxRetriesPerRequest: 0 },
+          loadFunctions: 'verify',
+          timeoutMs: 300,
+        }),
       ]);
       expect(error).toBeInstanceOf(Error);
       expect(printed(error)).not.toContain(PASSWORD);
+      expect(Date.now() - started).toBeLessThan(5000);
+    });
+
+    it("the same with loadFunctions 'auto': the application starts (decisions follow onRedisError), and the warning has no password", async () => {
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        const error = await bootstrapError([
+          RateLimitModule.forRoot({ redis: { host: '127.0.0.1', port: 1, password: PASSWORD, retryStrategy: () => null, maxRetriesPerRequest: 0 }, timeoutMs: 300 }),
+        ]);
+        expect(error).toBeUndefined();
+        const warnings = warn.mock.calls.map((call) => String(call[0]));
+        expect(warnings.some((message) => message.includes('did not answer at start-up'))).toBe(true);
+        expect(warnings.join('\n')).not.toContain(PASSWORD);
+      } finally {
+        warn.mockRestore();
+      }
     });
 
     it('a URL with a password that parses: the options problems do not echo it', async () => {
@@ -136,22 +155,20 @@ describe('RateLimitModule.forRoot options', () => {
       expect(printed(error)).not.toContain(PASSWORD);
     });
 
-    // KNOWN BUG (reported): describeValue(raw.redis) echoes the URL, password included.
-    it.failing('KNOWN BUG: a URL of another scheme with a password: the error does not echo the password', async () => {
+    it('a URL of another scheme with a password: the error does not echo the password', async () => {
       const error = await bootstrapError([RateLimitModule.forRoot({ redis: `http://user:${PASSWORD}@127.0.0.1:6379` })]);
       expect(error).toBeInstanceOf(RateLimitConfigError);
       expect(printed(error)).not.toContain(PASSWORD);
     });
 
-    // KNOWN BUG (reported): new Redis(url) throws Node's TypeError, whose `input` property is the URL.
-    it.failing('KNOWN BUG: a URL with a password that does not parse: a RateLimitConfigError without the password', async () => {
+    it('a URL with a password that does not parse: a RateLimitConfigError without the password', async () => {
       const error = await bootstrapError([RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:notaport` })]);
       expect(error).toBeInstanceOf(RateLimitConfigError);
       expect(printed(error)).not.toContain(PASSWORD);
     });
 
-    // KNOWN BUG (reported): ioredis' ReplyError keeps the AUTH command, password included, in `command.args`.
-    it.failing('KNOWN BUG: a wrong password: bootstrap fails without the password in the error', async () => {
+    // ioredis' ReplyError keeps the AUTH command, password included, in `command.args`: the limiter scrubs it.
+    it('a wrong password: bootstrap fails without the password in the error', async () => {
       const guarded = await startRedisServer();
       const admin = new Redis(guarded.url);
       try {
@@ -450,19 +467,16 @@ describe('direct FCALL with bad arguments', () => {
     expect(await redis.pttl(existing)).toBeGreaterThan(before.ttl - 1000);
   });
 
-  // KNOWN BUG (reported): a window ≥ 1e17 ms passes the checks, ZADD runs, then PEXPIRE refuses the
-  // %.17g text ("1e+17") and the call errors after writing: a key without TTL is left behind.
-  it.failing.each([
+  // A window ≥ 1e17 ms would make PEXPIRE's argument print as "1e+17", which Redis refuses after the
+  // entry is written: the Lua refuses windows over 1e15 ms before any write.
+  it.each([
     ['sliding_allow_v1', [NOW, '1e17', '5', 'm']],
     ['sliding_allow_v2', [NOW, 'm', '0', '1e17', '5']],
-  ])('KNOWN BUG: %s with a window of 1e17 ms either refuses before writing or leaves a key with a TTL', async (fn, args) => {
-    const key = `fcall:huge:${fn}`;
-    const outcome = await redis.fcall(fn, 1, key, ...args).then(
-      () => 'recorded',
-      () => 'refused',
-    );
-    if (outcome === 'refused') expect(await redis.exists(key)).toBe(0);
-    else expect(await redis.pttl(key)).toBeGreaterThan(0);
+    ['sliding_allow_v1', [NOW, '1.000000000000001e15', '5', 'm']],
+  ])('%s with an absurd window refuses before writing', async (fn, args) => {
+    const key = `fcall:huge:${fn}:${args[1]}`;
+    await expect(redis.fcall(fn, 1, key, ...args)).rejects.toThrow(/^ERR invalid arguments$/);
+    expect(await redis.exists(key)).toBe(0);
   });
 });
 

@@ -5,7 +5,7 @@ import { masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { parseRedisMajorVersion, toText } from '../redis/reply';
 import type { ConnectionTarget } from './cli-options';
 import { CliError, ExitCode } from './exit-codes';
-import { redactUrl } from './redact';
+import { redactUrl } from '../util/redact';
 
 /** An open connection and the clients of every master. */
 export interface CliConnection {

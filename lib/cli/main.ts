@@ -13,7 +13,7 @@ import { readDumpFile, restoreCommand } from './commands/restore';
 import { statusCommand } from './commands/status';
 import { connectionError, connectionFlags, isConnectionFailure, openConnection, secretsOf } from './connection';
 import { CliError, EXIT_CODE_NAMES, ExitCode } from './exit-codes';
-import { redactSecrets } from './redact';
+import { redactSecrets } from '../util/redact';
 import { requireBundledVersion, requireLibraryArgument } from './version-arg';
 
 const COMMANDS: Record<CommandName, Command> = {

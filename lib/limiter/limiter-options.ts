@@ -69,8 +69,9 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
   const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache, report } = settings;
   if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
   if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
-  if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH)) {
-    problems.push(`${path}keyPrefix must be a string of at most ${MAX_KEY_PREFIX_LENGTH} characters, got ${describeValue(keyPrefix)}`);
+  if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH && !/[{}]/.test(keyPrefix))) {
+    // Braces in the prefix would become the cluster hash tag of every key (one slot for everything).
+    problems.push(`${path}keyPrefix must be a string of at most ${MAX_KEY_PREFIX_LENGTH} characters without { or }, got ${describeValue(keyPrefix)}`);
   }
   if (loadFunctions !== undefined && !LOAD_POLICIES.includes(loadFunctions)) {
     problems.push(`${path}loadFunctions must be one of ${LOAD_POLICIES.join(', ')}, got ${describeValue(loadFunctions)}`);

@@ -29,6 +29,8 @@ export interface SlidingWindowModelOptions {
 }
 
 const INVALID_ARGUMENTS = 'ERR invalid arguments';
+/** The Lua's MAX_WINDOW_MS: longer windows are refused before any write. */
+const MAX_WINDOW_MS = 1e15;
 /** Functions registered with the `no-writes` flag, the only ones FCALL_RO may call. */
 const READ_ONLY_FUNCTIONS = new Set(['sliding_peek_v2']);
 
@@ -80,7 +82,7 @@ export class SlidingWindowModel {
     const limit = luaToNumber(args[2]);
     const member = args[3];
     if (key === undefined || !isFiniteNumber(nowMs) || !isFiniteNumber(windowMs) || !isFiniteNumber(limit)
-        || windowMs <= 0 || limit <= 0 || !isWhole(limit) || member === undefined || member === '') {
+        || windowMs <= 0 || windowMs > MAX_WINDOW_MS || limit <= 0 || !isWhole(limit) || member === undefined || member === '') {
       throw new ModelReplyError(INVALID_ARGUMENTS);
     }
 
@@ -299,7 +301,7 @@ function parseLimits(args: readonly string[], first: number, n: number): Limit[]
   for (let i = 0; i < n; i++) {
     const windowMs = luaToNumber(args[first + 2 * i]);
     const limit = luaToNumber(args[first + 2 * i + 1]);
-    if (!isFiniteNumber(windowMs) || !isFiniteNumber(limit) || windowMs <= 0 || limit <= 0 || !isWhole(limit)) return undefined;
+    if (!isFiniteNumber(windowMs) || !isFiniteNumber(limit) || windowMs <= 0 || windowMs > MAX_WINDOW_MS || limit <= 0 || !isWhole(limit)) return undefined;
     limits.push({ windowMs, limit });
   }
   return limits;

@@ -469,7 +469,9 @@ describe.each([
     expect(coverage.replies).toBeGreaterThan(0);
     expect(coverage.invalidArguments).toBeGreaterThan(0);
     expect(coverage.clockSkew).toBeGreaterThan(0);
-    expect(coverage.commandErrors).toBeGreaterThan(0);
+    // A command failing inside the function (PEXPIRE refusing "1e+17") would have written before
+    // failing; windows over 1e15 ms are refused up front, so no ARGV may get there.
+    expect(coverage.commandErrors).toBe(0);
     expect(coverage.castOverflow).toBeGreaterThan(0);
   }, 60_000);
 });

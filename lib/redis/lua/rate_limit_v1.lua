@@ -6,7 +6,7 @@
 
     KEYS[1]  key        sorted set of recorded requests (score = time in ms, member = request id)
     ARGV[1]  now_ms     the caller's current time, milliseconds
-    ARGV[2]  window_ms  window length, milliseconds, > 0
+    ARGV[2]  window_ms  window length, milliseconds, > 0 and <= 1e15
     ARGV[3]  limit      requests allowed per window, a whole number > 0
     ARGV[4]  member     unique id of this request (not empty)
 
@@ -17,12 +17,17 @@
   An entry whose score is <= now_ms - window_ms has left the window. A recorded
   request refreshes the key's TTL to window_ms, so the key expires exactly when
   its newest entry leaves the window; a rejection writes nothing.
-  Bad arguments -> error reply "ERR invalid arguments", before any write.
+  Bad arguments (also a window over 1e15 ms, which no TTL can express) -> error reply
+  "ERR invalid arguments", before any write.
 ]]
 
 local function is_finite(n)
   return n ~= nil and n == n and n > -math.huge and n < math.huge
 end
+
+-- Longer windows would make PEXPIRE's argument print in exponent form ("1e+17"), which Redis
+-- refuses after the entry was written, leaving a key without TTL: refuse them up front.
+local MAX_WINDOW_MS = 1e15
 
 local function sliding_allow(keys, args)
   local key       = keys[1]
@@ -32,7 +37,7 @@ local function sliding_allow(keys, args)
   local member    = args[4]
 
   if not key or not is_finite(now_ms) or not is_finite(window_ms) or not is_finite(limit)
-      or window_ms <= 0 or limit <= 0 or limit % 1 ~= 0
+      or window_ms <= 0 or window_ms > MAX_WINDOW_MS or limit <= 0 or limit % 1 ~= 0
       or not member or member == '' then
     return redis.error_reply('ERR invalid arguments')
   end

@@ -11,7 +11,7 @@
     ARGV[1]       now_ms       the caller's time in ms, or "*" for the server's clock (TIME)
     ARGV[2]       member       unique id of this request (not empty)
     ARGV[3]       max_skew_ms  how far now_ms may lag behind a key's newest entry, ms >= 0
-    ARGV[2+2i]    window_ms_i  window length of limit i, ms > 0
+    ARGV[2+2i]    window_ms_i  window length of limit i, ms > 0 and <= 1e15
     ARGV[3+2i]    limit_i      requests allowed per window by limit i, a whole number > 0
 
   The request is recorded in every key only if every limit has room; a request
@@ -48,6 +48,10 @@ local function is_finite(n)
   return n ~= nil and n == n and n > -math.huge and n < math.huge
 end
 
+-- Longer windows would make PEXPIRE's argument print in exponent form ("1e+17"), which Redis
+-- refuses after the entry was written, leaving a key without TTL: refuse them up front.
+local MAX_WINDOW_MS = 1e15
+
 local function invalid_arguments()
   return redis.error_reply('ERR invalid arguments')
 end
@@ -73,7 +77,7 @@ local function parse_limits(args, first, n)
     local window_ms = tonumber(args[first + 2 * (i - 1)])
     local limit     = tonumber(args[first + 2 * (i - 1) + 1])
     if not is_finite(window_ms) or not is_finite(limit)
-        or window_ms <= 0 or limit <= 0 or limit % 1 ~= 0 then
+        or window_ms <= 0 or window_ms > MAX_WINDOW_MS or limit <= 0 or limit % 1 ~= 0 then
       return nil
     end
     windows[i], limits[i] = window_ms, limit
