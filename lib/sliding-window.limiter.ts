@@ -2,8 +2,8 @@ import { Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { ClockSkewError } from './errors/clock-skew.error';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
-import { callGroups } from './limiter/call-groups';
 import { BlockCache } from './limiter/block-cache';
+import { GroupedDecisions } from './limiter/grouped-decisions';
 import { CircuitBreakers } from './limiter/circuit-breakers';
 import { clockFor, numericNow, type NowMs } from './limiter/clock';
 import { DegradedModeLog } from './limiter/degraded-mode-log';
@@ -14,6 +14,7 @@ import {
   describeCanaryProblems,
   describeFunctionNameProblems,
   DEFAULT_BLOCK_CACHE_ENTRIES,
+  DEFAULT_INSURANCE_KEYS,
   describeRedisErrorPolicyProblems,
   resolveLimiterOptions,
   ResolvedLimiterOptions,
@@ -35,7 +36,8 @@ import type {
 } from './limiter/sliding-window-limiter.interfaces';
 import { InstanceReporter } from './metrics/instance-reporter';
 import { LimiterMetrics } from './metrics/limiter-metrics';
-import type { CallOutcome, FunctionContract, LimitOutcome } from './redis/contracts/function-contract';
+import { MemoryBackend } from './memory/memory-backend';
+import type { CallOutcome, LimitOutcome } from './redis/contracts/function-contract';
 import { errorKindOf } from './redis/error-kind';
 import { getFunctionContract } from './redis/function-versions';
 import { RedisBackend } from './redis/redis-backend';
@@ -87,6 +89,11 @@ export class SlidingWindowLimiter {
   private readonly members = new MemberIdSource();
   private readonly blockCache?: BlockCache;
   private readonly reporter?: InstanceReporter;
+  private readonly insurance?: MemoryBackend;
+  private readonly decisions: GroupedDecisions;
+  private readonly insuredDecisions?: GroupedDecisions;
+  /** Insurance versions by allow function name, made on first use. */
+  private readonly insuranceVersions = new Map<string, Promise<ActiveVersion>>();
   private readonly stopListening: () => void;
   private selection: FunctionSelection;
   private routing?: FunctionRouting;
@@ -107,7 +114,17 @@ export class SlidingWindowLimiter {
     // Start-up waits for the connection (no connected check); its breaker is the connection's.
     this.startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breakers, () => true);
     this.degradedLog = new DegradedModeLog(logger ?? new Logger(SlidingWindowLimiter.name));
-    const { blockCache, report } = this.options;
+    const { blockCache, report, insurance } = this.options;
+    this.decisions = new GroupedDecisions(
+      { commands: this.backend.commands, clustered: this.backend.clustered, call: (attempt, routeKey) => this.calls.call(attempt, routeKey) },
+      this.members,
+      this.options.maxClockSkewMs,
+    );
+    if (insurance) {
+      const store = new MemoryBackend({ maxKeys: insurance === true ? DEFAULT_INSURANCE_KEYS : (insurance.maxKeys ?? DEFAULT_INSURANCE_KEYS) });
+      this.insurance = store;
+      this.insuredDecisions = new GroupedDecisions({ commands: store.commands, clustered: false, call: (attempt) => attempt() }, this.members, this.options.maxClockSkewMs);
+    }
     if (blockCache) this.blockCache = new BlockCache(blockCache === true ? DEFAULT_BLOCK_CACHE_ENTRIES : blockCache.maxEntries);
     if (report && client) this.reporter = new InstanceReporter({ limiter: this, client, ...(report === true ? {} : report) });
   }
@@ -247,7 +264,7 @@ export class SlidingWindowLimiter {
     if (!routing) {
       return this.startUp().then(
         () => this.decide(identity, keys, rules, options),
-        (error: unknown) => this.fallback(undefined, rules, options, error, started),
+        (error: unknown) => this.fallback(undefined, keys, rules, options, error, started),
       );
     }
     const version = routing.pick(identity);
@@ -257,12 +274,12 @@ export class SlidingWindowLimiter {
       if (typeof clockReading === 'object') {
         return clockReading.then(
           (nowMs) => this.decideAt(version, nowMs, keys, rules, options, started),
-          (error: unknown) => this.fallback(version, rules, options, error, started),
+          (error: unknown) => this.fallback(version, keys, rules, options, error, started),
         );
       }
       return this.decideAt(version, clockReading, keys, rules, options, started);
     } catch (error) {
-      return this.fallback(version, rules, options, error, started);
+      return this.fallback(version, keys, rules, options, error, started);
     }
   }
 
@@ -283,20 +300,24 @@ export class SlidingWindowLimiter {
       this.metrics.recordBlockedLocally(functionName);
       return Promise.resolve({ allowed: false, limits: blocked.limits, functionName });
     }
-    return this.allowGrouped(version, keys, rules, nowMs).then(
+    return this.decisions.decide(version, keys, rules, nowMs).then(
       (outcome) => {
         this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
         this.degradedLog.recovered();
         if (cache && !outcome.allowed) cache.set(keys[0], rules[0], nowMs as number, outcome);
         return { allowed: outcome.allowed, limits: outcome.limits, functionName };
       },
-      (error: unknown) => this.fallback(version, rules, options, error, started),
+      (error: unknown) => this.fallback(version, keys, rules, options, error, started),
     );
   }
 
-  /** The decision when Redis could not make it: by `onRedisError` (or the error, for `throw`). */
+  /**
+   * The decision when Redis could not make it: by `onRedisError` (or the error, for `throw`); one
+   * that would fail open is made by the insurance limiter when there is one.
+   */
   private fallback(
     version: ActiveVersion | undefined,
+    keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     options: DecisionOptions | undefined,
     caught: unknown,
@@ -308,9 +329,33 @@ export class SlidingWindowLimiter {
     this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
     const policy = options?.onRedisError ?? this.options.onRedisError;
     if (policy === 'throw') return Promise.reject(error);
+    if (policy === 'allow' && this.insurance) return this.insure(version, keys, rules, error, functionName);
     this.metrics.recordFallback(functionName, policy);
     this.degradedLog.fallback(policy, error);
     return Promise.resolve({ ...this.policyOutcome(rules, policy), degraded: policy, functionName });
+  }
+
+  /** A decision that would fail open, made by the in-memory insurance limiter instead. */
+  private async insure(
+    version: ActiveVersion | undefined,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    cause: unknown,
+    functionName: string,
+  ): Promise<Decided> {
+    const contract = version?.contract ?? getFunctionContract(this.functionName);
+    let insured = this.insuranceVersions.get(contract.allowFunction);
+    if (!insured) {
+      const backend = this.insurance as MemoryBackend;
+      insured = backend.runnerFor(contract, 'off').then((runner) => ({ contract, runner, now: clockFor(contract, this.options.clock, backend.commands) }));
+      this.insuranceVersions.set(contract.allowFunction, insured);
+    }
+    const insuredVersion = await insured;
+    const now = await insuredVersion.now();
+    const outcome = await (this.insuredDecisions as GroupedDecisions).decide(insuredVersion, keys, rules, now);
+    this.metrics.recordFallback(functionName, 'insurance');
+    this.degradedLog.fallback('insurance', cause);
+    return { allowed: outcome.allowed, limits: outcome.limits, functionName, degraded: 'insurance' };
   }
 
   /** The routing, starting up first if needed (bounded in time, behind the circuit breaker). */
@@ -345,55 +390,6 @@ export class SlidingWindowLimiter {
     const contract = getFunctionContract(functionName);
     const runner = await this.backend.runnerFor(contract, policy);
     return { contract, runner, now: clockFor(contract, this.options.clock, this.backend.commands) };
-  }
-
-  /**
-   * Decides `keys` in as few calls as the contract and the cluster allow (see {@link callGroups}).
-   * With several groups the request carries one id and one time in all of them, and is removed again
-   * from the groups that recorded it when another group rejected it.
-   */
-  private allowGrouped(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs): Promise<CallOutcome> {
-    const member = this.members.next();
-    // The common case, one call, without building groups.
-    if (keys.length === 1) return this.allowOnce(version.contract, version, keys, rules, nowMs, member);
-    const groups = callGroups(keys, version.contract.multiKey, this.backend.clustered);
-    if (groups.length === 1) return this.allowOnce(version.contract, version, keys, rules, nowMs, member);
-    return this.allowInGroups(version, keys, rules, nowMs, member, groups);
-  }
-
-  private async allowInGroups(
-    version: ActiveVersion,
-    keys: readonly string[],
-    rules: readonly SlidingLimitRule[],
-    nowMs: NowMs,
-    member: string,
-    groups: number[][],
-  ): Promise<CallOutcome> {
-    const outcomes = await Promise.all(
-      groups.map((group) => this.allowOnce(version.contract, version, group.map((i) => keys[i]), group.map((i) => rules[i]), nowMs, member)),
-    );
-    const limits = new Array<LimitOutcome>(keys.length);
-    groups.forEach((group, g) => group.forEach((index, j) => (limits[index] = outcomes[g].limits[j])));
-    if (outcomes.every((outcome) => outcome.allowed)) return { allowed: true, limits };
-
-    const recorded = groups.filter((_, g) => outcomes[g].allowed).flat();
-    await Promise.all(recorded.map((i) => this.calls.call(() => this.backend.commands.zrem(keys[i], member), keys[i])));
-    for (const i of recorded) limits[i] = { ...limits[i], count: limits[i].count - 1, remaining: limits[i].remaining + 1 };
-    return { allowed: false, limits };
-  }
-
-  private allowOnce(
-    contract: FunctionContract,
-    version: ActiveVersion,
-    keys: readonly string[],
-    rules: readonly SlidingLimitRule[],
-    nowMs: NowMs,
-    member: string,
-  ): Promise<CallOutcome> {
-    const args = contract.allowArguments({ keys, rules, nowMs, member, maxClockSkewMs: this.options.maxClockSkewMs });
-    return this.calls
-      .call(() => version.runner.run(contract.allowFunction, keys, args, false), keys[0])
-      .then((reply) => contract.parseAllowReply(reply, rules));
   }
 
   private async peekOnce(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {

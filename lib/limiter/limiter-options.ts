@@ -23,7 +23,11 @@ export const LIMITER_DEFAULTS = {
   onRedisError: 'allow' as RedisErrorPolicy,
   blockCache: true as boolean | { maxEntries: number },
   report: true as boolean | { intervalMs?: number; instanceId?: string },
+  insurance: false as boolean | { maxKeys?: number },
 };
+
+/** Keys the insurance limiter keeps when `insurance` is `true`. */
+export const DEFAULT_INSURANCE_KEYS = 100_000;
 
 /** Entries of the block cache when `blockCache` is `true`. */
 export const DEFAULT_BLOCK_CACHE_ENTRIES = 10_000;
@@ -42,7 +46,7 @@ export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client' | 'back
 
 /** Names of the limiter's settings, which the Nest module passes through unchanged. */
 export const LIMITER_SETTING_NAMES = [
-  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger', 'blockCache', 'report',
+  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger', 'blockCache', 'report', 'insurance',
 ] as const satisfies readonly (keyof LimiterSettings)[];
 
 /** The limiter settings among `options`, without undefined values. */
@@ -66,7 +70,7 @@ export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimit
  */
 export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
   const problems: string[] = [];
-  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache, report } = settings;
+  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache, report, insurance } = settings;
   if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
   if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
   if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH && !/[{}]/.test(keyPrefix))) {
@@ -95,6 +99,13 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     !(typeof blockCache === 'object' && blockCache !== null && isWholeNumberIn(blockCache.maxEntries, 1, MAX_BLOCK_CACHE_ENTRIES))
   ) {
     problems.push(`${path}blockCache must be true, false or { maxEntries: 1 … ${MAX_BLOCK_CACHE_ENTRIES} }, got ${describeValue(blockCache)}`);
+  }
+  if (
+    insurance !== undefined &&
+    typeof insurance !== 'boolean' &&
+    !(typeof insurance === 'object' && insurance !== null && (insurance.maxKeys === undefined || isWholeNumberIn(insurance.maxKeys, 1, MAX_BLOCK_CACHE_ENTRIES)))
+  ) {
+    problems.push(`${path}insurance must be true, false or { maxKeys: 1 … ${MAX_BLOCK_CACHE_ENTRIES} }, got ${describeValue(insurance)}`);
   }
   if (report !== undefined && typeof report !== 'boolean' && (typeof report !== 'object' || report === null)) {
     problems.push(`${path}report must be true, false or { intervalMs?, instanceId? }, got ${describeValue(report)}`);

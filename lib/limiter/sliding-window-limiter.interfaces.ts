@@ -165,6 +165,13 @@ export interface SlidingWindowLimiterOptions {
   blockCache?: boolean | { maxEntries: number };
   /** What a decision does when Redis cannot make it. Default `allow` (fail open). */
   onRedisError?: RedisErrorPolicy;
+  /**
+   * An in-memory limiter with the same sliding-window semantics (the package's reference model) that
+   * makes the decisions which would otherwise fail open, while Redis cannot. Per process: N instances
+   * admit up to N × the limit between them. `{ maxKeys }` bounds its memory (default 100,000 keys,
+   * least recently used forgotten first). Default off.
+   */
+  insurance?: boolean | { maxKeys?: number };
   /** Where degraded mode is reported (once per interval, never per request). Default Nest's `Logger`. */
   logger?: LimiterLogger;
   /**

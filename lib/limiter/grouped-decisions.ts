@@ -1,0 +1,67 @@
+import type { CallOutcome, LimitOutcome } from '../redis/contracts/function-contract';
+import { callGroups } from './call-groups';
+import type { NowMs } from './clock';
+import type { ActiveVersion } from './function-routing';
+import type { KeyCommands } from './limiter-backend';
+import type { MemberIdSource } from './member-ids';
+import type { SlidingLimitRule } from './sliding-window-limiter.interfaces';
+
+/** Where decisions are sent: the store's commands and how a call to it is made. */
+export interface DecisionChannel {
+  readonly commands: KeyCommands;
+  /** True on a Redis Cluster: one call may only touch keys of one slot. */
+  readonly clustered: boolean;
+  /** Runs one call (with timeouts, retries and a circuit breaker, for Redis); `routeKey` is one of its keys. */
+  call<T>(attempt: () => Promise<T>, routeKey: string): Promise<T>;
+}
+
+/**
+ * Decides a request's keys in as few calls as the contract and the cluster allow (see
+ * {@link callGroups}). With several groups the request carries one id and one time in all of them,
+ * and is removed again from the groups that recorded it when another group rejected it.
+ */
+export class GroupedDecisions {
+  constructor(
+    private readonly channel: DecisionChannel,
+    private readonly members: MemberIdSource,
+    private readonly maxClockSkewMs: number,
+  ) {}
+
+  decide(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs): Promise<CallOutcome> {
+    const member = this.members.next();
+    // The common case, one call, without building groups.
+    if (keys.length === 1) return this.once(version, keys, rules, nowMs, member);
+    const groups = callGroups(keys, version.contract.multiKey, this.channel.clustered);
+    if (groups.length === 1) return this.once(version, keys, rules, nowMs, member);
+    return this.inGroups(version, keys, rules, nowMs, member, groups);
+  }
+
+  private async inGroups(
+    version: ActiveVersion,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    nowMs: NowMs,
+    member: string,
+    groups: number[][],
+  ): Promise<CallOutcome> {
+    const outcomes = await Promise.all(
+      groups.map((group) => this.once(version, group.map((i) => keys[i]), group.map((i) => rules[i]), nowMs, member)),
+    );
+    const limits = new Array<LimitOutcome>(keys.length);
+    groups.forEach((group, g) => group.forEach((index, j) => (limits[index] = outcomes[g].limits[j])));
+    if (outcomes.every((outcome) => outcome.allowed)) return { allowed: true, limits };
+
+    const recorded = groups.filter((_, g) => outcomes[g].allowed).flat();
+    await Promise.all(recorded.map((i) => this.channel.call(() => this.channel.commands.zrem(keys[i], member), keys[i])));
+    for (const i of recorded) limits[i] = { ...limits[i], count: limits[i].count - 1, remaining: limits[i].remaining + 1 };
+    return { allowed: false, limits };
+  }
+
+  private once(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs, member: string): Promise<CallOutcome> {
+    const { contract, runner } = version;
+    const args = contract.allowArguments({ keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs });
+    return this.channel
+      .call(() => runner.run(contract.allowFunction, keys, args, false), keys[0])
+      .then((reply) => contract.parseAllowReply(reply, rules));
+  }
+}
