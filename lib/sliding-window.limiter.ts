@@ -2,20 +2,21 @@ import { Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { ClockSkewError } from './errors/clock-skew.error';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
+import { checkDecisionArguments, checkKey, checkStackedArguments } from './limiter/argument-checks';
 import { BlockCache } from './limiter/block-cache';
-import { GroupedDecisions } from './limiter/grouped-decisions';
 import { CircuitBreakers } from './limiter/circuit-breakers';
 import { clockFor, numericNow, type NowMs } from './limiter/clock';
 import { DegradedModeLog } from './limiter/degraded-mode-log';
+import { peekByCounting, policyOutcome } from './limiter/fallback-outcomes';
 import { ActiveVersion, FunctionRouting } from './limiter/function-routing';
-import { describeRuleProblems, describeValue, isValidRule } from './limiter/limit-rule';
+import { GroupedDecisions } from './limiter/grouped-decisions';
+import { Insurance } from './limiter/insurance';
 import type { LimiterBackend } from './limiter/limiter-backend';
 import {
   describeCanaryProblems,
   describeFunctionNameProblems,
   DEFAULT_BLOCK_CACHE_ENTRIES,
   DEFAULT_INSURANCE_KEYS,
-  describeRedisErrorPolicyProblems,
   resolveLimiterOptions,
   ResolvedLimiterOptions,
 } from './limiter/limiter-options';
@@ -36,12 +37,11 @@ import type {
 } from './limiter/sliding-window-limiter.interfaces';
 import { InstanceReporter } from './metrics/instance-reporter';
 import { LimiterMetrics } from './metrics/limiter-metrics';
-import { MemoryBackend } from './memory/memory-backend';
 import type { CallOutcome, LimitOutcome } from './redis/contracts/function-contract';
 import { errorKindOf } from './redis/error-kind';
 import { getFunctionContract } from './redis/function-versions';
 import { RedisBackend } from './redis/redis-backend';
-import { isClockSkew, toInteger } from './redis/reply';
+import { isClockSkew } from './redis/reply';
 import { scrubSecrets } from './util/redact';
 
 /** v2's CLOCKSKEW error reply as the typed error; anything else as it is. */
@@ -89,11 +89,8 @@ export class SlidingWindowLimiter {
   private readonly members = new MemberIdSource();
   private readonly blockCache?: BlockCache;
   private readonly reporter?: InstanceReporter;
-  private readonly insurance?: MemoryBackend;
+  private readonly insurance?: Insurance;
   private readonly decisions: GroupedDecisions;
-  private readonly insuredDecisions?: GroupedDecisions;
-  /** Insurance versions by allow function name, made on first use. */
-  private readonly insuranceVersions = new Map<string, Promise<ActiveVersion>>();
   private readonly stopListening: () => void;
   private selection: FunctionSelection;
   private routing?: FunctionRouting;
@@ -121,9 +118,8 @@ export class SlidingWindowLimiter {
       this.options.maxClockSkewMs,
     );
     if (insurance) {
-      const store = new MemoryBackend({ maxKeys: insurance === true ? DEFAULT_INSURANCE_KEYS : (insurance.maxKeys ?? DEFAULT_INSURANCE_KEYS) });
-      this.insurance = store;
-      this.insuredDecisions = new GroupedDecisions({ commands: store.commands, clustered: false, call: (attempt) => attempt() }, this.members, this.options.maxClockSkewMs);
+      const maxKeys = insurance === true ? DEFAULT_INSURANCE_KEYS : (insurance.maxKeys ?? DEFAULT_INSURANCE_KEYS);
+      this.insurance = new Insurance(maxKeys, this.members, this.options.maxClockSkewMs, this.options.clock);
     }
     if (blockCache) this.blockCache = new BlockCache(blockCache === true ? DEFAULT_BLOCK_CACHE_ENTRIES : blockCache.maxEntries);
     if (report && client) this.reporter = new InstanceReporter({ limiter: this, client, ...(report === true ? {} : report) });
@@ -188,7 +184,7 @@ export class SlidingWindowLimiter {
    * @param key the limited identity, without the key prefix (e.g. `login:ip:10.0.0.1`)
    */
   async consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
-    this.check(key, rule, options);
+    checkDecisionArguments(key, rule, options);
     const decided = await this.decide(key, [this.keyPrefix + key], [rule], options);
     return this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded);
   }
@@ -201,7 +197,7 @@ export class SlidingWindowLimiter {
    * request is taken back out of the groups that recorded it. The canary split follows the first key.
    */
   async consumeAll(rules: readonly KeyedSlidingLimitRule[], options?: DecisionOptions): Promise<MultiRateLimitDecision> {
-    this.checkAll(rules, options);
+    checkStackedArguments(rules, options);
     const keys = rules.map((rule) => this.keyPrefix + rule.key);
     const decided = await this.decide(rules[0].key, keys, rules, options);
     const limits = decided.limits.map((outcome, i) => this.toDecision(outcome, rules[i], decided.functionName, decided.degraded));
@@ -217,7 +213,7 @@ export class SlidingWindowLimiter {
 
   /** Reports the state of `key` without recording anything. */
   async peek(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitState> {
-    this.check(key, rule, options);
+    checkDecisionArguments(key, rule, options);
     const fullKey = this.keyPrefix + key;
     let version: ActiveVersion | undefined;
     try {
@@ -230,7 +226,7 @@ export class SlidingWindowLimiter {
       const error = scrubSecrets(translated(caught));
       const policy = options?.onRedisError ?? this.options.onRedisError;
       if (error instanceof RateLimitConfigError || policy === 'throw') throw error;
-      const outcome = this.policyOutcome([rule], policy).limits[0];
+      const outcome = policyOutcome([rule], policy, BREAKER_COOLDOWN_MS).limits[0];
       this.degradedLog.fallback(policy, error);
       const functionName = version?.contract.allowFunction ?? this.functionName;
       return { ...this.toDecision(outcome, rule, functionName, policy), count: 0 };
@@ -249,7 +245,7 @@ export class SlidingWindowLimiter {
 
   /** Forgets every entry of `key`: the full limit is available again at once. */
   async reset(key: string): Promise<void> {
-    if (typeof key !== 'string' || key.length === 0) this.fail([key], []);
+    checkKey(key);
     this.blockCache?.forget(this.keyPrefix + key);
     await this.calls.call(() => this.backend.commands.del(this.keyPrefix + key), this.keyPrefix + key);
   }
@@ -329,30 +325,22 @@ export class SlidingWindowLimiter {
     this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
     const policy = options?.onRedisError ?? this.options.onRedisError;
     if (policy === 'throw') return Promise.reject(error);
-    if (policy === 'allow' && this.insurance) return this.insure(version, keys, rules, error, functionName);
+    if (policy === 'allow' && this.insurance) return this.insure(this.insurance, version, keys, rules, error, functionName);
     this.metrics.recordFallback(functionName, policy);
     this.degradedLog.fallback(policy, error);
-    return Promise.resolve({ ...this.policyOutcome(rules, policy), degraded: policy, functionName });
+    return Promise.resolve({ ...policyOutcome(rules, policy, BREAKER_COOLDOWN_MS), degraded: policy, functionName });
   }
 
   /** A decision that would fail open, made by the in-memory insurance limiter instead. */
   private async insure(
+    insurance: Insurance,
     version: ActiveVersion | undefined,
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     cause: unknown,
     functionName: string,
   ): Promise<Decided> {
-    const contract = version?.contract ?? getFunctionContract(this.functionName);
-    let insured = this.insuranceVersions.get(contract.allowFunction);
-    if (!insured) {
-      const backend = this.insurance as MemoryBackend;
-      insured = backend.runnerFor(contract, 'off').then((runner) => ({ contract, runner, now: clockFor(contract, this.options.clock, backend.commands) }));
-      this.insuranceVersions.set(contract.allowFunction, insured);
-    }
-    const insuredVersion = await insured;
-    const now = await insuredVersion.now();
-    const outcome = await (this.insuredDecisions as GroupedDecisions).decide(insuredVersion, keys, rules, now);
+    const outcome = await insurance.decide(version?.contract ?? getFunctionContract(this.functionName), keys, rules);
     this.metrics.recordFallback(functionName, 'insurance');
     this.degradedLog.fallback('insurance', cause);
     return { allowed: outcome.allowed, limits: outcome.limits, functionName, degraded: 'insurance' };
@@ -398,39 +386,7 @@ export class SlidingWindowLimiter {
       const reply = await version.runner.run(peekFunction, [fullKey], peekArguments(await version.now(), [rule]), true);
       return parsePeekReply(reply, [rule]).limits[0];
     }
-    return this.peekWithCommands(version, fullKey, rule);
-  }
-
-  /** Peek for versions without a read-only function: a plain ZCOUNT of the window. */
-  private async peekWithCommands(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {
-    const nowMs = await numericNow(version.now, this.backend.commands);
-    const reply = await this.backend.commands.zcount(fullKey, `(${nowMs - rule.windowMs}`, '+inf');
-    const count = toInteger(reply, 'ZCOUNT', reply);
-    const allowed = count < rule.limit;
-    return {
-      allowed,
-      count,
-      remaining: Math.max(rule.limit - count, 0),
-      // Entries are at most one window old: waiting a full window is never too early.
-      retryAfterMs: allowed ? 0 : rule.windowMs,
-      resetMs: count > 0 ? rule.windowMs : 0,
-    };
-  }
-
-  /** The outcome the `onRedisError` policy gives when Redis cannot decide. */
-  private policyOutcome(rules: readonly SlidingLimitRule[], policy: 'allow' | 'deny'): CallOutcome {
-    const allowed = policy === 'allow';
-    return {
-      allowed,
-      limits: rules.map((rule) => ({
-        allowed,
-        count: 0,
-        // Unknown: claim the full limit when failing open, none when failing closed.
-        remaining: allowed ? rule.limit : 0,
-        retryAfterMs: allowed ? 0 : BREAKER_COOLDOWN_MS,
-        resetMs: 0,
-      })),
-    };
+    return peekByCounting(this.backend.commands, await numericNow(version.now, this.backend.commands), fullKey, rule);
   }
 
   private toDecision(outcome: LimitOutcome, rule: SlidingLimitRule, functionName: string, degraded?: RateLimitDecision['degraded']): RateLimitDecision {
@@ -446,35 +402,4 @@ export class SlidingWindowLimiter {
     return decision;
   }
 
-  /** Checks one key and rule; allocation-free unless something is wrong, since it runs on every call. */
-  private check(key: unknown, rule: unknown, options: DecisionOptions | undefined): void {
-    if (typeof key === 'string' && key.length > 0 && isValidRule(rule) && (options?.onRedisError === undefined || this.validPolicy(options))) return;
-    this.fail([key], [rule], options);
-  }
-
-  private checkAll(rules: readonly KeyedSlidingLimitRule[], options: DecisionOptions | undefined): void {
-    const keys = Array.isArray(rules) ? rules.map((rule) => rule?.key) : [];
-    const valid =
-      keys.length > 0 &&
-      new Set(keys).size === keys.length &&
-      rules.every((rule) => typeof rule.key === 'string' && rule.key.length > 0 && isValidRule(rule)) &&
-      (options?.onRedisError === undefined || this.validPolicy(options));
-    if (!valid) this.fail(keys, Array.isArray(rules) ? rules : [], options);
-  }
-
-  private validPolicy(options: DecisionOptions): boolean {
-    return options.onRedisError === 'allow' || options.onRedisError === 'deny' || options.onRedisError === 'throw';
-  }
-
-  private fail(keys: readonly unknown[], rules: readonly unknown[], options?: DecisionOptions): never {
-    const problems: string[] = [];
-    if (keys.length === 0) problems.push('at least one limit is required');
-    keys.forEach((key, i) => {
-      if (typeof key !== 'string' || key.length === 0) problems.push(`key ${i} must be a non-empty string, got ${describeValue(key)}`);
-    });
-    rules.forEach((rule, i) => problems.push(...describeRuleProblems(rule, rules.length > 1 ? `limits[${i}]` : 'rule')));
-    if (new Set(keys).size !== keys.length) problems.push('each stacked limit needs its own key');
-    if (options?.onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(options.onRedisError, 'onRedisError'));
-    throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
-  }
 }

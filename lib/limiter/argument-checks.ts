@@ -1,0 +1,49 @@
+import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { describeRuleProblems, describeValue, isValidRule } from './limit-rule';
+import { describeRedisErrorPolicyProblems } from './limiter-options';
+import type { DecisionOptions, KeyedSlidingLimitRule } from './sliding-window-limiter.interfaces';
+
+/*
+ * Checks of the limiter's method arguments. They run on every call, so the valid case allocates
+ * nothing; the messages (every problem, named) are built only when something is wrong.
+ */
+
+function isValidKey(key: unknown): key is string {
+  return typeof key === 'string' && key.length > 0;
+}
+
+function isValidOptions(options: DecisionOptions | undefined): boolean {
+  const policy = options?.onRedisError;
+  return policy === undefined || policy === 'allow' || policy === 'deny' || policy === 'throw';
+}
+
+/** One key and its rule (`consume`, `peek`). */
+export function checkDecisionArguments(key: unknown, rule: unknown, options: DecisionOptions | undefined): void {
+  if (isValidKey(key) && isValidRule(rule) && isValidOptions(options)) return;
+  fail([key], [rule], options);
+}
+
+/** Stacked rules, each with its own key (`consumeAll`). */
+export function checkStackedArguments(rules: readonly KeyedSlidingLimitRule[], options: DecisionOptions | undefined): void {
+  const keys = Array.isArray(rules) ? rules.map((rule) => rule?.key) : [];
+  const valid =
+    keys.length > 0 && new Set(keys).size === keys.length && rules.every((rule) => isValidKey(rule.key) && isValidRule(rule)) && isValidOptions(options);
+  if (!valid) fail(keys, Array.isArray(rules) ? rules : [], options);
+}
+
+/** A key alone (`reset`). */
+export function checkKey(key: unknown): void {
+  if (!isValidKey(key)) fail([key], []);
+}
+
+function fail(keys: readonly unknown[], rules: readonly unknown[], options?: DecisionOptions): never {
+  const problems: string[] = [];
+  if (keys.length === 0) problems.push('at least one limit is required');
+  keys.forEach((key, i) => {
+    if (!isValidKey(key)) problems.push(`key ${i} must be a non-empty string, got ${describeValue(key)}`);
+  });
+  rules.forEach((rule, i) => problems.push(...describeRuleProblems(rule, rules.length > 1 ? `limits[${i}]` : 'rule')));
+  if (new Set(keys).size !== keys.length) problems.push('each stacked limit needs its own key');
+  if (options?.onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(options.onRedisError, 'onRedisError'));
+  throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
+}

@@ -1,0 +1,44 @@
+import { MemoryBackend } from '../memory/memory-backend';
+import type { CallOutcome, FunctionContract } from '../redis/contracts/function-contract';
+import { clockFor } from './clock';
+import type { ActiveVersion } from './function-routing';
+import { GroupedDecisions } from './grouped-decisions';
+import type { MemberIdSource } from './member-ids';
+import type { ClockSource, SlidingLimitRule } from './sliding-window-limiter.interfaces';
+
+/**
+ * The per-process insurance limiter: the package's reference model of the Lua functions on a bounded
+ * in-memory store, deciding with the contract of the version Redis would have used.
+ */
+export class Insurance {
+  private readonly store: MemoryBackend;
+  private readonly decisions: GroupedDecisions;
+  /** Versions on the store by allow function name, made on first use. */
+  private readonly versions = new Map<string, Promise<ActiveVersion>>();
+
+  constructor(
+    maxKeys: number,
+    members: MemberIdSource,
+    maxClockSkewMs: number,
+    private readonly clock: ClockSource,
+  ) {
+    this.store = new MemoryBackend({ maxKeys });
+    this.decisions = new GroupedDecisions({ commands: this.store.commands, clustered: false, call: (attempt) => attempt() }, members, maxClockSkewMs);
+  }
+
+  async decide(contract: FunctionContract, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
+    const version = await this.versionOf(contract);
+    return this.decisions.decide(version, keys, rules, await version.now());
+  }
+
+  private versionOf(contract: FunctionContract): Promise<ActiveVersion> {
+    let version = this.versions.get(contract.allowFunction);
+    if (!version) {
+      version = this.store
+        .runnerFor(contract, 'off')
+        .then((runner) => ({ contract, runner, now: clockFor(contract, this.clock, this.store.commands) }));
+      this.versions.set(contract.allowFunction, version);
+    }
+    return version;
+  }
+}
