@@ -8,8 +8,7 @@ import { Controller, Get } from '@nestjs/common';
 import { SlidingLimit } from 'nestjs-sliding-limit';
 import type { Response } from 'supertest';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
-import { RedisServer, startRedisServer } from '../support/redis-server';
-import { startRedisServerOnPort } from '../support/redis-server-on-port';
+import { RedisServer, startRedisServer, startRedisServerOnPort } from '../support/redis-server';
 
 const WINDOW_MS = 60_000;
 /** Default timeoutMs is 250 per attempt, two attempts at most; the rest is HTTP and scheduling. */

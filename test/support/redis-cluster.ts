@@ -24,7 +24,9 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
   };
   try {
     for (let i = 0; i < count; i++) {
-      nodes.push(await startRedisServer(['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf']));
+      nodes.push(
+        await startRedisServer(['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf', '--repl-diskless-sync-delay', '0']),
+      );
     }
     const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
     await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes']);

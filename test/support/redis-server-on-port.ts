@@ -1,2 +1,0 @@
-// Kept for imports written before startRedisServerOnPort moved into redis-server.ts.
-export { startRedisServerOnPort } from './redis-server';
