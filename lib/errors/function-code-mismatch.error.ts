@@ -11,8 +11,9 @@ export class FunctionCodeMismatchError extends SlidingLimitError {
   ) {
     super(
       `library ${libraryName} on ${nodes.join(', ')} differs from the one bundled with nestjs-sliding-limit; ` +
-        `inspect it with FUNCTION LIST LIBRARYNAME ${libraryName} WITHCODE, then either ship the change as a new ` +
-        `version or replace it deliberately with FUNCTION LOAD REPLACE`,
+        `inspect it with FUNCTION LIST LIBRARYNAME ${libraryName} WITHCODE (or npx nestjs-sliding-limit functions list), ` +
+        `then either ship the change as a new version or replace it deliberately: ` +
+        `npx nestjs-sliding-limit functions load ${libraryName} --replace`,
     );
   }
 }

@@ -10,9 +10,12 @@ import { masterNodes, nodeAddress } from './redis-nodes';
 
 type LibraryState = 'loaded' | 'missing' | 'different';
 
-/** The shell command that loads a bundled library by hand, for error messages. */
+/** The shell commands that load a bundled library by hand, for error messages. */
 export function loadCommandFor(contract: FunctionContract): string {
-  return `redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/${contract.sourceFile}`;
+  return (
+    `npx nestjs-sliding-limit functions load ${contract.version} ` +
+    `(or redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/${contract.sourceFile})`
+  );
 }
 
 /**

@@ -104,7 +104,7 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     expect(rateLimit.unreachable).toBeUndefined();
     expect(rateLimit.message).toBe(
       `sliding_allow_v1 (library rate_limit_v1) is not loaded on ${address}; load it on each: ` +
-        'redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/rate_limit_v1.lua',
+        'npx nestjs-sliding-limit functions load v1 (or redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/rate_limit_v1.lua)',
     );
   });
 
