@@ -31,7 +31,7 @@ export interface RateLimitHttpContext {
  *
  * Outside HTTP (GraphQL, WebSockets, microservices) it never touches a response and, unless a
  * subclass overrides {@link getRequestResponse}, lets the call through. Subclass it to adapt — see
- * docs/nest-integration.md for GraphQL and WebSocket versions.
+ * the README ("GraphQL, WebSockets and other transports") for GraphQL and WebSocket versions.
  */
 @Injectable()
 export class SlidingLimitGuard implements CanActivate {

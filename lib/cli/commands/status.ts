@@ -45,7 +45,7 @@ export const statusCommand: Command = async ({ options, masters }) => {
   if (reports.length === 0) {
     text =
       `No live instance reports ${scope}.\n` +
-      `Instances report only when an InstanceReporter runs (module option reportIntervalMs); a report expires after three intervals.\n`;
+      `Limiters report every 15 s unless their report option is false; a report expires after three intervals.\n`;
   } else {
     text = `${plural(reports.length, 'live instance')} ${scope}.\n\n`;
     text += formatTable([
