@@ -31,6 +31,12 @@ export interface SlidingWindowModelOptions {
 const INVALID_ARGUMENTS = 'ERR invalid arguments';
 /** The Lua's MAX_WINDOW_MS: longer windows are refused before any write. */
 const MAX_WINDOW_MS = 1e15;
+/** The Lua's MAX_TIME_MS: times and tolerances outside 0 … 1e15 ms are refused before any write. */
+const MAX_TIME_MS = 1e15;
+
+function isTime(value: number | undefined): value is number {
+  return isFiniteNumber(value) && value >= 0 && value <= MAX_TIME_MS;
+}
 /** Functions registered with the `no-writes` flag, the only ones FCALL_RO may call. */
 const READ_ONLY_FUNCTIONS = new Set(['sliding_peek_v2']);
 
@@ -81,7 +87,7 @@ export class SlidingWindowModel {
     const windowMs = luaToNumber(args[1]);
     const limit = luaToNumber(args[2]);
     const member = args[3];
-    if (key === undefined || !isFiniteNumber(nowMs) || !isFiniteNumber(windowMs) || !isFiniteNumber(limit)
+    if (key === undefined || !isTime(nowMs) || !isFiniteNumber(windowMs) || !isFiniteNumber(limit)
         || windowMs <= 0 || windowMs > MAX_WINDOW_MS || limit <= 0 || !isWhole(limit) || member === undefined || member === '') {
       throw new ModelReplyError(INVALID_ARGUMENTS);
     }
@@ -104,7 +110,7 @@ export class SlidingWindowModel {
     const member = args[1];
     const maxSkewMs = luaToNumber(args[2]);
     const limits = parseLimits(args, 3, n);
-    if (nowMs === undefined || member === '' || !isFiniteNumber(maxSkewMs) || maxSkewMs < 0 || !limits) {
+    if (nowMs === undefined || member === '' || !isTime(maxSkewMs) || !limits) {
       throw new ModelReplyError(INVALID_ARGUMENTS);
     }
 
@@ -184,7 +190,7 @@ export class SlidingWindowModel {
       return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     }
     const nowMs = luaToNumber(arg);
-    return isFiniteNumber(nowMs) ? nowMs : undefined;
+    return isTime(nowMs) ? nowMs : undefined;
   }
 
   // ---------------------------------------------------------------- the Redis commands the Lua calls

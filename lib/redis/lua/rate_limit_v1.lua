@@ -5,7 +5,7 @@
   FCALL sliding_allow_v1 1 <key> <now_ms> <window_ms> <limit> <member>
 
     KEYS[1]  key        sorted set of recorded requests (score = time in ms, member = request id)
-    ARGV[1]  now_ms     the caller's current time, milliseconds
+    ARGV[1]  now_ms     the caller's current time, milliseconds (0 to 1e15)
     ARGV[2]  window_ms  window length, milliseconds, > 0 and <= 1e15
     ARGV[3]  limit      requests allowed per window, a whole number > 0
     ARGV[4]  member     unique id of this request (not empty)
@@ -28,6 +28,7 @@ end
 -- Longer windows would make PEXPIRE's argument print in exponent form ("1e+17"), which Redis
 -- refuses after the entry was written, leaving a key without TTL: refuse them up front.
 local MAX_WINDOW_MS = 1e15
+local MAX_TIME_MS   = 1e15
 
 local function sliding_allow(keys, args)
   local key       = keys[1]
@@ -36,7 +37,7 @@ local function sliding_allow(keys, args)
   local limit     = tonumber(args[3])
   local member    = args[4]
 
-  if not key or not is_finite(now_ms) or not is_finite(window_ms) or not is_finite(limit)
+  if not key or not is_finite(now_ms) or now_ms < 0 or now_ms > MAX_TIME_MS or not is_finite(window_ms) or not is_finite(limit)
       or window_ms <= 0 or window_ms > MAX_WINDOW_MS or limit <= 0 or limit % 1 ~= 0
       or not member or member == '' then
     return redis.error_reply('ERR invalid arguments')

@@ -8,9 +8,9 @@
                             <window_ms_1> <limit_1> .. <window_ms_n> <limit_n>
 
     KEYS[i]       sorted set of limit i (all n keys must hash to one cluster slot)
-    ARGV[1]       now_ms       the caller's time in ms, or "*" for the server's clock (TIME)
+    ARGV[1]       now_ms       the caller's time in ms (0 to 1e15), or "*" for the server's clock (TIME)
     ARGV[2]       member       unique id of this request (not empty)
-    ARGV[3]       max_skew_ms  how far now_ms may lag behind a key's newest entry, ms >= 0
+    ARGV[3]       max_skew_ms  how far now_ms may lag behind a key's newest entry, 0 to 1e15 ms
     ARGV[2+2i]    window_ms_i  window length of limit i, ms > 0 and <= 1e15
     ARGV[3+2i]    limit_i      requests allowed per window by limit i, a whole number > 0
 
@@ -49,8 +49,14 @@ local function is_finite(n)
 end
 
 -- Longer windows would make PEXPIRE's argument print in exponent form ("1e+17"), which Redis
--- refuses after the entry was written, leaving a key without TTL: refuse them up front.
+-- refuses after the entry was written, leaving a key without TTL: refuse them up front. Times and
+-- tolerances are bounded alike (a year 33,000 time), so no TTL computed from them can overflow.
 local MAX_WINDOW_MS = 1e15
+local MAX_TIME_MS   = 1e15
+
+local function is_time(n)
+  return is_finite(n) and n >= 0 and n <= MAX_TIME_MS
+end
 
 local function invalid_arguments()
   return redis.error_reply('ERR invalid arguments')
@@ -64,7 +70,7 @@ local function resolve_now(arg)
     return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   end
   local now_ms = tonumber(arg)
-  if is_finite(now_ms) then
+  if is_time(now_ms) then
     return now_ms
   end
   return nil
@@ -183,7 +189,7 @@ local function sliding_allow(keys, args)
   local now_ms      = resolve_now(args[1])
   local member      = args[2]
   local max_skew_ms = tonumber(args[3])
-  if not now_ms or member == '' or not is_finite(max_skew_ms) or max_skew_ms < 0 then
+  if not now_ms or member == '' or not is_time(max_skew_ms) then
     return invalid_arguments()
   end
   if n == 1 then
