@@ -127,6 +127,9 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
     };
   }
 
+  /** Every limiter round of the file, for the check that admissions were shared (last test). */
+  const allRounds: RoundResult[] = [];
+
   async function expectExactRounds(rounds: number, spec: Omit<RoundSpec, 'key' | 'keyPrefix' | 'strategy'>): Promise<void> {
     const keyPrefix = uniquePrefix('concurrency');
     const results: RoundResult[] = [];
@@ -134,6 +137,7 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
       const key = `round-${i}`;
       const result = await runRound({ strategy: 'limiter', keyPrefix, key, ...spec });
       results.push(result);
+      allRounds.push(result);
       // Exactly the limit, every round: not "at most", not "about".
       expect({ round: i, errors: result.errors, admitted: result.admitted, rejected: result.rejected }).toEqual({
         round: i,
@@ -148,9 +152,8 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
       expect(ttlMs).toBeLessThanOrEqual(WINDOW_MS);
     }
     // Guards against a harness that serialised the processes (which would make exactness trivial):
-    // the processes fired at the same time, and the admissions were shared between them.
+    // the processes fired at the same time.
     expect(results.filter((r) => r.overlapped).length).toBeGreaterThanOrEqual(Math.ceil(rounds / 2));
-    expect(results.some((r) => r.admittedPerProcess.filter((n) => n > 0).length >= 2)).toBe(true);
   }
 
   it(`sliding_allow_v1 (FCALL) admits exactly ${LIMIT} in each of ${ROUNDS} rounds`, async () => {
@@ -163,6 +166,12 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
 
   it.each(['sliding_allow_v1', 'sliding_allow_v2'])(`%s in script mode (EVALSHA) admits exactly ${LIMIT} in each of ${ROUNDS} rounds`, async (functionName) => {
     await expectExactRounds(ROUNDS, { functionName, mode: 'script' });
+  });
+
+  it('shared the admissions between processes in some rounds (the processes really raced for the same slots)', () => {
+    // One process may win a whole round (its 250 pipelined calls arrive first); over 40 rounds, not all.
+    expect(allRounds.length).toBeGreaterThanOrEqual(4 * ROUNDS);
+    expect(allRounds.some((r) => r.admittedPerProcess.filter((n) => n > 0).length >= 2)).toBe(true);
   });
 
   it('the naive version (separate ZREMRANGEBYSCORE, ZCARD, ZADD round trips) over-admits under the same traffic', async () => {
