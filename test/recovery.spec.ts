@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Redis, { RedisOptions } from 'ioredis';
 import { FunctionCodeMismatchError, FunctionNameTakenError, FunctionNotLoadedError, SlidingWindowLimiter, SlidingWindowLimiterOptions } from '../lib';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from './support/redis-server';
+import { sleep } from './support/sleep';
 
 
 type Version = 'v1' | 'v2';
@@ -24,7 +25,6 @@ const IMPOSTOR_V2 = "#!lua name=rate_limit_v2\nredis.register_function('sliding_
 /** A limit that never rejects, so every successful call under traffic is one recorded entry. */
 const ROOMY = { limit: 1_000_000, windowMs: 60_000 };
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface LibraryInfo {
   name: string;

@@ -4,9 +4,9 @@ import { InstanceReporter } from '../../lib/metrics/instance-reporter';
 import { parseFunctionList } from '../../lib/redis/reply';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { runCli } from './run-cli';
+import { sleep } from '../support/sleep';
 
 const rule = { limit: 3, windowMs: 60_000 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function libraryNames(redis: Redis): Promise<string[]> {
   return parseFunctionList(await redis.call('FUNCTION', 'LIST')).map((lib) => lib.name).sort();

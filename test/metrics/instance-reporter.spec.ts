@@ -5,9 +5,9 @@ import { INSTANCE_REPORT_MATCH, instanceReportKey, parseInstanceReport } from '.
 import { InstanceReporter } from '../../lib/metrics/instance-reporter';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { connectShared, uniquePrefix } from '../support/test-redis';
+import { sleep } from '../support/sleep';
 
 const rule = { limit: 2, windowMs: 60_000 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

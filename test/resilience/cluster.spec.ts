@@ -13,10 +13,10 @@ import { parseFunctionList } from '../../lib/redis/reply';
 import { RedisCluster, startRedisCluster, waitForClusterOk } from '../support/redis-cluster';
 import type { RedisServer } from '../support/redis-server';
 import { uniquePrefix } from '../support/test-redis';
+import { sleep } from '../support/sleep';
 
 const V2_SOURCE = readLibrarySource('rate_limit_v2.lua');
 const ROOMY = { limit: 1_000_000, windowMs: 60_000 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One node as CLUSTER NODES describes it. */
 interface NodeEntry {

@@ -9,11 +9,11 @@ import { SlidingLimit } from 'nestjs-sliding-limit';
 import type { Response } from 'supertest';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../support/redis-server';
+import { sleep } from '../support/sleep';
 
 const WINDOW_MS = 60_000;
 /** Default timeoutMs is 250 per attempt, two attempts at most; the rest is HTTP and scheduling. */
 const QUICK_MS = 2 * 250 + 300;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 @Controller('policy')
 class PolicyController {

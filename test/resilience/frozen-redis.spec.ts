@@ -7,6 +7,7 @@
 import Redis from 'ioredis';
 import { LIMITER_DEFAULTS, SlidingWindowLimiter } from '../../lib';
 import { RedisServer, startRedisServer } from '../support/redis-server';
+import { sleep } from '../support/sleep';
 
 const TIMEOUT_MS = LIMITER_DEFAULTS.timeoutMs;
 /** How long the circuit breaker stays open (BREAKER_COOLDOWN_MS in sliding-window.limiter.ts). */
@@ -14,7 +15,6 @@ const COOLDOWN_MS = 1000;
 /** Scheduling slack on a loaded two-core machine. */
 const SLACK_MS = 200;
 const ROOMY = { limit: 1_000_000, windowMs: 60_000 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Call {
   key: string;
