@@ -1,48 +1,70 @@
-/** The set a tracked call sits in; delete the callback from it once the call settled. */
-export type DeadlineSlot = Set<() => void>;
-
 /** Ticks per timeout: a call times out between 1 and 1 + 1/TICKS_PER_TIMEOUT timeouts after it starts. */
 const TICKS_PER_TIMEOUT = 4;
-/** One slot per tick of a timeout, the one being filled, and the one being expired. */
-const SLOTS = TICKS_PER_TIMEOUT + 2;
+const INITIAL_CAPACITY = 1024;
 
 /**
- * Times out calls that all share one timeout, with one timer for all of them (a timer set and
- * cleared per decision was a measurable share of a decision's client-side cost). Calls are grouped in
- * slots of a quarter timeout, and each tick expires the slot filled five ticks before, so a call times
- * out between 1 and 1.25 timeouts after it started. A settled call leaves its slot at once, so nothing
- * outlives its call (a queue kept until each deadline made the garbage collector the main cost at high
- * rates).
+ * Times out calls that all share one timeout, with one timer and no allocation per call: a timer set
+ * and cleared per decision, or a Set entry added and removed per decision, cost more client CPU than
+ * the rest of a decision. Calls take sequence numbers; their callbacks sit in a ring buffer indexed by
+ * sequence number and are cleared when the call settles. Every quarter timeout the calls started
+ * between four and five ticks ago are expired, so a call times out between 1 and 1.25 timeouts after
+ * it started.
  */
 export class DeadlineQueue {
-  private readonly slots: DeadlineSlot[] = Array.from({ length: SLOTS }, () => new Set());
-  private current = 0;
+  private callbacks: ((() => void) | undefined)[] = new Array(INITIAL_CAPACITY);
+  private mask = INITIAL_CAPACITY - 1;
+  /** Sequence number of the next call. */
+  private next = 0;
+  /** Every call numbered below this has been expired or had its chance to be. */
+  private expiredUpTo = 0;
+  /** `next` at each of the last ticks: calls numbered below `tickMarks[0]` are old enough to expire. */
+  private readonly tickMarks: number[] = [];
   private timer?: NodeJS.Timeout;
 
   constructor(readonly timeoutMs: number) {}
 
-  /** Calls `onTimeout` once the timeout has passed, unless it is first deleted from the returned slot. */
-  track(onTimeout: () => void): DeadlineSlot {
-    const slot = this.slots[this.current];
-    slot.add(onTimeout);
+  /** Calls `onTimeout` once the timeout has passed, unless {@link settle} is called first. Returns the call's number. */
+  track(onTimeout: () => void): number {
+    if (this.next - this.expiredUpTo > this.mask) this.grow();
+    const seq = this.next++;
+    this.callbacks[seq & this.mask] = onTimeout;
     if (!this.timer) {
       this.timer = setInterval(() => this.tick(), Math.max(1, Math.ceil(this.timeoutMs / TICKS_PER_TIMEOUT)));
       // A pending call keeps the process alive by itself; the timer must not.
       this.timer.unref();
     }
-    return slot;
+    return seq;
+  }
+
+  /** The call settled: its deadline no longer matters. */
+  settle(seq: number): void {
+    if (seq >= this.expiredUpTo) this.callbacks[seq & this.mask] = undefined;
   }
 
   private tick(): void {
-    this.current = (this.current + 1) % SLOTS;
-    // The slot after the new current one was filled TICKS_PER_TIMEOUT + 1 ticks ago.
-    const expired = this.slots[(this.current + 1) % SLOTS];
-    const callbacks = [...expired];
-    expired.clear();
-    for (const onTimeout of callbacks) onTimeout();
-    if (this.slots.every((slot) => slot.size === 0)) {
+    this.tickMarks.push(this.next);
+    if (this.tickMarks.length <= TICKS_PER_TIMEOUT) return;
+    const boundary = this.tickMarks.shift() as number;
+    for (let seq = this.expiredUpTo; seq < boundary; seq++) {
+      const onTimeout = this.callbacks[seq & this.mask];
+      this.callbacks[seq & this.mask] = undefined;
+      this.expiredUpTo = seq + 1;
+      onTimeout?.();
+    }
+    this.expiredUpTo = Math.max(this.expiredUpTo, boundary);
+    if (this.expiredUpTo === this.next) {
       clearInterval(this.timer);
       this.timer = undefined;
+      this.tickMarks.length = 0;
     }
+  }
+
+  /** Doubles the ring, keeping every call that may still time out at its place by sequence number. */
+  private grow(): void {
+    const larger: ((() => void) | undefined)[] = new Array(this.callbacks.length * 2);
+    const mask = larger.length - 1;
+    for (let seq = this.expiredUpTo; seq < this.next; seq++) larger[seq & mask] = this.callbacks[seq & this.mask];
+    this.callbacks = larger;
+    this.mask = mask;
   }
 }

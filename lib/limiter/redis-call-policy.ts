@@ -63,15 +63,14 @@ export class RedisCallPolicy {
       const fail = (error: unknown): void => {
         if (settled) return;
         settled = true;
-        slot.delete(onTimeout);
+        this.deadlines.settle(seq);
         this.afterFailure(error, attempt, breaker, attempts).then(resolve, reject);
       };
-      const onTimeout = (): void => fail(new RedisUnavailableError(`Redis did not answer within ${this.deadlines.timeoutMs} ms`, 'timeout'));
-      const slot = this.deadlines.track(onTimeout);
+      const seq = this.deadlines.track(() => fail(new RedisUnavailableError(`Redis did not answer within ${this.deadlines.timeoutMs} ms`, 'timeout')));
       attempt().then((result) => {
         if (settled) return;
         settled = true;
-        slot.delete(onTimeout);
+        this.deadlines.settle(seq);
         breaker.onSuccess();
         resolve(result);
       }, fail);
