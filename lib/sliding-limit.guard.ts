@@ -12,7 +12,7 @@ import { SlidingWindowLimiter } from './sliding-window.limiter';
  * Requests already counted, per plan, shared by every guard instance: a guard registered globally and
  * again with @UseGuards (a separate instance) counts a request once.
  */
-const counted = new WeakMap<object, Set<HandlerPlan>>();
+const counted = new WeakMap<object, HandlerPlan | Set<HandlerPlan>>();
 
 /** The request (and response, when the transport has one) a guard works with. */
 export interface RateLimitHttpContext {
@@ -54,13 +54,7 @@ export class SlidingLimitGuard implements CanActivate {
     }
     if (this.alreadyCounted(http.request, plan)) return true;
 
-    const rules = await Promise.all(
-      plan.limits.map(async (limit): Promise<KeyedSlidingLimitRule> => ({
-        key: await this.resolveKey(limit, http.request, context, plan),
-        limit: limit.limit,
-        windowMs: limit.windowMs,
-      })),
-    );
+    const rules = await this.rulesFor(plan, http.request, context);
     const decision = await this.limiter.consumeAll(rules, plan.onRedisError ? { onRedisError: plan.onRedisError } : undefined);
     if (decision.degraded) {
       // Redis did not decide: no counts to report, and a denial is the server's fault, not the client's.
@@ -98,20 +92,31 @@ export class SlidingLimitGuard implements CanActivate {
    * in one atomic call on Redis Cluster too; request values can never open a tag of their own
    * (braces are percent-encoded).
    */
-  protected async resolveKey(
-    limit: CompiledLimit,
-    request: RateLimitRequest,
-    context: ExecutionContext,
-    plan: HandlerPlan,
-  ): Promise<string> {
-    const identity = await limit.key({
+  protected resolveKey(limit: CompiledLimit, request: RateLimitRequest, context: ExecutionContext, plan: HandlerPlan): string | Promise<string> {
+    const identity = limit.key({
       request,
       context,
       route: plan.route,
       tracker: () => this.getTracker(request, context),
     });
+    // Template keys resolve synchronously; only key functions may return a promise.
+    if (identity instanceof Promise) return identity.then((resolved) => this.keyOf(limit, resolved, context, plan));
+    return this.keyOf(limit, identity, context, plan);
+  }
+
+  private keyOf(limit: CompiledLimit, identity: string | undefined, context: ExecutionContext, plan: HandlerPlan): string {
     if (identity === undefined) this.throwUnidentified(context, plan);
     return `${limit.name}:{${identity}}`;
+  }
+
+  /** The keyed rules of a request; awaits only when a key function returned a promise. */
+  private async rulesFor(plan: HandlerPlan, request: RateLimitRequest, context: ExecutionContext): Promise<KeyedSlidingLimitRule[]> {
+    const rules: KeyedSlidingLimitRule[] = [];
+    for (const limit of plan.limits) {
+      const key = this.resolveKey(limit, request, context, plan);
+      rules.push({ key: typeof key === 'string' ? key : await key, limit: limit.limit, windowMs: limit.windowMs });
+    }
+    return rules;
   }
 
   /**
@@ -148,10 +153,15 @@ export class SlidingLimitGuard implements CanActivate {
   }
 
   private alreadyCounted(request: object, plan: HandlerPlan): boolean {
-    let plans = counted.get(request);
-    if (!plans) counted.set(request, (plans = new Set()));
-    if (plans.has(plan)) return true;
-    plans.add(plan);
+    const seen = counted.get(request);
+    // Almost every request meets one plan: keep it as is, and make a set only for a second one.
+    if (seen === undefined) {
+      counted.set(request, plan);
+      return false;
+    }
+    if (seen === plan || (seen instanceof Set && seen.has(plan))) return true;
+    if (seen instanceof Set) seen.add(plan);
+    else counted.set(request, new Set([seen, plan]));
     return false;
   }
 
