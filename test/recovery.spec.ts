@@ -10,6 +10,7 @@ import Redis, { RedisOptions } from 'ioredis';
 import { FunctionCodeMismatchError, FunctionNameTakenError, FunctionNotLoadedError, SlidingWindowLimiter, SlidingWindowLimiterOptions } from '../lib';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from './support/redis-server';
 import { sleep } from './support/sleep';
+import { startTraffic, type TrafficCall } from './support/traffic';
 
 
 type Version = 'v1' | 'v2';
@@ -23,7 +24,6 @@ const BUNDLED: Record<Version, string> = {
 const IMPOSTOR_V2 = "#!lua name=rate_limit_v2\nredis.register_function('sliding_allow_v2', function(keys, args) return {1, 1, 99, 0, 0} end)\n";
 
 /** A limit that never rejects, so every successful call under traffic is one recorded entry. */
-const ROOMY = { limit: 1_000_000, windowMs: 60_000 };
 
 
 interface LibraryInfo {
@@ -65,46 +65,11 @@ async function totalEntries(client: Redis, keys: string[]): Promise<number> {
   return counts.reduce((sum, n) => sum + n, 0);
 }
 
-interface TrafficReport {
-  succeeded: number;
-  allowed: number;
-  failures: Array<{ message: string; startedAt: number; endedAt: number }>;
-  lastFailureAt: number;
-}
 
-/**
- * Keeps `concurrency` consume loops busy over `keys` until `stop()`; records every outcome.
- * `pauseMs` keeps a loop from spinning when calls fail fast.
- */
-function startTraffic(limiter: SlidingWindowLimiter, keys: string[], concurrency: number, pauseMs = 0) {
-  let running = true;
-  let next = 0;
-  const report: TrafficReport = { succeeded: 0, allowed: 0, failures: [], lastFailureAt: 0 };
-  const loop = async () => {
-    while (running) {
-      const key = keys[next++ % keys.length];
-      const startedAt = Date.now();
-      try {
-        const decision = await limiter.consume(key, ROOMY);
-        report.succeeded++;
-        if (decision.allowed) report.allowed++;
-      } catch (error) {
-        const endedAt = Date.now();
-        report.failures.push({ message: (error as Error).message, startedAt, endedAt });
-        report.lastFailureAt = endedAt;
-      }
-      if (pauseMs > 0) await sleep(pauseMs);
-    }
-  };
-  const loops = Array.from({ length: concurrency }, loop);
-  return {
-    report,
-    async stop(): Promise<TrafficReport> {
-      running = false;
-      await Promise.all(loops);
-      return report;
-    },
-  };
+/** Calls that succeeded and were admitted, and those that threw. */
+function summary(calls: TrafficCall[]) {
+  const succeeded = calls.filter((call) => call.error === undefined);
+  return { succeeded: succeeded.length, allowed: succeeded.filter((call) => call.allowed).length, failures: calls.filter((call) => call.error !== undefined) };
 }
 
 describe('loading and recovery (own redis-server)', () => {
@@ -267,14 +232,14 @@ describe('loading and recovery (own redis-server)', () => {
       const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'auto' });
       await limiter.init();
       const keys = Array.from({ length: 50 }, (_, i) => `flush:${i}`);
-      const traffic = startTraffic(limiter, keys, 40);
+      const traffic = startTraffic(limiter, keys, { concurrency: 40 });
 
       for (let i = 0; i < 4; i++) {
         await sleep(40);
         await admin.call('FUNCTION', 'FLUSH');
       }
       await sleep(60);
-      const report = await traffic.stop();
+      const report = summary(await traffic.stop());
 
       expect(report.failures).toEqual([]);
       expect(report.succeeded).toBeGreaterThan(200);
@@ -463,14 +428,14 @@ describe('loading and recovery (own redis-server)', () => {
       const limiter = limiterWith({ functionName: FUNCTION_OF[version], mode: 'script', loadFunctions: 'auto' });
       await limiter.init();
       const keys = Array.from({ length: 50 }, (_, i) => `sflush:${i}`);
-      const traffic = startTraffic(limiter, keys, 40);
+      const traffic = startTraffic(limiter, keys, { concurrency: 40 });
 
       for (let i = 0; i < 4; i++) {
         await sleep(40);
         await admin.script('FLUSH');
       }
       await sleep(60);
-      const report = await traffic.stop();
+      const report = summary(await traffic.stop());
 
       expect(report.failures).toEqual([]);
       expect(report.succeeded).toBeGreaterThan(200);

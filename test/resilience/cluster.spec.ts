@@ -13,10 +13,10 @@ import { parseFunctionList } from '../../lib/redis/reply';
 import { RedisCluster, startRedisCluster, waitForClusterOk } from '../support/redis-cluster';
 import type { RedisServer } from '../support/redis-server';
 import { uniquePrefix } from '../support/test-redis';
+import { startTraffic } from '../support/traffic';
 import { sleep } from '../support/sleep';
 
 const V2_SOURCE = readLibrarySource('rate_limit_v2.lua');
-const ROOMY = { limit: 1_000_000, windowMs: 60_000 };
 
 /** One node as CLUSTER NODES describes it. */
 interface NodeEntry {
@@ -81,44 +81,6 @@ async function callsOn(nodes: Redis[], command: string): Promise<number[]> {
 
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
 
-/** A decision seen by the traffic loops. */
-interface Seen {
-  key: string;
-  startedAt: number;
-  endedAt: number;
-  allowed: boolean;
-  degraded?: string;
-  error?: string;
-}
-
-/** `concurrency` loops calling consume over `keys` until stop(); every outcome is recorded. */
-function startTraffic(limiter: SlidingWindowLimiter, keys: string[], concurrency: number, pauseMs: number) {
-  let running = true;
-  let next = 0;
-  const seen: Seen[] = [];
-  const loop = async () => {
-    while (running) {
-      const key = keys[next++ % keys.length];
-      const startedAt = Date.now();
-      try {
-        const decision = await limiter.consume(key, ROOMY);
-        seen.push({ key, startedAt, endedAt: Date.now(), allowed: decision.allowed, degraded: decision.degraded });
-      } catch (error) {
-        seen.push({ key, startedAt, endedAt: Date.now(), allowed: false, error: (error as Error).message });
-      }
-      await sleep(pauseMs);
-    }
-  };
-  const loops = Array.from({ length: concurrency }, loop);
-  return {
-    seen,
-    async stop(): Promise<Seen[]> {
-      running = false;
-      await Promise.all(loops);
-      return seen;
-    },
-  };
-}
 
 describe('Redis Cluster (3 masters + 3 replicas)', () => {
   let cluster: RedisCluster;
@@ -280,7 +242,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     const keys = Array.from({ length: 60 }, (_, i) => `flush:{id-${i}}`);
     expect(new Set(keys.map((key) => ownerOf(limiter.keyPrefix + key, topology))).size).toBe(3);
     const loadsBefore = await commandCalls(victim, 'function|load');
-    const traffic = startTraffic(limiter, keys, 16, 1);
+    const traffic = startTraffic(limiter, keys, { concurrency: 16, pauseMs: 1 });
 
     for (let i = 0; i < 3; i++) {
       await sleep(60);
@@ -309,7 +271,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     expect(onVictim.size).toBeGreaterThan(5);
     expect(onVictim.size).toBeLessThan(keys.length);
 
-    const traffic = startTraffic(limiter, keys, 12, 2);
+    const traffic = startTraffic(limiter, keys, { concurrency: 12, pauseMs: 2 });
     await sleep(300);
     const killedAt = Date.now();
     const victimServer = cluster.nodes.find((node) => node.port === victimPort) as RedisServer;
@@ -319,7 +281,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     await waitForClusterOk(cluster.nodes.filter((node) => node.port !== victimPort));
     const clusterOkAt = Date.now();
     // Decisions must continue on the promoted replica: keep going until nothing was degraded for 700 ms.
-    const quietSince = () => Math.max(clusterOkAt, ...traffic.seen.filter((s) => s.degraded !== undefined).map((s) => s.endedAt));
+    const quietSince = () => Math.max(clusterOkAt, ...traffic.calls.filter((s) => s.degraded !== undefined).map((s) => s.endedAt));
     for (const deadline = Date.now() + 8000; Date.now() - quietSince() < 700 && Date.now() < deadline; ) await sleep(50);
     const seen = await traffic.stop();
     const stoppedAt = Date.now();

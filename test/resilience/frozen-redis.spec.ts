@@ -8,22 +8,14 @@ import Redis from 'ioredis';
 import { LIMITER_DEFAULTS, SlidingWindowLimiter } from '../../lib';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { sleep } from '../support/sleep';
+import { startTraffic, type TrafficCall } from '../support/traffic';
 
 const TIMEOUT_MS = LIMITER_DEFAULTS.timeoutMs;
 /** How long the circuit breaker stays open (BREAKER_COOLDOWN_MS in sliding-window.limiter.ts). */
 const COOLDOWN_MS = 1000;
 /** Scheduling slack on a loaded two-core machine. */
 const SLACK_MS = 200;
-const ROOMY = { limit: 1_000_000, windowMs: 60_000 };
 
-interface Call {
-  key: string;
-  startedAt: number;
-  endedAt: number;
-  allowed: boolean;
-  degraded?: string;
-  error?: string;
-}
 
 describe('a frozen Redis (SIGSTOP) under traffic', () => {
   let server: RedisServer;
@@ -50,22 +42,7 @@ describe('a frozen Redis (SIGSTOP) under traffic', () => {
     const keys = Array.from({ length: 20 }, (_, i) => `frozen:${i}`);
     const concurrency = 16;
 
-    const calls: Call[] = [];
-    let running = true;
-    let next = 0;
-    const loops = Array.from({ length: concurrency }, async () => {
-      while (running) {
-        const key = keys[next++ % keys.length];
-        const startedAt = performance.now();
-        try {
-          const decision = await limiter.consume(key, ROOMY);
-          calls.push({ key, startedAt, endedAt: performance.now(), allowed: decision.allowed, degraded: decision.degraded });
-        } catch (error) {
-          calls.push({ key, startedAt, endedAt: performance.now(), allowed: false, error: (error as Error).message });
-        }
-        await sleep(2);
-      }
-    });
+    const traffic = startTraffic(limiter, keys, { concurrency, pauseMs: 2, now: () => performance.now() });
     // Commands ioredis has written and still waits a reply for, plus any it holds back offline.
     const held: { at: number; count: number }[] = [];
     const sampler = setInterval(() => {
@@ -80,11 +57,10 @@ describe('a frozen Redis (SIGSTOP) under traffic', () => {
     const resumedAt = performance.now();
     server.process.kill('SIGCONT');
     await sleep(COOLDOWN_MS + 800);
-    running = false;
-    await Promise.all(loops);
+    const calls = await traffic.stop();
     clearInterval(sampler);
 
-    const latency = (call: Call) => call.endedAt - call.startedAt;
+    const latency = (call: TrafficCall) => call.endedAt - call.startedAt;
     const degraded = calls.filter((call) => call.degraded !== undefined);
     const decided = calls.filter((call) => call.degraded === undefined && call.error === undefined);
     expect(calls.filter((call) => call.error !== undefined)).toEqual([]);

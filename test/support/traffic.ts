@@ -1,0 +1,54 @@
+import type { SlidingWindowLimiter } from '../../lib';
+import { sleep } from './sleep';
+
+/** One consume the traffic loops made, and how it ended. */
+export interface TrafficCall {
+  key: string;
+  startedAt: number;
+  endedAt: number;
+  allowed: boolean;
+  /** Set when the limiter's policy decided instead of Redis. */
+  degraded?: string;
+  /** Set when the call threw. */
+  error?: string;
+}
+
+/** A limit nothing reaches: the loops measure availability, not limiting. */
+export const ROOMY = { limit: 1_000_000, windowMs: 60_000 };
+
+export interface TrafficOptions {
+  concurrency: number;
+  /** Pause after each call, so loops do not spin when calls fail fast. Default 0. */
+  pauseMs?: number;
+  /** The clock of startedAt/endedAt. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Keeps `concurrency` consume loops busy over `keys` until `stop()`; records every outcome. */
+export function startTraffic(limiter: SlidingWindowLimiter, keys: readonly string[], { concurrency, pauseMs = 0, now = Date.now }: TrafficOptions) {
+  let running = true;
+  let next = 0;
+  const calls: TrafficCall[] = [];
+  const loop = async () => {
+    while (running) {
+      const key = keys[next++ % keys.length];
+      const startedAt = now();
+      try {
+        const decision = await limiter.consume(key, ROOMY);
+        calls.push({ key, startedAt, endedAt: now(), allowed: decision.allowed, degraded: decision.degraded });
+      } catch (error) {
+        calls.push({ key, startedAt, endedAt: now(), allowed: false, error: (error as Error).message });
+      }
+      if (pauseMs > 0) await sleep(pauseMs);
+    }
+  };
+  const loops = Array.from({ length: concurrency }, loop);
+  return {
+    calls,
+    async stop(): Promise<TrafficCall[]> {
+      running = false;
+      await Promise.all(loops);
+      return calls;
+    },
+  };
+}
