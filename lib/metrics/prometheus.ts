@@ -3,7 +3,7 @@ import { RateLimitConfigError } from '../errors/rate-limit-config.error';
 import { describeValue } from '../limiter/limit-rule';
 import type { SlidingWindowLimiter } from '../sliding-window.limiter';
 import { LATENCY_BUCKETS_MS } from './latency-histogram';
-import type { LimiterErrorKind } from './limiter-metrics';
+import type { FunctionCallMetrics } from './limiter-metrics';
 
 /**
  * The parts of a prom-client `Registry` this export needs. Structural, so that these declarations
@@ -88,82 +88,47 @@ export function registerPrometheusMetrics(limiter: SlidingWindowLimiter, options
     }
   };
 
-  register(
-    `${prefix}calls${total}`,
-    (name) =>
-      new prom.Counter({
-        name,
-        help: 'Rate limit decisions asked of Redis, per function name (failed calls included).',
-        labelNames: ['function'],
-        registers,
-        collect() {
-          this.reset();
-          for (const m of metrics.snapshot()) this.inc({ function: m.functionName }, m.calls);
-        },
-      }),
+  type Labels = Record<string, string>;
+  /** A counter whose values are read from the limiter's snapshot at scrape time (reset, then set). */
+  const snapshotCounter = (suffix: string, help: string, labelNames: string[], fill: (m: FunctionCallMetrics, inc: (labels: Labels, value: number) => void) => void) =>
+    register(
+      `${prefix}${suffix}${total}`,
+      (name) =>
+        new prom.Counter({
+          name,
+          help,
+          labelNames,
+          registers,
+          collect() {
+            this.reset();
+            for (const m of metrics.snapshot()) fill(m, (labels, value) => this.inc(labels, value));
+          },
+        }),
+    );
+
+  snapshotCounter('calls', 'Rate limit decisions asked of Redis, per function name (failed calls included).', ['function'], (m, inc) =>
+    inc({ function: m.functionName }, m.calls),
   );
-  register(
-    `${prefix}decisions${total}`,
-    (name) =>
-      new prom.Counter({
-        name,
-        help: 'Rate limit decisions per function name and outcome.',
-        labelNames: ['function', 'outcome'],
-        registers,
-        collect() {
-          this.reset();
-          for (const m of metrics.snapshot()) {
-            this.inc({ function: m.functionName, outcome: 'allowed' }, m.allowed);
-            this.inc({ function: m.functionName, outcome: 'rejected' }, m.rejected);
-          }
-        },
-      }),
+  snapshotCounter('decisions', 'Rate limit decisions per function name and outcome.', ['function', 'outcome'], (m, inc) => {
+    inc({ function: m.functionName, outcome: 'allowed' }, m.allowed);
+    inc({ function: m.functionName, outcome: 'rejected' }, m.rejected);
+  });
+  snapshotCounter('errors', 'Failed rate limit calls per function name and kind.', ['function', 'kind'], (m, inc) => {
+    for (const [kind, count] of Object.entries(m.errors)) inc({ function: m.functionName, kind }, Number(count));
+  });
+  snapshotCounter(
+    'blocked_locally',
+    'Rejections answered by the local block cache without a Redis call (also counted as rejected decisions).',
+    ['function'],
+    (m, inc) => inc({ function: m.functionName }, m.blockedLocally ?? 0),
   );
-  register(
-    `${prefix}errors${total}`,
-    (name) =>
-      new prom.Counter({
-        name,
-        help: 'Failed rate limit calls per function name and kind.',
-        labelNames: ['function', 'kind'],
-        registers,
-        collect() {
-          this.reset();
-          for (const m of metrics.snapshot()) {
-            for (const [kind, count] of Object.entries(m.errors) as [LimiterErrorKind, number][]) this.inc({ function: m.functionName, kind }, count);
-          }
-        },
-      }),
-  );
-  register(
-    `${prefix}blocked_locally${total}`,
-    (name) =>
-      new prom.Counter({
-        name,
-        help: 'Rejections answered by the local block cache without a Redis call (also counted as rejected decisions).',
-        labelNames: ['function'],
-        registers,
-        collect() {
-          this.reset();
-          for (const m of metrics.snapshot()) this.inc({ function: m.functionName }, m.blockedLocally ?? 0);
-        },
-      }),
-  );
-  register(
-    `${prefix}fallbacks${total}`,
-    (name) =>
-      new prom.Counter({
-        name,
-        help: 'Decisions made without Redis (after a failed call) per function name and kind: allow, deny or insurance.',
-        labelNames: ['function', 'kind'],
-        registers,
-        collect() {
-          this.reset();
-          for (const m of metrics.snapshot()) {
-            for (const [kind, count] of Object.entries(m.fallbacks ?? {})) this.inc({ function: m.functionName, kind }, count);
-          }
-        },
-      }),
+  snapshotCounter(
+    'fallbacks',
+    'Decisions made without Redis (after a failed call) per function name and kind: allow, deny or insurance.',
+    ['function', 'kind'],
+    (m, inc) => {
+      for (const [kind, count] of Object.entries(m.fallbacks ?? {})) inc({ function: m.functionName, kind }, Number(count));
+    },
   );
   const Histogram = precomputedHistogramClass(prom);
   register(`${prefix}call_duration_seconds`, (name) => new Histogram(name, limiter, registers));
