@@ -1,5 +1,6 @@
 import Redis, { Cluster } from 'ioredis';
-import { FunctionCodeMismatchError, FunctionNotLoadedError, RateLimitConfigError, SlidingWindowLimiter } from '../lib';
+import { FunctionCodeMismatchError, FunctionNotLoadedError, parseInstanceReport, RateLimitConfigError, SlidingWindowLimiter } from '../lib';
+import { sleep } from './support/sleep';
 import { canaryBucket } from '../lib/limiter/canary-bucket';
 import { masterNodes } from '../lib/redis/redis-nodes';
 import { librarySource } from './support/lua-functions';
@@ -98,6 +99,18 @@ describe('switching functions at runtime', () => {
     await limiter.use({ functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2', percent: 100 } });
     expect(limiter.canary).toEqual({ functionName: 'sliding_allow_v2', percent: 100 });
     expect(await limiter.consume('k', rule)).toMatchObject({ functionName: 'sliding_allow_v2', remaining: 2 });
+  });
+
+  it('reports its functions to Redis at start-up and again right after a switch (report option, on by default)', async () => {
+    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', report: { instanceId: 'web-1', intervalMs: 60_000 } });
+    const reportOf = async () => parseInstanceReport(await redis.get('rl:__nsl:instance:web-1'));
+    await limiter.init();
+    await sleep(50);
+    expect(await reportOf()).toMatchObject({ instanceId: 'web-1', functionName: 'sliding_allow_v2', canary: null });
+    await limiter.use({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 5 } });
+    expect(await reportOf()).toMatchObject({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 5 } });
+    expect(await redis.pttl('rl:__nsl:instance:web-1')).toBeGreaterThan(170_000);
+    limiter.close();
   });
 
   it('loads the new library first under loadFunctions auto', async () => {

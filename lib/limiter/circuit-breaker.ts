@@ -23,11 +23,6 @@ export class CircuitBreaker {
     return true;
   }
 
-  /** True while calls are being refused. */
-  get isOpen(): boolean {
-    return this.failures >= this.threshold;
-  }
-
   onSuccess(): void {
     this.failures = 0;
     this.probing = false;
