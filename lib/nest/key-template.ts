@@ -67,25 +67,28 @@ export function compileKey(key: RateLimitKey): CompiledKey {
   }
   const parts = key.split('+').map((part) => parsePart(part.trim()) as KeyPart);
   const hasIp = parts.some((part) => part.label === 'ip');
+  // Runs for every request: the identity is concatenated as it goes, with no array per request.
   return (source) => {
+    let identity = '';
     let missing = false;
     let ipMissing = false;
-    const rendered: string[] = [];
-    for (const part of parts) {
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i];
+      let rendered: string;
       if (!part.read) {
-        rendered.push(part.label);
-        continue;
-      }
-      const segment = toKeySegment(part.read(source));
-      if (segment === undefined) {
-        missing = true;
-        if (part.label === 'ip') ipMissing = true;
-        rendered.push(`no-${part.label}`);
+        rendered = part.label;
       } else {
-        rendered.push(`${part.label}:${segment}`);
+        const segment = toKeySegment(part.read(source));
+        if (segment === undefined) {
+          missing = true;
+          if (part.label === 'ip') ipMissing = true;
+          rendered = `no-${part.label}`;
+        } else {
+          rendered = `${part.label}:${segment}`;
+        }
       }
+      identity = i === 0 ? rendered : `${identity}:${rendered}`;
     }
-    const identity = rendered.join(':');
     if (!missing) return identity;
     if (!hasIp) return withFallback(identity, source);
     // The IP is part of the key already and keeps the bucket per client; without it nothing does.
@@ -115,26 +118,29 @@ function parsePart(part: string): KeyPart | string {
     case 'user': {
       const path = arg ?? 'id';
       if (!PATH.test(path)) return `part ${describeValue(part)}: user: takes a property path such as id or profile.id`;
-      return { label: path === 'id' ? 'user' : `user.${path}`, read: (s) => readPath(userOf(s.request), path) };
+      const read = pathReader(path);
+      return { label: path === 'id' ? 'user' : `user.${path}`, read: (s) => read(userOf(s.request)) };
     }
     case 'param':
     case 'query': {
       const problem = needs(FIELD, 'name');
       if (problem) return `part ${describeValue(part)}: ${problem}`;
       const name = arg as string;
-      return { label: `${kind}.${name}`, read: (s) => readPath(kind === 'param' ? s.request.params : s.request.query, name) };
+      const read = pathReader(name);
+      return { label: `${kind}.${name}`, read: kind === 'param' ? (s) => read(s.request.params) : (s) => read(s.request.query) };
     }
     case 'body': {
       const problem = needs(PATH, 'property path');
       if (problem) return `part ${describeValue(part)}: ${problem}`;
-      const path = arg as string;
-      return { label: `body.${path}`, read: (s) => readPath(s.request.body, path) };
+      const read = pathReader(arg as string);
+      return { label: `body.${arg}`, read: (s) => read(s.request.body) };
     }
     case 'header': {
       const problem = needs(FIELD, 'header name');
       if (problem) return `part ${describeValue(part)}: ${problem}`;
       const name = (arg as string).toLowerCase();
-      return { label: `header.${name}`, read: (s) => headerOf(s.request.headers, name) };
+      const read = pathReader(name);
+      return { label: `header.${name}`, read: (s) => headerValue(read(s.request.headers)) };
     }
     default:
       return `unknown part ${describeValue(part)}; parts are ${SOURCES}, joined with +`;
@@ -148,17 +154,31 @@ function userOf(request: RateLimitRequest): unknown {
   return typeof raw === 'object' && raw !== null ? raw.user : undefined;
 }
 
-function headerOf(headers: unknown, name: string): unknown {
-  const value = readPath(headers, name);
+/** Node joins most repeated headers itself; the few it keeps as arrays (set-cookie) are joined here. */
+function headerValue(value: unknown): unknown {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/** Reads own properties only: a request must not reach `constructor` or `__proto__` of anything. */
-function readPath(root: unknown, path: string): unknown {
-  let value = root;
-  for (const step of path.split('.')) {
-    if (typeof value !== 'object' || value === null || !Object.prototype.hasOwnProperty.call(value, step)) return undefined;
-    value = (value as Record<string, unknown>)[step];
-  }
-  return value;
+type PathReader = (root: unknown) => unknown;
+
+/**
+ * A reader of `a.b.c`, split once at bootstrap. Reads own properties only: a request must not reach
+ * `constructor` or `__proto__` of anything.
+ */
+function pathReader(path: string): PathReader {
+  const steps = path.split('.');
+  if (steps.length === 1) return (root) => ownProperty(root, path);
+  return (root) => {
+    let value = root;
+    for (const step of steps) {
+      value = ownProperty(value, step);
+      if (value === undefined) return undefined;
+    }
+    return value;
+  };
+}
+
+function ownProperty(value: unknown, name: string): unknown {
+  if (typeof value !== 'object' || value === null || !Object.prototype.hasOwnProperty.call(value, name)) return undefined;
+  return (value as Record<string, unknown>)[name];
 }

@@ -10,6 +10,8 @@ const MAX_VERBATIM_LENGTH = 128;
  * parts) and `%` itself (so the encoding is reversible and cannot collide with input).
  */
 const UNSAFE = /[^\x21-\x7e]|[%{}:]/gu;
+/** The same class without the global flag: a test keeps no `lastIndex` state between calls. */
+const HAS_UNSAFE = /[^\x21-\x7e]|[%{}:]/u;
 
 /**
  * Turns a request-derived value into a key segment, or undefined when there is none. Only strings,
@@ -27,8 +29,14 @@ export function toKeySegment(value: unknown): string | undefined {
   else if (typeof value === 'boolean' || typeof value === 'bigint') text = String(value);
   else return undefined;
   if (text.length === 0) return undefined;
-  const encoded = text.length > MAX_VERBATIM_LENGTH ? undefined : text.replace(UNSAFE, percentEncode);
-  if (encoded !== undefined && encoded.length <= MAX_VERBATIM_LENGTH) return encoded;
+  if (text.length > MAX_VERBATIM_LENGTH) return hashed(text);
+  // Almost every value is safe as it is: a test is several times cheaper than a replace that finds nothing.
+  if (!HAS_UNSAFE.test(text)) return text;
+  const encoded = text.replace(UNSAFE, percentEncode);
+  return encoded.length <= MAX_VERBATIM_LENGTH ? encoded : hashed(text);
+}
+
+function hashed(text: string): string {
   return `%sha256.${createHash('sha256').update(text, 'utf8').digest('hex')}`;
 }
 
