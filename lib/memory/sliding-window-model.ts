@@ -76,6 +76,7 @@ export class SlidingWindowModel {
   private readonly functions: Record<string, (keys: readonly string[], args: readonly string[]) => number[]> = {
     sliding_allow_v1: (keys, args) => this.slidingAllowV1(keys, args),
     sliding_allow_v2: (keys, args) => this.slidingAllowV2(keys, args),
+    sliding_allow_many_v2: (keys, args) => this.slidingAllowManyV2(keys, args),
     sliding_peek_v2: (keys, args) => this.slidingPeekV2(keys, args),
   };
 
@@ -150,6 +151,26 @@ export class SlidingWindowModel {
       reply.push(...this.report(allowed, keys[i], nowMs, limits[i], counts[i], newest[i]));
     }
     return reply;
+  }
+
+  /** Checks every decision first (nothing is written unless all are valid), then runs them in order. */
+  private slidingAllowManyV2(keys: readonly string[], args: readonly string[]): number[] {
+    const maxSkewMs = luaToNumber(args[0]);
+    if (keys.length < 1 || !isTime(maxSkewMs)) throw new ModelReplyError(INVALID_ARGUMENTS);
+    const decisions: { keys: readonly string[]; args: string[] }[] = [];
+    let at = 1;
+    let taken = 0;
+    while (at < args.length) {
+      const n = validManyDecision(keys, args, at, taken);
+      if (n === undefined) throw new ModelReplyError(INVALID_ARGUMENTS);
+      // As sliding_allow_v2 takes them: now_ms, member, max_skew_ms, then the (window, limit) pairs.
+      decisions.push({ keys: keys.slice(taken, taken + n), args: [args[at], args[at + 1], args[0], ...args.slice(at + 3, at + 3 + 2 * n)] });
+      at += 3 + 2 * n;
+      taken += n;
+    }
+    if (taken !== keys.length) throw new ModelReplyError(INVALID_ARGUMENTS);
+    // A CLOCKSKEW of one decision is the reply of the call; the ones before it stay recorded.
+    return decisions.flatMap((decision) => this.slidingAllowV2(decision.keys, decision.args));
   }
 
   private slidingPeekV2(keys: readonly string[], args: readonly string[]): number[] {
@@ -316,6 +337,17 @@ function parseLimits(args: readonly string[], first: number, n: number): Limit[]
 /** The Lua's `limit % 1 == 0` (Lua's `%` floors: a - floor(a / b) * b). */
 function isWhole(n: number): boolean {
   return n - Math.floor(n) === 0;
+}
+
+/** The Lua's `valid_decision`: the key count of the decision at args[at], or undefined when it is invalid. */
+function validManyDecision(keys: readonly string[], args: readonly string[], at: number, taken: number): number | undefined {
+  const [nowArg, member] = [args[at], args[at + 1]];
+  const n = luaToNumber(args[at + 2]);
+  if (!(isFiniteNumber(n) && n >= 1 && isWhole(n) && taken + n <= keys.length && at + 2 + 2 * n < args.length)) return undefined;
+  if (!(nowArg === '*' || isTime(luaToNumber(nowArg))) || member === undefined || member === '') return undefined;
+  if (!parseLimits(args, at + 3, n)) return undefined;
+  if (n > 1 && hasRepeatedKey(keys.slice(taken, taken + n))) return undefined;
+  return n;
 }
 
 function hasRepeatedKey(keys: readonly string[]): boolean {

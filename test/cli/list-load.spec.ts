@@ -66,7 +66,7 @@ describe('functions list and load (standalone)', () => {
           node: `127.0.0.1:${server.port}`,
           libraries: [
             { library: 'rate_limit_v1', version: 'v1', functions: ['sliding_allow_v1'], matchesBundled: true },
-            { library: 'rate_limit_v2', version: 'v2', functions: ['sliding_allow_v2', 'sliding_peek_v2'], matchesBundled: true },
+            { library: 'rate_limit_v2', version: 'v2', functions: ['sliding_allow_many_v2', 'sliding_allow_v2', 'sliding_peek_v2'], matchesBundled: true },
           ],
         },
       ],
@@ -74,7 +74,7 @@ describe('functions list and load (standalone)', () => {
     });
     const text = await runCli(['functions', 'list', '--url', url]);
     expect(text.stdout).toMatch(/rate_limit_v1\s+v1\s+sliding_allow_v1\n/);
-    expect(text.stdout).toMatch(/rate_limit_v2\s+v2\s+sliding_allow_v2, sliding_peek_v2\n/);
+    expect(text.stdout).toMatch(/rate_limit_v2\s+v2\s+sliding_allow_many_v2, sliding_allow_v2, sliding_peek_v2\n/);
   });
 
   it('leaves a library with other code alone unless --replace, and list flags it', async () => {

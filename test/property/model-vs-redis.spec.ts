@@ -356,13 +356,22 @@ const anyArg = fc.oneof(timeArg, windowArg, limitArg, memberArg, garbage);
 const rawKey = fc.constantFrom('a', 'b', 'c');
 
 interface RawCall {
-  fn: 'sliding_allow_v1' | 'sliding_allow_v2' | 'sliding_peek_v2';
+  fn: 'sliding_allow_v1' | 'sliding_allow_v2' | 'sliding_allow_many_v2' | 'sliding_peek_v2';
   keys: string[];
   args: string[];
   readOnly: boolean;
 }
 
 const pairs = (n: number) => fc.array(fc.tuple(windowArg, limitArg), { minLength: n, maxLength: n }).map((p) => p.flat());
+/** One decision of sliding_allow_many_v2: its keys, and its ARGV (now, member, key count, pairs). */
+const manyDecision = fc
+  .oneof({ weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 2 }) }, { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 2 }) })
+  .chain((keys) =>
+    fc.tuple(timeArg, memberArg, mixed(fc.constant(String(keys.length))), pairs(keys.length)).map(([now, member, count, rest]) => ({
+      keys,
+      args: [now, member, count, ...rest],
+    })),
+  );
 const wellFormed: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.oneof(
   fc.tuple(rawKey, timeArg, windowArg, limitArg, memberArg).map(([key, ...args]) => ({ fn: 'sliding_allow_v1' as const, keys: [key], args })),
   // Mostly distinct keys (a repeated key is invalid).
@@ -376,9 +385,16 @@ const wellFormed: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.oneof(
   fc.uniqueArray(rawKey, { minLength: 1, maxLength: 3 }).chain((keys) =>
     fc.tuple(timeArg, pairs(keys.length)).map(([now, rest]) => ({ fn: 'sliding_peek_v2' as const, keys, args: [now, ...rest] })),
   ),
+  // A batch: a few decisions, keys repeated across them (and now and then within one, invalid),
+  // a key count that is now and then garbage.
+  fc.tuple(skewArg, fc.array(manyDecision, { minLength: 1, maxLength: 4 })).map(([skew, decisions]) => ({
+    fn: 'sliding_allow_many_v2' as const,
+    keys: decisions.flatMap((d) => d.keys),
+    args: [skew, ...decisions.flatMap((d) => d.args)],
+  })),
 );
 const freeForm: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.record({
-  fn: fc.constantFrom('sliding_allow_v1' as const, 'sliding_allow_v2' as const, 'sliding_peek_v2' as const),
+  fn: fc.constantFrom('sliding_allow_v1' as const, 'sliding_allow_v2' as const, 'sliding_allow_many_v2' as const, 'sliding_peek_v2' as const),
   keys: fc.array(rawKey, { maxLength: 3 }),
   args: fc.array(anyArg, { maxLength: 9 }),
 });
@@ -388,7 +404,7 @@ const rawCall: fc.Arbitrary<RawCall> = fc
 
 const scripts = new Map(
   FUNCTION_VERSIONS.flatMap((version) =>
-    [version.allowFunction, version.peekFunction].filter((fn): fn is string => fn !== undefined).map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
+    [version.allowFunction, version.batchFunction, version.peekFunction].filter((fn): fn is string => fn !== undefined).map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
   ),
 );
 
@@ -397,6 +413,8 @@ const errorText = (error: unknown) => (error as Error).message.replace(/ script:
 
 interface RawCoverage {
   replies: number;
+  /** Batch calls answered with a reply of two decisions or more. */
+  batchReplies: number;
   invalidArguments: number;
   clockSkew: number;
   /** Errors raised by a command inside the Lua (PEXPIRE of a number it cannot take) after writes. */
@@ -440,6 +458,7 @@ async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCo
     }
 
     if (fromModel.reply) coverage.replies++;
+    if (fromModel.reply && call.fn === 'sliding_allow_many_v2' && call.args.length > 8) coverage.batchReplies++;
     if (fromModel.reply?.includes('-9223372036854775808')) coverage.castOverflow++;
     if (fromModel.error === 'ERR invalid arguments') coverage.invalidArguments++;
     if (fromModel.error?.startsWith('CLOCKSKEW')) coverage.clockSkew++;
@@ -461,12 +480,13 @@ describe.each([
   ['EVAL (script mode)', true],
 ] as const)('raw calls through %s: the model gives the Lua’s replies, errors and keys', (_label, viaScript) => {
   it('for random ARGV, valid and garbage', async () => {
-    const coverage: RawCoverage = { replies: 0, invalidArguments: 0, clockSkew: 0, commandErrors: 0, castOverflow: 0 };
+    const coverage: RawCoverage = { replies: 0, batchReplies: 0, invalidArguments: 0, clockSkew: 0, commandErrors: 0, castOverflow: 0 };
     await fc.assert(
       fc.asyncProperty(fc.array(rawCall, { minLength: 1, maxLength: 25 }), (calls) => runRawCalls(calls, viaScript, coverage)),
       checkParameters(300),
     );
     expect(coverage.replies).toBeGreaterThan(0);
+    expect(coverage.batchReplies).toBeGreaterThan(0);
     expect(coverage.invalidArguments).toBeGreaterThan(0);
     expect(coverage.clockSkew).toBeGreaterThan(0);
     // A command failing inside the function (PEXPIRE refusing "1e+17") would have written before

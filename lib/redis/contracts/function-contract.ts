@@ -53,7 +53,18 @@ export interface FunctionContract {
    */
   readonly exactRetryAfter: boolean;
 
+  /**
+   * A function deciding several independent requests in one call, each exactly as the allow function
+   * would, one after the other; when the version has one, the limiter batches the decisions that
+   * arrive together. Its arguments and reply: {@link batchArguments}, {@link parseBatchReply}.
+   */
+  readonly batchFunction?: string;
+
   allowArguments(call: AllowCall): (string | number)[];
+  /** ARGV of one batch call; its KEYS are the calls' keys, concatenated in the same order. */
+  batchArguments?(calls: readonly AllowCall[]): (string | number)[];
+  /** The outcome of every call of a batch, in order. */
+  parseBatchReply?(reply: unknown, calls: readonly AllowCall[]): CallOutcome[];
   parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;
   peekArguments?(nowMs: number | typeof SERVER_TIME, rules: readonly SlidingLimitRule[]): (string | number)[];
   parsePeekReply?(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;

@@ -1,6 +1,6 @@
 import type { SlidingLimitRule } from '../../limiter/sliding-window-limiter.interfaces';
 import { toIntegerArray } from '../reply';
-import type { CallOutcome, FunctionContract } from './function-contract';
+import type { CallOutcome, FunctionContract, LimitOutcome } from './function-contract';
 
 /** Integers per limit in a v2 reply: count, remaining, retry_after_ms, reset_ms. */
 const STRIDE = 4;
@@ -14,28 +14,33 @@ function windowsAndLimits(rules: readonly SlidingLimitRule[]): number[] {
   return pairs;
 }
 
-function parse(reply: unknown, rules: readonly SlidingLimitRule[], command: string): CallOutcome {
-  const values = toIntegerArray(reply, 1 + STRIDE * rules.length, command);
-  const allowed = values[0] === 1;
-  const limits = rules.map((rule, i) => {
-    const at = 1 + STRIDE * i;
-    const count = values[at];
-    return {
+/** The outcome of one call whose reply starts at `values[at]` (a batch reply holds several). */
+function outcomeAt(values: readonly number[], at: number, rules: readonly SlidingLimitRule[]): CallOutcome {
+  const allowed = values[at] === 1;
+  const limits = new Array<LimitOutcome>(rules.length);
+  for (let i = 0; i < rules.length; i++) {
+    const first = at + 1 + STRIDE * i;
+    const count = values[first];
+    limits[i] = {
       // A limit "allows" when it had room; the call as a whole may still be rejected by another.
-      allowed: allowed || count < rule.limit,
+      allowed: allowed || count < rules[i].limit,
       count,
-      remaining: values[at + 1],
-      retryAfterMs: values[at + 2],
-      resetMs: values[at + 3],
+      remaining: values[first + 1],
+      retryAfterMs: values[first + 2],
+      resetMs: values[first + 3],
     };
-  });
+  }
   return { allowed, limits };
+}
+
+function parse(reply: unknown, rules: readonly SlidingLimitRule[], command: string): CallOutcome {
+  return outcomeAt(toIntegerArray(reply, 1 + STRIDE * rules.length, command), 0, rules);
 }
 
 /**
  * rate_limit_v2: same data layout as v1; several keys decided atomically, exact retry and
- * reset times, the server clock on request (`now_ms` = `*`), a clock-skew guard and a
- * read-only peek. See the header of `rate_limit_v2.lua` for the full contract.
+ * reset times, the server clock on request (`now_ms` = `*`), a clock-skew guard, a batch of
+ * independent decisions in one call and a read-only peek. See the header of `rate_limit_v2.lua` for the full contract.
  */
 export const V2_CONTRACT: FunctionContract = {
   version: 'v2',
@@ -43,6 +48,7 @@ export const V2_CONTRACT: FunctionContract = {
   sourceFile: 'rate_limit_v2.lua',
   allowFunction: 'sliding_allow_v2',
   peekFunction: 'sliding_peek_v2',
+  batchFunction: 'sliding_allow_many_v2',
   multiKey: true,
   readsServerClock: true,
   exactRetryAfter: true,
@@ -54,6 +60,24 @@ export const V2_CONTRACT: FunctionContract = {
 
   parseAllowReply(reply, rules) {
     return parse(reply, rules, 'FCALL sliding_allow_v2');
+  },
+
+  batchArguments(calls) {
+    const args: (string | number)[] = [calls[0].maxClockSkewMs];
+    for (const { rules, nowMs, member } of calls) {
+      args.push(nowMs, member, rules.length);
+      for (const rule of rules) args.push(rule.windowMs, rule.limit);
+    }
+    return args;
+  },
+
+  parseBatchReply(reply, calls) {
+    let length = 0;
+    for (const call of calls) length += 1 + STRIDE * call.rules.length;
+    const values = toIntegerArray(reply, length, 'FCALL sliding_allow_many_v2');
+    const outcomes = new Array<CallOutcome>(calls.length);
+    for (let c = 0, at = 0; c < calls.length; at += 1 + STRIDE * calls[c].rules.length, c++) outcomes[c] = outcomeAt(values, at, calls[c].rules);
+    return outcomes;
   },
 
   peekArguments(nowMs, rules) {

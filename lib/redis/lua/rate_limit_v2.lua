@@ -35,6 +35,24 @@
     it also runs on a replica). Reply has the same shape; allowed says whether a
     sliding_allow_v2 with these arguments would be admitted now.
 
+  FCALL sliding_allow_many_v2 <n> <key_1> .. <key_n> <max_skew_ms>
+                               <decision_1> .. <decision_d>
+    decision_j = <now_ms> <member> <k_j> <window_ms_1> <limit_1> .. <window_ms_k> <limit_k>
+
+    Several independent requests in one call (a client batching what arrives at
+    once): decision j takes the next k_j keys, in order, and is decided exactly as
+    a sliding_allow_v2 of those keys with these arguments would be, one after the
+    other, so a later decision sees what an earlier one recorded (the same key may
+    appear in several decisions). The n keys must hash to one cluster slot.
+
+  Reply (integers): the sliding_allow_v2 replies of the decisions, concatenated:
+    {allowed_1, count, remaining, retry_after_ms, reset_ms (x k_1), allowed_2, ..}
+
+  If any decision's arguments are invalid, nothing is written. A CLOCKSKEW of
+  decision j is the reply of the whole call, and decisions 1 .. j-1 stay recorded:
+  the caller retries them one by one with the same members, which cannot count
+  any of them twice.
+
   Errors, before any write:
     "ERR invalid arguments"  a missing or non-numeric argument, window or limit <= 0,
                              a fractional limit, a missing member, a repeated key
@@ -159,8 +177,8 @@ local function clock_skew(now_ms, newest, key, max_skew_ms)
 end
 
 -- One key: the decision of the general path below without its per-key tables. Most calls take it,
--- and it costs Redis about 15% less.
-local function allow_one(key, now_ms, member, max_skew_ms, window_ms, limit)
+-- and it costs Redis about 15% less. Appends the decision to `reply`; returns an error reply instead.
+local function allow_one(reply, key, now_ms, member, max_skew_ms, window_ms, limit)
   local newest = newest_after(key, now_ms)
   -- A retry carries its original now_ms, which newer entries may have overtaken since.
   if newest and newest - now_ms > max_skew_ms and not already_recorded(key, member) then
@@ -169,41 +187,24 @@ local function allow_one(key, now_ms, member, max_skew_ms, window_ms, limit)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms - window_ms)
   local count = redis.call('ZCARD', key)
   if count >= limit and not already_recorded(key, member) then
-    local reply = {0}
+    reply[#reply + 1] = 0
     report(reply, 0, key, now_ms, window_ms, limit, count, newest)
-    return reply
+    return nil
   end
   -- ZADD adds nothing for a retry whose request is already recorded: counts stay exact.
   count = count + redis.call('ZADD', key, now_ms, member)
   -- Expire when the newest entry leaves the window, even if it is ahead of now_ms.
   local reset_ms = math.ceil(math.max(newest or now_ms, now_ms) + window_ms - now_ms)
   redis.call('PEXPIRE', key, reset_ms)
-  return {1, count, math.max(limit - count, 0), 0, reset_ms}
+  local at = #reply
+  reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] =
+    1, count, math.max(limit - count, 0), 0, reset_ms
+  return nil
 end
 
-local function sliding_allow(keys, args)
+-- Several keys, all or none recorded. Appends the decision to `reply`; returns an error reply instead.
+local function allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limits)
   local n = #keys
-  if n < 1 or #args ~= 3 + 2 * n or (n > 1 and has_repeated_key(keys)) then
-    return invalid_arguments()
-  end
-  local now_ms      = resolve_now(args[1])
-  local member      = args[2]
-  local max_skew_ms = tonumber(args[3])
-  if not now_ms or member == '' or not is_time(max_skew_ms) then
-    return invalid_arguments()
-  end
-  if n == 1 then
-    local window_ms, limit = tonumber(args[4]), tonumber(args[5])
-    if not is_valid_limit(window_ms, limit) then
-      return invalid_arguments()
-    end
-    return allow_one(keys[1], now_ms, member, max_skew_ms, window_ms, limit)
-  end
-  local windows, limits = parse_limits(args, 4, n)
-  if not windows then
-    return invalid_arguments()
-  end
-
   -- newest[i]: the newest score of key i when it lies after now_ms, nil otherwise.
   local newest = {}
   for i = 1, n do
@@ -226,7 +227,7 @@ local function sliding_allow(keys, args)
     allowed = 1
   end
 
-  local reply = {allowed}
+  reply[#reply + 1] = allowed
   for i = 1, n do
     if allowed == 1 then
       counts[i] = counts[i] + redis.call('ZADD', keys[i], now_ms, member)
@@ -234,6 +235,103 @@ local function sliding_allow(keys, args)
       redis.call('PEXPIRE', keys[i], math.ceil(newest[i] + windows[i] - now_ms))
     end
     report(reply, allowed, keys[i], now_ms, windows[i], limits[i], counts[i], newest[i])
+  end
+  return nil
+end
+
+local function sliding_allow(keys, args)
+  local n = #keys
+  if n < 1 or #args ~= 3 + 2 * n or (n > 1 and has_repeated_key(keys)) then
+    return invalid_arguments()
+  end
+  local now_ms      = resolve_now(args[1])
+  local member      = args[2]
+  local max_skew_ms = tonumber(args[3])
+  if not now_ms or member == '' or not is_time(max_skew_ms) then
+    return invalid_arguments()
+  end
+  local reply = {}
+  local failed
+  if n == 1 then
+    local window_ms, limit = tonumber(args[4]), tonumber(args[5])
+    if not is_valid_limit(window_ms, limit) then
+      return invalid_arguments()
+    end
+    failed = allow_one(reply, keys[1], now_ms, member, max_skew_ms, window_ms, limit)
+  else
+    local windows, limits = parse_limits(args, 4, n)
+    if not windows then
+      return invalid_arguments()
+    end
+    failed = allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limits)
+  end
+  return failed or reply
+end
+
+-- Whether args[at] .. starts a valid decision of sliding_allow_many (taking keys after `taken`);
+-- returns its key count, or nil.
+local function valid_decision(keys, args, at, taken)
+  local now_arg, member, n = args[at], args[at + 1], tonumber(args[at + 2])
+  if not (n and n >= 1 and n % 1 == 0 and taken + n <= #keys and at + 2 + 2 * n <= #args) then
+    return nil
+  end
+  if not (now_arg == '*' or is_time(tonumber(now_arg))) or member == nil or member == '' then
+    return nil
+  end
+  for i = 1, n do
+    local window_ms, limit = tonumber(args[at + 1 + 2 * i]), tonumber(args[at + 2 + 2 * i])
+    if not is_valid_limit(window_ms, limit) then
+      return nil
+    end
+  end
+  if n > 1 then
+    local seen = {}
+    for i = taken + 1, taken + n do
+      if seen[keys[i]] then
+        return nil
+      end
+      seen[keys[i]] = true
+    end
+  end
+  return n
+end
+
+local function sliding_allow_many(keys, args)
+  local max_skew_ms = tonumber(args[1])
+  if #keys < 1 or not is_time(max_skew_ms) then
+    return invalid_arguments()
+  end
+  -- Every decision is checked before the first one writes.
+  local at, taken = 2, 0
+  while at <= #args do
+    local n = valid_decision(keys, args, at, taken)
+    if not n then
+      return invalid_arguments()
+    end
+    at, taken = at + 3 + 2 * n, taken + n
+  end
+  if taken ~= #keys then
+    return invalid_arguments()
+  end
+
+  local reply = {}
+  at, taken = 2, 0
+  while at <= #args do
+    local now_ms, member, n = resolve_now(args[at]), args[at + 1], tonumber(args[at + 2])
+    local failed
+    if n == 1 then
+      failed = allow_one(reply, keys[taken + 1], now_ms, member, max_skew_ms, tonumber(args[at + 3]), tonumber(args[at + 4]))
+    else
+      local own_keys, windows, limits = {}, parse_limits(args, at + 3, n)
+      for i = 1, n do
+        own_keys[i] = keys[taken + i]
+      end
+      failed = allow_all(reply, own_keys, now_ms, member, max_skew_ms, windows, limits)
+    end
+    if failed then
+      return failed
+    end
+    at, taken = at + 3 + 2 * n, taken + n
   end
   return reply
 end
@@ -265,6 +363,7 @@ local function sliding_peek(keys, args)
 end
 
 redis.register_function('sliding_allow_v2', sliding_allow)
+redis.register_function('sliding_allow_many_v2', sliding_allow_many)
 redis.register_function{
   function_name = 'sliding_peek_v2',
   callback      = sliding_peek,
