@@ -17,6 +17,7 @@ import {
   describeFunctionNameProblems,
   DEFAULT_BLOCK_CACHE_ENTRIES,
   DEFAULT_INSURANCE_KEYS,
+  batchSizeOf,
   resolveLimiterOptions,
   ResolvedLimiterOptions,
 } from './limiter/limiter-options';
@@ -113,9 +114,15 @@ export class SlidingWindowLimiter {
     this.degradedLog = new DegradedModeLog(logger ?? new Logger(SlidingWindowLimiter.name));
     const { blockCache, report, insurance } = this.options;
     this.decisions = new GroupedDecisions(
-      { commands: this.backend.commands, clustered: this.backend.clustered, call: (attempt, routeKey) => this.calls.call(attempt, routeKey) },
+      {
+        commands: this.backend.commands,
+        clustered: this.backend.clustered,
+        call: (attempt, routeKey, decisions) => this.calls.call(attempt, routeKey, decisions),
+        healthy: (routeKey) => breakers.for(routeKey).isClosed,
+      },
       this.members,
       this.options.maxClockSkewMs,
+      batchSizeOf(this.options.batch),
     );
     if (insurance) {
       const maxKeys = insurance === true ? DEFAULT_INSURANCE_KEYS : (insurance.maxKeys ?? DEFAULT_INSURANCE_KEYS);

@@ -23,6 +23,11 @@ export class CircuitBreaker {
     return true;
   }
 
+  /** Whether calls flow normally: neither open nor waiting for a probe's answer. */
+  get isClosed(): boolean {
+    return this.failures < this.threshold;
+  }
+
   onSuccess(): void {
     this.failures = 0;
     this.probing = false;
@@ -33,8 +38,9 @@ export class CircuitBreaker {
     this.onSuccess();
   }
 
-  onFailure(): void {
-    this.failures++;
+  /** `count` > 1 for a call that carried several decisions: each of them failed. */
+  onFailure(count = 1): void {
+    this.failures += count;
     this.probing = false;
     if (this.failures >= this.threshold) this.openUntil = this.now() + this.cooldownMs;
   }

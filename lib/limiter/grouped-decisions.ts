@@ -1,6 +1,7 @@
 import type { CallOutcome, LimitOutcome } from '../redis/contracts/function-contract';
 import { callGroups } from './call-groups';
 import type { NowMs } from './clock';
+import { DecisionBatcher } from './decision-batcher';
 import type { ActiveVersion } from './function-routing';
 import type { KeyCommands } from './limiter-backend';
 import type { MemberIdSource } from './member-ids';
@@ -11,8 +12,16 @@ export interface DecisionChannel {
   readonly commands: KeyCommands;
   /** True on a Redis Cluster: one call may only touch keys of one slot. */
   readonly clustered: boolean;
-  /** Runs one call (with timeouts, retries and a circuit breaker, for Redis); `routeKey` is one of its keys. */
-  call<T>(attempt: () => Promise<T>, routeKey: string): Promise<T>;
+  /**
+   * Runs one call (with timeouts, retries and a circuit breaker, for Redis); `routeKey` is one of its
+   * keys, `decisions` how many decisions it carries (default 1).
+   */
+  call<T>(attempt: () => Promise<T>, routeKey: string, decisions?: number): Promise<T>;
+  /**
+   * Whether calls to the node of `routeKey` go through normally. While it fails (a circuit breaker
+   * open or probing), decisions go one per call, so that a probe holds one decision, not a batch.
+   */
+  healthy(routeKey: string): boolean;
 }
 
 /**
@@ -21,11 +30,17 @@ export interface DecisionChannel {
  * and is removed again from the groups that recorded it when another group rejected it.
  */
 export class GroupedDecisions {
+  private readonly batcher: DecisionBatcher;
+
   constructor(
     private readonly channel: DecisionChannel,
     private readonly members: MemberIdSource,
     private readonly maxClockSkewMs: number,
-  ) {}
+    /** Most decisions sent in one call (see {@link DecisionBatcher}); 1 turns batching off. */
+    maxBatchSize: number,
+  ) {
+    this.batcher = new DecisionBatcher(channel, maxBatchSize);
+  }
 
   decide(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs): Promise<CallOutcome> {
     const member = this.members.next();
@@ -58,10 +73,6 @@ export class GroupedDecisions {
   }
 
   private once(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs, member: string): Promise<CallOutcome> {
-    const { contract, runner } = version;
-    const args = contract.allowArguments({ keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs });
-    return this.channel
-      .call(() => runner.run(contract.allowFunction, keys, args, false), keys[0])
-      .then((reply) => contract.parseAllowReply(reply, rules));
+    return this.batcher.decide(version, { keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs });
   }
 }

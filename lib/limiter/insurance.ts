@@ -23,7 +23,8 @@ export class Insurance {
     private readonly clock: ClockSource,
   ) {
     this.store = new MemoryBackend({ maxKeys });
-    this.decisions = new GroupedDecisions({ commands: this.store.commands, clustered: false, call: (attempt) => attempt() }, members, maxClockSkewMs);
+    // Batches save round trips to Redis; in memory there are none to save.
+    this.decisions = new GroupedDecisions({ commands: this.store.commands, clustered: false, call: (attempt) => attempt(), healthy: () => true }, members, maxClockSkewMs, 1);
   }
 
   async decide(contract: FunctionContract, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {

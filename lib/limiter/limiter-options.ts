@@ -22,6 +22,7 @@ export const LIMITER_DEFAULTS = {
   timeoutMs: 250,
   onRedisError: 'allow' as RedisErrorPolicy,
   blockCache: true as boolean | { maxEntries: number },
+  batch: true as boolean | { maxSize: number },
   report: true as boolean | { intervalMs?: number; instanceId?: string },
   insurance: false as boolean | { maxKeys?: number },
 };
@@ -32,6 +33,10 @@ export const DEFAULT_INSURANCE_KEYS = 100_000;
 /** Entries of the block cache when `blockCache` is `true`. */
 export const DEFAULT_BLOCK_CACHE_ENTRIES = 10_000;
 const MAX_BLOCK_CACHE_ENTRIES = 10_000_000;
+
+/** Most decisions in one batch call when `batch` is `true`. */
+export const DEFAULT_BATCH_SIZE = 16;
+const MAX_BATCH_SIZE = 1000;
 
 /** Longest key prefix accepted; keys must stay short to stay cheap. */
 export const MAX_KEY_PREFIX_LENGTH = 128;
@@ -46,7 +51,7 @@ export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client' | 'back
 
 /** Names of the limiter's settings, which the Nest module passes through unchanged. */
 export const LIMITER_SETTING_NAMES = [
-  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger', 'blockCache', 'report', 'insurance',
+  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger', 'blockCache', 'batch', 'report', 'insurance',
 ] as const satisfies readonly (keyof LimiterSettings)[];
 
 /** The limiter settings among `options`, without undefined values. */
@@ -70,7 +75,7 @@ export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimit
  */
 export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
   const problems: string[] = [];
-  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache, report, insurance } = settings;
+  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache, batch, report, insurance } = settings;
   if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
   if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
   if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH && !/[{}]/.test(keyPrefix))) {
@@ -99,6 +104,13 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     !(typeof blockCache === 'object' && blockCache !== null && isWholeNumberIn(blockCache.maxEntries, 1, MAX_BLOCK_CACHE_ENTRIES))
   ) {
     problems.push(`${path}blockCache must be true, false or { maxEntries: 1 … ${MAX_BLOCK_CACHE_ENTRIES} }, got ${describeValue(blockCache)}`);
+  }
+  if (
+    batch !== undefined &&
+    typeof batch !== 'boolean' &&
+    !(typeof batch === 'object' && batch !== null && isWholeNumberIn(batch.maxSize, 1, MAX_BATCH_SIZE))
+  ) {
+    problems.push(`${path}batch must be true, false or { maxSize: 1 … ${MAX_BATCH_SIZE} }, got ${describeValue(batch)}`);
   }
   if (
     insurance !== undefined &&
@@ -143,6 +155,12 @@ export function describeCanaryProblems(canary: unknown, label: string): string[]
 export function isRedisConnection(value: unknown): value is RedisConnection {
   const candidate = value as { fcall?: unknown; evalsha?: unknown } | null;
   return typeof candidate === 'object' && candidate !== null && typeof candidate.fcall === 'function' && typeof candidate.evalsha === 'function';
+}
+
+/** Most decisions per Redis call under the `batch` setting: 1 when batching is off. */
+export function batchSizeOf(batch: boolean | { maxSize: number }): number {
+  if (batch === false) return 1;
+  return batch === true ? DEFAULT_BATCH_SIZE : batch.maxSize;
 }
 
 /** Validates limiter options (throwing one error that lists every problem) and applies defaults. */

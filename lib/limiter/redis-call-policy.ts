@@ -24,19 +24,20 @@ export class RedisCallPolicy {
   }
 
   /**
-   * Runs `attempt` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker.
+   * Runs `attempt` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker,
+   * and a failure counts there as `decisions` failures (a batch carries several).
    * Plain promise chains rather than async functions: this runs for every decision.
    */
-  call<T>(attempt: () => Promise<T>, routeKey?: string): Promise<T> {
+  call<T>(attempt: () => Promise<T>, routeKey?: string, decisions = 1): Promise<T> {
     const breaker = this.breakers.for(routeKey);
     if (!breaker.tryAcquire()) {
       return Promise.reject(new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'));
     }
-    return this.attemptFrom(attempt, breaker, 0);
+    return this.attemptFrom(attempt, breaker, 0, decisions);
   }
 
   /** A failed attempt: rethrow what Redis answered, retry what it did not (within `retries`). */
-  private afterFailure<T>(error: unknown, attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number): Promise<T> {
+  private afterFailure<T>(error: unknown, attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number, decisions: number): Promise<T> {
     const kind = errorKindOf(error);
     if (kind !== 'timeout' && kind !== 'connection') {
       // Redis answered, if with an error: it is up.
@@ -44,18 +45,18 @@ export class RedisCallPolicy {
       return Promise.reject(error);
     }
     if (attempts >= this.retries) {
-      breaker.onFailure();
+      breaker.onFailure(decisions);
       return Promise.reject(
         error instanceof RedisUnavailableError ? error : new RedisUnavailableError((error as Error).message, 'error', { cause: error }),
       );
     }
-    return this.attemptFrom(attempt, breaker, attempts + 1);
+    return this.attemptFrom(attempt, breaker, attempts + 1, decisions);
   }
 
   /** One attempt, settled by the reply or by the deadline, whichever comes first. */
-  private attemptFrom<T>(attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number): Promise<T> {
+  private attemptFrom<T>(attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number, decisions: number): Promise<T> {
     if (!this.isConnected()) {
-      breaker.onFailure();
+      breaker.onFailure(decisions);
       return Promise.reject(new RedisUnavailableError('Redis is not connected', 'disconnected'));
     }
     return new Promise<T>((resolve, reject) => {
@@ -64,7 +65,7 @@ export class RedisCallPolicy {
         if (settled) return;
         settled = true;
         this.deadlines.settle(seq);
-        this.afterFailure(error, attempt, breaker, attempts).then(resolve, reject);
+        this.afterFailure(error, attempt, breaker, attempts, decisions).then(resolve, reject);
       };
       const seq = this.deadlines.track(() => fail(new RedisUnavailableError(`Redis did not answer within ${this.deadlines.timeoutMs} ms`, 'timeout')));
       attempt().then((result) => {

@@ -1,0 +1,135 @@
+import calculateSlot from 'cluster-key-slot';
+// The timers module's own setImmediate: fake timers (jest, sinon) replace the global one, and a test
+// that fakes timers must not leave batched decisions waiting forever.
+import { setImmediate } from 'node:timers';
+import type { AllowCall, CallOutcome } from '../redis/contracts/function-contract';
+import { errorKindOf } from '../redis/error-kind';
+import type { ActiveVersion } from './function-routing';
+import type { DecisionChannel } from './grouped-decisions';
+
+/** A decision waiting for its batch, and how to settle its caller. */
+interface QueuedDecision {
+  readonly call: AllowCall;
+  readonly resolve: (outcome: CallOutcome) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Decisions that can share one call: same version and, on a cluster, same slot. */
+type Lanes = Map<ActiveVersion, Map<number, QueuedDecision[]>>;
+
+/**
+ * Sends decisions that arrive together as one call of the version's batch function.
+ *
+ * Most of a decision's cost, on both sides, is the call around it rather than the sorted-set work:
+ * building and parsing one command, a system call each way, one function invocation in Redis. So
+ * while calls are in flight, new decisions wait until the event loop has read everything that is
+ * ready (`setImmediate`), and then go as one call per version and slot, at most `maxSize` decisions
+ * each. With nothing in flight a decision goes at once: batching never adds latency to a quiet
+ * process. The batch function decides each one exactly as the single function would, one after the
+ * other, in arrival order.
+ *
+ * A batch that Redis answers with an error (a CLOCKSKEW of one decision, a key of the wrong type) is
+ * retried decision by decision, so each caller gets its own outcome or error; the decisions the batch
+ * had recorded already are retries with the same request id then, which never count twice. When
+ * Redis did not answer at all, every decision of the batch gets that error (and its failure policy).
+ */
+export class DecisionBatcher {
+  private readonly lanes: Lanes = new Map();
+  private inFlight = 0;
+  private flushScheduled = false;
+
+  constructor(
+    private readonly channel: DecisionChannel,
+    /** Most decisions in one call; 1 sends every decision on its own. */
+    private readonly maxSize: number,
+  ) {}
+
+  decide(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
+    if (this.maxSize < 2 || version.contract.batchFunction === undefined || (this.inFlight === 0 && !this.flushScheduled)) {
+      return this.sendOne(version, call);
+    }
+    return new Promise<CallOutcome>((resolve, reject) => this.enqueue(version, { call, resolve, reject }));
+  }
+
+  private enqueue(version: ActiveVersion, decision: QueuedDecision): void {
+    const slot = this.channel.clustered ? calculateSlot(decision.call.keys[0]) : 0;
+    let bySlot = this.lanes.get(version);
+    if (!bySlot) this.lanes.set(version, (bySlot = new Map()));
+    const lane = bySlot.get(slot);
+    if (!lane) {
+      bySlot.set(slot, [decision]);
+    } else {
+      lane.push(decision);
+      if (lane.length >= this.maxSize) {
+        bySlot.delete(slot);
+        this.send(version, lane);
+        return;
+      }
+    }
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    for (const [version, bySlot] of this.lanes) for (const lane of bySlot.values()) this.send(version, lane);
+    this.lanes.clear();
+  };
+
+  private send(version: ActiveVersion, lane: QueuedDecision[]): void {
+    if (lane.length === 1 || !this.channel.healthy(lane[0].call.keys[0])) {
+      for (const decision of lane) this.sendOne(version, decision.call).then(decision.resolve, decision.reject);
+      return;
+    }
+    const { contract, runner } = version;
+    const calls = lane.map((decision) => decision.call);
+    const keys = calls.flatMap((call) => call.keys);
+    const args = contract.batchArguments!(calls);
+    this.inFlight++;
+    this.channel.call(() => runner.run(contract.batchFunction!, keys, args, false), keys[0], lane.length).then(
+      (reply) => {
+        this.inFlight--;
+        let outcomes: CallOutcome[];
+        try {
+          outcomes = contract.parseBatchReply!(reply, calls);
+        } catch (error) {
+          this.afterFailure(version, lane, error);
+          return;
+        }
+        for (let i = 0; i < lane.length; i++) lane[i].resolve(outcomes[i]);
+      },
+      (error: unknown) => {
+        this.inFlight--;
+        this.afterFailure(version, lane, error);
+      },
+    );
+  }
+
+  /** Redis answered with an error: each decision on its own. Redis did not answer: they all failed. */
+  private afterFailure(version: ActiveVersion, lane: readonly QueuedDecision[], error: unknown): void {
+    const kind = errorKindOf(error);
+    if (kind === 'timeout' || kind === 'connection' || kind === 'function_not_loaded') {
+      for (const decision of lane) decision.reject(error);
+      return;
+    }
+    for (const decision of lane) this.sendOne(version, decision.call).then(decision.resolve, decision.reject);
+  }
+
+  private sendOne(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
+    const { contract, runner } = version;
+    const args = contract.allowArguments(call);
+    this.inFlight++;
+    return this.channel.call(() => runner.run(contract.allowFunction, call.keys, args, false), call.keys[0]).then(
+      (reply) => {
+        this.inFlight--;
+        return contract.parseAllowReply(reply, call.rules);
+      },
+      (error: unknown) => {
+        this.inFlight--;
+        throw error;
+      },
+    );
+  }
+}

@@ -1,0 +1,223 @@
+import fc from 'fast-check';
+import Redis from 'ioredis';
+import { ClockSkewError, SlidingWindowLimiter, type SlidingLimitRule, type SlidingWindowLimiterOptions } from '../lib';
+import { MemoryBackend } from '../lib/memory/memory-backend';
+import { readLibrarySource, toScript } from '../lib/redis/lua-library';
+import { startRedisServer, type RedisServer } from './support/redis-server';
+
+/*
+ * Batching (the `batch` option): decisions that arrive while calls are in flight go to Redis as one
+ * sliding_allow_many_v2 call. Every test here runs on a redis-server of its own, and counts what the
+ * limiter really sent through a client that records each FCALL / EVALSHA it is asked to make.
+ */
+
+const T0 = 1_735_660_800_000;
+const BATCH_FUNCTION = 'sliding_allow_many_v2';
+const BATCH_SCRIPT = `script:${toScript(readLibrarySource('rate_limit_v2.lua'), BATCH_FUNCTION).sha1}`;
+
+/** An ioredis client that records, per call, the function (or script) and the number of keys. */
+class RecordingRedis extends Redis {
+  readonly sent: { fn: string; keys: number }[] = [];
+
+  override fcall(...args: unknown[]): Promise<unknown> {
+    this.sent.push({ fn: String(args[0]), keys: Number(args[1]) });
+    return (super.fcall as (...a: unknown[]) => Promise<unknown>)(...args);
+  }
+
+  override evalsha(...args: unknown[]): Promise<unknown> {
+    this.sent.push({ fn: `script:${String(args[0])}`, keys: Number(args[1]) });
+    return (super.evalsha as (...a: unknown[]) => Promise<unknown>)(...args);
+  }
+
+  batches(): number[] {
+    return this.sent.filter((call) => call.fn === BATCH_FUNCTION || call.fn === BATCH_SCRIPT).map((call) => call.keys);
+  }
+
+  clear(): void {
+    this.sent.length = 0;
+  }
+}
+
+let server: RedisServer;
+let client: RecordingRedis;
+let admin: Redis;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  client = new RecordingRedis(server.url);
+  admin = new Redis(server.url);
+});
+
+afterAll(async () => {
+  client?.disconnect();
+  admin?.disconnect();
+  await server?.stop();
+});
+
+beforeEach(async () => {
+  await admin.flushall();
+  client.clear();
+});
+
+const limiters: SlidingWindowLimiter[] = [];
+afterEach(() => limiters.splice(0).forEach((limiter) => limiter.close()));
+
+function limiterWith(options: Partial<SlidingWindowLimiterOptions>): SlidingWindowLimiter {
+  const limiter = new SlidingWindowLimiter({ client, report: false, onRedisError: 'throw', ...options });
+  limiters.push(limiter);
+  return limiter;
+}
+
+/** A call's result, or its error as name and message, so outcomes compare with toEqual. */
+function settle(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    (result) => ({ result }),
+    (error: Error) => ({ error: error.name, message: error.message }),
+  );
+}
+
+describe('when decisions arrive together', () => {
+  it('sends them in as few calls as maxSize allows, one call per decision with batch: false', async () => {
+    const rule = { limit: 5, windowMs: 60_000 };
+    const burst = (limiter: SlidingWindowLimiter) => Promise.all(Array.from({ length: 100 }, (_, i) => limiter.consume(`k${i}`, rule)));
+
+    const batched = await burst(limiterWith({ batch: { maxSize: 10 } }));
+    expect(batched.every((decision) => decision.allowed && decision.remaining === 4)).toBe(true);
+    // The first goes at once (nothing was in flight), the other 99 in calls of at most 10.
+    expect(client.sent).toHaveLength(1 + 10);
+    expect(client.batches().every((keys) => keys >= 2 && keys <= 10)).toBe(true);
+    expect(client.batches().reduce((sum, keys) => sum + keys, 0)).toBe(99);
+
+    client.clear();
+    await burst(limiterWith({ batch: false, keyPrefix: 'unbatched:' }));
+    expect(client.sent.map((call) => call.fn)).toEqual(Array(100).fill('sliding_allow_v2'));
+  });
+
+  it('never waits when nothing is in flight: calls made one after another go one by one', async () => {
+    const limiter = limiterWith({});
+    for (let i = 0; i < 20; i++) await limiter.consume('quiet', { limit: 50, windowMs: 60_000 });
+    expect(client.sent.map((call) => call.fn)).toEqual(Array(20).fill('sliding_allow_v2'));
+  });
+
+  it('leaves v1, which has no batch function, at one call per decision', async () => {
+    const limiter = limiterWith({ functionName: 'sliding_allow_v1' });
+    await Promise.all(Array.from({ length: 30 }, (_, i) => limiter.consume(`v1:${i % 3}`, { limit: 5, windowMs: 60_000 })));
+    expect(client.sent.map((call) => call.fn)).toEqual(Array(30).fill('sliding_allow_v1'));
+  });
+
+  it('settles batched calls when the test fakes timers (the batch is flushed by the timers module, not the global)', async () => {
+    const limiter = limiterWith({});
+    await limiter.init();
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
+    try {
+      const decisions = await Promise.all(Array.from({ length: 20 }, (_, i) => limiter.consume(`fake:${i}`, { limit: 1, windowMs: 60_000 })));
+      expect(decisions.every((decision) => decision.allowed)).toBe(true);
+      expect(client.batches().length).toBeGreaterThan(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});
+
+describe('a batch decides exactly as the same calls one by one', () => {
+  type Call = { op: 'consume'; key: number } | { op: 'consumeAll'; keys: number[] };
+  const KEYS = 3;
+  const key = fc.nat(KEYS - 1);
+  const call: fc.Arbitrary<Call> = fc.oneof(
+    { weight: 4, arbitrary: key.map((k) => ({ op: 'consume' as const, key: k })) },
+    { weight: 1, arbitrary: fc.uniqueArray(key, { minLength: 1, maxLength: 3 }).map((keys) => ({ op: 'consumeAll' as const, keys })) },
+  );
+  const scenario = fc.record({
+    // Windows of seconds: Redis expires keys in real time, which must not overtake the test's clock.
+    rules: fc.array(fc.record({ limit: fc.integer({ min: 1, max: 6 }), windowMs: fc.integer({ min: 2000, max: 5000 }) }), { minLength: KEYS, maxLength: KEYS }),
+    maxSize: fc.integer({ min: 2, max: 8 }),
+    // Bursts of calls made at once, each at its own time (forward from the one before).
+    bursts: fc.array(fc.record({ afterMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 6000 })), calls: fc.array(call, { minLength: 1, maxLength: 25 }) }), { minLength: 1, maxLength: 4 }),
+  });
+
+  function perform(limiter: SlidingWindowLimiter, call: Call, rules: SlidingLimitRule[]): Promise<unknown> {
+    if (call.op === 'consume') return limiter.consume(`k${call.key}`, rules[call.key]);
+    return limiter.consumeAll(call.keys.map((k) => ({ key: `k${k}`, ...rules[k] })));
+  }
+
+  it.each(['function', 'script'] as const)('%s mode: same outcome for every call of random bursts, and the same entries', async (mode) => {
+    let batchCalls = 0;
+    let rejected = 0;
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ rules, maxSize, bursts }) => {
+        await admin.flushdb();
+        client.clear();
+        let now = T0;
+        const clock = () => now;
+        const onRedis = limiterWith({ clock, mode, batch: { maxSize }, keyPrefix: 'rl:' });
+        const memory = new MemoryBackend({ clock });
+        const oneByOne = limiterWith({ clock, backend: memory, batch: false, keyPrefix: 'rl:' });
+        onRedis.close(); // nothing to stop but its listener on the shared client
+        oneByOne.close();
+        for (const { afterMs, calls } of bursts) {
+          now += afterMs;
+          const together = await Promise.all(calls.map((c) => settle(perform(onRedis, c, rules))));
+          const inTurn: unknown[] = [];
+          for (const c of calls) inTurn.push(await settle(perform(oneByOne, c, rules)));
+          expect(together).toEqual(inTurn);
+          rejected += together.filter((outcome) => (outcome as { result?: { allowed: boolean } }).result?.allowed === false).length;
+        }
+        // The entries still in each window (Redis may keep a key the model has expired, or old entries
+        // nobody has trimmed yet).
+        for (let k = 0; k < KEYS; k++) {
+          const inWindow = (score: number) => score > now - rules[k].windowMs;
+          const scores = (await admin.zrange(`rl:k${k}`, 0, '-1', 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number).filter(inWindow);
+          expect({ key: k, scores }).toEqual({ key: k, scores: memory.entries(`rl:k${k}`).map((entry) => entry.score).filter(inWindow) });
+        }
+        batchCalls += client.batches().length;
+      }),
+      { numRuns: 60 },
+    );
+    // The runs did batch, and did reach full windows.
+    expect(batchCalls).toBeGreaterThan(0);
+    expect(rejected).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('a batch that Redis answers with an error', () => {
+  it('gives a CLOCKSKEW to its own caller only; the others are decided, each counted once', async () => {
+    let now = T0 + 5000;
+    const limiter = limiterWith({ clock: () => now, maxClockSkewMs: 1000 });
+    await limiter.consume('skewed', { limit: 10, windowMs: 60_000 });
+    now = T0;
+    client.clear();
+
+    const rule = { limit: 10, windowMs: 60_000 };
+    const outcomes = await Promise.all(['first', 'a', 'skewed', 'b', 'c'].map((key) => settle(limiter.consume(key, rule))));
+
+    expect(outcomes[2]).toEqual({ error: ClockSkewError.name, message: expect.stringContaining('CLOCKSKEW') });
+    for (const i of [0, 1, 3, 4]) expect(outcomes[i]).toEqual({ result: expect.objectContaining({ allowed: true, remaining: 9 }) });
+    // The batch failed at "skewed" and its decisions were sent again one by one.
+    expect(client.batches()).toEqual([4]);
+    for (const key of ['first', 'a', 'b', 'c']) expect(await admin.zcard(`rl:${key}`)).toBe(1);
+    expect(await admin.zcard('rl:skewed')).toBe(1);
+  });
+
+  it("gives Redis' error for a key of the wrong type to that caller, by its onRedisError", async () => {
+    await admin.set('rl:not-a-sorted-set', 'x');
+    const limiter = limiterWith({ onRedisError: 'allow' });
+    await limiter.init();
+    const rule = { limit: 1, windowMs: 60_000 };
+
+    const [first, wrong, other] = await Promise.all([
+      limiter.consume('first', rule),
+      limiter.consume('not-a-sorted-set', rule),
+      limiter.consume('other', rule, { onRedisError: 'throw' }),
+    ]);
+    const thrown = await settle(
+      Promise.all([limiter.consume('first-again', rule), limiter.consume('not-a-sorted-set', rule, { onRedisError: 'throw' })]),
+    );
+
+    expect(first).toMatchObject({ allowed: true, remaining: 0 });
+    expect(other).toMatchObject({ allowed: true, remaining: 0 });
+    expect(wrong).toMatchObject({ allowed: true, degraded: 'allow' });
+    expect(thrown).toEqual({ error: 'ReplyError', message: expect.stringContaining('WRONGTYPE') });
+    expect(client.batches().length).toBeGreaterThan(0);
+    expect(await admin.zcard('rl:other')).toBe(1);
+  });
+});
