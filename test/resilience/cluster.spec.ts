@@ -209,6 +209,21 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     }
   });
 
+  it('decisions arriving together are batched per slot: never CROSSSLOT, exact per key, fewer calls than decisions', async () => {
+    const limiter = limiterOn(client);
+    await limiter.init();
+    // 10 hash tags (slots) on all three masters, 3 keys each.
+    const keys = Array.from({ length: 30 }, (_, i) => `batch-${i % 3}:{tag-${Math.floor(i / 3)}}`);
+    expect(new Set(keys.map((key) => ownerOf(limiter.keyPrefix + key, topology))).size).toBe(3);
+    const before = sum(await callsOn(masters(), 'fcall'));
+
+    const decisions = await Promise.all(Array.from({ length: 300 }, (_, i) => limiter.consume(keys[i % keys.length], { limit: 5, windowMs: 60_000 })));
+
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(30 * 5);
+    expect(await Promise.all(keys.map((key) => client.zcard(limiter.keyPrefix + key)))).toEqual(keys.map(() => 5));
+    expect(sum(await callsOn(masters(), 'fcall')) - before).toBeLessThan(300 / 2);
+  });
+
   it("peek is served by replicas (FCALL_RO) when the user's Cluster reads from them (scaleReads: 'slave')", async () => {
     const writer = limiterOn(client);
     // CLUSTER SLOTS lists a replica only once it has synced and gossiped its offset, which each node
