@@ -10,9 +10,14 @@ import { SlidingWindowLimiter } from './sliding-window.limiter';
 
 /**
  * Requests already counted, per plan, shared by every guard instance: a guard registered globally and
- * again with @UseGuards (a separate instance) counts a request once.
+ * again with @UseGuards (a separate instance) counts a request once. A WeakMap rather than a mark on
+ * the request: Express gives every request a map of its own (it swaps the prototype), so each
+ * property added to one builds a new hidden class — measured slower than the WeakMap entry.
  */
 const counted = new WeakMap<object, HandlerPlan | Set<HandlerPlan>>();
+
+/** What canActivate answers when nothing needs deciding: one settled promise, shared. */
+const ALLOWED = Promise.resolve(true);
 
 /** The request (and response, when the transport has one) a guard works with. */
 export interface RateLimitHttpContext {
@@ -43,25 +48,40 @@ export class SlidingLimitGuard implements CanActivate {
     protected readonly plans: SlidingLimitPlans,
   ) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
-    const plan = this.plans.get(context.getClass(), context.getHandler());
-    if (plan.limits.length === 0) return true;
+  canActivate(context: ExecutionContext): Promise<boolean> {
+    // Runs for every request: a promise chain without async functions, so a request costs one hop
+    // (the limiter's) rather than one per await. Synchronous errors still reject, as before.
+    try {
+      const plan = this.plans.get(context.getClass(), context.getHandler());
+      if (plan.limits.length === 0) return ALLOWED;
 
-    const http = this.getRequestResponse(context);
-    if (!http) {
-      this.warnUnsupported(context, plan);
-      return true;
+      const http = this.getRequestResponse(context);
+      if (!http) {
+        this.warnUnsupported(context, plan);
+        return ALLOWED;
+      }
+      if (this.alreadyCounted(http.request, plan)) return ALLOWED;
+
+      const rules = this.rulesFor(plan, http.request, context);
+      if (Array.isArray(rules)) return this.decide(context, plan, http, rules);
+      return rules.then((resolved) => this.decide(context, plan, http, resolved));
+    } catch (error) {
+      return Promise.reject(error);
     }
-    if (this.alreadyCounted(http.request, plan)) return true;
+  }
 
-    const rules = await this.rulesFor(plan, http.request, context);
-    const decision = await this.limiter.consumeAll(rules, plan.onRedisError ? { onRedisError: plan.onRedisError } : undefined);
+  private decide(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext, rules: KeyedSlidingLimitRule[]): Promise<boolean> {
+    const options = plan.onRedisError ? { onRedisError: plan.onRedisError } : undefined;
+    return this.limiter.consumeAll(rules, options).then((decision) => this.apply(context, plan, http.response, decision));
+  }
+
+  private apply(context: ExecutionContext, plan: HandlerPlan, response: unknown, decision: MultiRateLimitDecision): boolean {
     if (decision.degraded) {
       // Redis did not decide: no counts to report, and a denial is the server's fault, not the client's.
-      if (!decision.allowed) this.throwUnavailable(http.response, decision);
+      if (!decision.allowed) this.throwUnavailable(response, decision);
       return true;
     }
-    this.setHeaders(http.response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
+    this.setHeaders(response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
     if (!decision.allowed) this.throwRateLimited(context, decision, plan);
     return true;
   }
@@ -72,10 +92,11 @@ export class SlidingLimitGuard implements CanActivate {
    */
   protected getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
     if (context.getType() !== 'http') return undefined;
-    const http = context.switchToHttp();
-    const request = http.getRequest<RateLimitRequest | undefined>();
+    // What switchToHttp().getRequest() / getResponse() read, without the three closures switchToHttp
+    // assigns onto the context on every call.
+    const request = context.getArgByIndex<RateLimitRequest | undefined>(0);
     if (typeof request !== 'object' || request === null) return undefined;
-    return { request, response: http.getResponse<unknown>() };
+    return { request, response: context.getArgByIndex<unknown>(1) };
   }
 
   /**
@@ -109,12 +130,28 @@ export class SlidingLimitGuard implements CanActivate {
     return `${limit.name}:{${identity}}`;
   }
 
-  /** The keyed rules of a request; awaits only when a key function returned a promise. */
-  private async rulesFor(plan: HandlerPlan, request: RateLimitRequest, context: ExecutionContext): Promise<KeyedSlidingLimitRule[]> {
-    const rules: KeyedSlidingLimitRule[] = [];
-    for (const limit of plan.limits) {
+  /**
+   * The keyed rules of a request, from limit `from` on; a promise only when a key function returned
+   * one. Keys resolve one after the other, the next only once the previous one has.
+   */
+  private rulesFor(
+    plan: HandlerPlan,
+    request: RateLimitRequest,
+    context: ExecutionContext,
+    rules: KeyedSlidingLimitRule[] = [],
+    from = 0,
+  ): KeyedSlidingLimitRule[] | Promise<KeyedSlidingLimitRule[]> {
+    const { limits } = plan;
+    for (let i = from; i < limits.length; i++) {
+      const limit = limits[i];
       const key = this.resolveKey(limit, request, context, plan);
-      rules.push({ key: typeof key === 'string' ? key : await key, limit: limit.limit, windowMs: limit.windowMs });
+      if (typeof key !== 'string') {
+        return Promise.resolve(key).then((resolved) => {
+          rules.push({ key: resolved, limit: limit.limit, windowMs: limit.windowMs });
+          return this.rulesFor(plan, request, context, rules, i + 1);
+        });
+      }
+      rules.push({ key, limit: limit.limit, windowMs: limit.windowMs });
     }
     return rules;
   }

@@ -1,0 +1,121 @@
+import { ForbiddenException, Injectable, type ExecutionContext } from '@nestjs/common';
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { MemoryBackend, RateLimitTestingModule, SlidingLimit, SlidingLimitGuard, SlidingLimitPlans, SlidingWindowLimiter } from 'nestjs-sliding-limit';
+import { AuthController, SmsController } from '../fixtures/limits/limits.controllers';
+import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { sleep } from '../support/sleep';
+
+/*
+ * The guard's per-request path runs without async functions: a promise chain, with key functions
+ * awaited only when they return a promise. These pin what that must not change: the order keys
+ * resolve in, errors as rejections, a request counted once, and headers identical on Express and
+ * Fastify.
+ */
+
+/** What the stacked key functions below did, in order. */
+const events: string[] = [];
+
+/** A key function that resolves after `ms`, recording when it starts and ends. */
+const slowKey = (name: string, ms: number) => async (req: { headers?: Record<string, unknown> }) => {
+  events.push(`start ${name}`);
+  await sleep(ms);
+  if (req.headers?.['x-fail'] === name) throw new Error(`key ${name} failed`);
+  events.push(`end ${name}`);
+  return String(req.headers?.['x-client'] ?? '');
+};
+
+@Injectable()
+class StackedKeys {
+  @SlidingLimit({ name: 'first', limit: 5, windowMs: 60_000, key: slowKey('first', 20) })
+  @SlidingLimit({ name: 'template', limit: 5, windowMs: 60_000, key: 'header:x-client' })
+  @SlidingLimit({ name: 'second', limit: 5, windowMs: 60_000, key: slowKey('second', 1) })
+  handle(): string {
+    return 'ok';
+  }
+
+  @SlidingLimit({ name: 'by-user', limit: 5, windowMs: 60_000, key: 'user' })
+  byUser(): string {
+    return 'ok';
+  }
+}
+
+function httpContext(handler: keyof StackedKeys, request: object): ExecutionContext {
+  const host = new ExecutionContextHost([request, undefined, () => undefined], StackedKeys, StackedKeys.prototype[handler]);
+  host.setType('http');
+  return host;
+}
+
+describe('guard path', () => {
+  let moduleRef: TestingModule;
+  let guard: SlidingLimitGuard;
+  beforeEach(async () => {
+    moduleRef = await Test.createTestingModule({ imports: [RateLimitTestingModule.forRoot()], providers: [StackedKeys] }).compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+    guard = moduleRef.get(SlidingLimitGuard);
+    events.length = 0;
+  });
+  afterEach(() => moduleRef.close());
+
+  it('resolves stacked keys one after the other, in declaration order, whatever mix of functions and templates', async () => {
+    await expect(guard.canActivate(httpContext('handle', { ip: '10.0.0.1', headers: { 'x-client': 'c1' } }))).resolves.toBe(true);
+    // "first" takes longer, yet "second" starts only once it has resolved.
+    expect(events).toEqual(['start first', 'end first', 'start second', 'end second']);
+    expect(moduleRef.get(MemoryBackend).keys().sort()).toEqual(['rl:first:{c1}', 'rl:second:{c1}', 'rl:template:{header.x-client:c1}']);
+  });
+
+  it('stops at a key function that fails: later keys are not resolved and nothing is counted', async () => {
+    const request = { ip: '10.0.0.1', headers: { 'x-client': 'c2', 'x-fail': 'first' } };
+    await expect(guard.canActivate(httpContext('handle', request))).rejects.toThrow('key first failed');
+    expect(events).toEqual(['start first']);
+    expect(moduleRef.get(MemoryBackend).keys()).toEqual([]);
+  });
+
+  it('reports a request it cannot identify as a rejected promise, not a synchronous throw', async () => {
+    let answer: Promise<boolean> | undefined;
+    expect(() => (answer = guard.canActivate(httpContext('byUser', { headers: {} })))).not.toThrow();
+    await expect(answer).rejects.toBeInstanceOf(ForbiddenException);
+  });
+
+  it('counts a request met twice by the same plan once', async () => {
+    const request = { ip: '10.0.0.2', headers: { 'x-client': 'c3' } };
+    await guard.canActivate(httpContext('byUser', request));
+    await guard.canActivate(httpContext('byUser', request));
+    // A second instance, as @UseGuards(SlidingLimitGuard) next to the global guard may create.
+    const other = new SlidingLimitGuard(moduleRef.get(SlidingWindowLimiter), moduleRef.get(SlidingLimitPlans));
+    await other.canActivate(httpContext('byUser', request));
+    const fresh = { ip: '10.0.0.2', headers: {} };
+    await guard.canActivate(httpContext('byUser', fresh));
+    expect(moduleRef.get(MemoryBackend).keys()).toEqual(['rl:by-user:{no-user:ip:10.0.0.2}']);
+    // Three calls with one request, one with another: two entries in the window.
+    await expect(moduleRef.get(MemoryBackend).commands.zcount('rl:by-user:{no-user:ip:10.0.0.2}', '-inf', '+inf')).resolves.toBe(2);
+  });
+});
+
+describe('headers on Express and Fastify', () => {
+  let apps: TestApp[] = [];
+  afterEach(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    apps = [];
+  });
+
+  it('are the same names and values on both platforms, allowed and rejected', async () => {
+    const seen: Record<string, unknown[]> = {};
+    for (const platform of PLATFORMS) {
+      const app = await startTestApp({ platform, controllers: [AuthController, SmsController], options: { headers: 'both' } });
+      apps.push(app);
+      const responses = [
+        await app.http().post('/sms/code').send({ phone: '5' }),
+        await app.http().post('/sms/code').send({ phone: '5' }),
+        await app.http().post('/auth/login'),
+      ];
+      seen[platform] = responses.map((res) => ({
+        status: res.status,
+        headers: Object.fromEntries(Object.entries(res.headers).filter(([name]) => /^(x-ratelimit-|ratelimit|retry-after$)/.test(name))),
+      }));
+    }
+    expect(seen.express.map((r) => (r as { status: number }).status)).toEqual([201, 429, 201]);
+    expect(seen.fastify).toEqual(seen.express);
+  });
+});
