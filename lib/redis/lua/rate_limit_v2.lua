@@ -125,6 +125,34 @@ local function has_repeated_key(keys)
   return false
 end
 
+-- Numbers reach commands as text, and printing one ("%.17g", as Redis prints a Lua number given to
+-- redis.call) costs about as much as a command's own work. The decisions of a batch mostly share
+-- their time, window and TTL, so there a number equal to the one printed last in the same role is
+-- not printed again (only positive ones: -0 equals 0 but prints differently). A single decision
+-- prints its time once for two commands, and lets Redis print the rest. Each call starts afresh.
+local printed_number, printed_text = {}, {}
+local in_batch = false
+
+local function start_call(batch)
+  in_batch = batch
+  printed_number.now, printed_number.cutoff, printed_number.ttl = nil, nil, nil
+end
+
+local function as_text(role, n)
+  if printed_number[role] ~= n or n <= 0 then
+    printed_number[role], printed_text[role] = n, string.format('%.17g', n)
+  end
+  return printed_text[role]
+end
+
+-- A number argument: printed once per batch (as_text), or as it is in a single decision.
+local function number_arg(role, n)
+  if in_batch then
+    return as_text(role, n)
+  end
+  return n
+end
+
 local function newest_score(key)
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   return tonumber(newest[2])
@@ -133,7 +161,7 @@ end
 -- The newest score when an entry lies after now_ms (another caller's clock runs ahead), else nil.
 -- Counting is much cheaper than reading a score back, and almost always finds nothing.
 local function newest_after(key, now_ms)
-  if redis.call('ZCOUNT', key, string.format('(%.17g', now_ms), '+inf') == 0 then
+  if redis.call('ZCOUNT', key, '(' .. as_text('now', now_ms), '+inf') == 0 then
     return nil
   end
   return newest_score(key)
@@ -146,8 +174,8 @@ local function until_entry_leaves(key, now_ms, window_ms, offset)
   return math.ceil(tonumber(entry[2]) + window_ms - now_ms)
 end
 
--- Appends count, remaining, retry_after_ms and reset_ms of one limit to reply.
-local function report(reply, allowed, key, now_ms, window_ms, limit, count, newest)
+-- count, remaining, retry_after_ms and reset_ms of one limit.
+local function limit_state(allowed, key, now_ms, window_ms, limit, count, newest)
   local retry_after_ms = 0
   if allowed == 0 and count >= limit then
     -- count - limit + 1 entries must leave before one more fits.
@@ -158,10 +186,13 @@ local function report(reply, allowed, key, now_ms, window_ms, limit, count, newe
     -- Without an entry after now_ms (newest nil), the newest is read only when needed: rarely.
     reset_ms = math.ceil((newest or newest_score(key)) + window_ms - now_ms)
   end
-  reply[#reply + 1] = count
-  reply[#reply + 1] = math.max(limit - count, 0)
-  reply[#reply + 1] = retry_after_ms
-  reply[#reply + 1] = reset_ms
+  return count, math.max(limit - count, 0), retry_after_ms, reset_ms
+end
+
+-- Appends the limit_state of one limit to reply.
+local function report(reply, allowed, key, now_ms, window_ms, limit, count, newest)
+  local at = #reply
+  reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = limit_state(allowed, key, now_ms, window_ms, limit, count, newest)
 end
 
 -- Whether this request id was recorded already: the call is a retry of one whose reply was lost.
@@ -177,29 +208,25 @@ local function clock_skew(now_ms, newest, key, max_skew_ms)
 end
 
 -- One key: the decision of the general path below without its per-key tables. Most calls take it,
--- and it costs Redis about 15% less. Appends the decision to `reply`; returns an error reply instead.
-local function allow_one(reply, key, now_ms, member, max_skew_ms, window_ms, limit)
+-- and it costs Redis about 15% less. Returns the five integers of its reply (no table: a batch
+-- appends them to its own), or an error reply.
+local function allow_one(key, now_ms, member, max_skew_ms, window_ms, limit)
   local newest = newest_after(key, now_ms)
   -- A retry carries its original now_ms, which newer entries may have overtaken since.
   if newest and newest - now_ms > max_skew_ms and not already_recorded(key, member) then
     return clock_skew(now_ms, newest, key, max_skew_ms)
   end
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms - window_ms)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', number_arg('cutoff', now_ms - window_ms))
   local count = redis.call('ZCARD', key)
   if count >= limit and not already_recorded(key, member) then
-    reply[#reply + 1] = 0
-    report(reply, 0, key, now_ms, window_ms, limit, count, newest)
-    return nil
+    return 0, limit_state(0, key, now_ms, window_ms, limit, count, newest)
   end
   -- ZADD adds nothing for a retry whose request is already recorded: counts stay exact.
-  count = count + redis.call('ZADD', key, now_ms, member)
+  count = count + redis.call('ZADD', key, as_text('now', now_ms), member)
   -- Expire when the newest entry leaves the window, even if it is ahead of now_ms.
   local reset_ms = math.ceil(math.max(newest or now_ms, now_ms) + window_ms - now_ms)
-  redis.call('PEXPIRE', key, reset_ms)
-  local at = #reply
-  reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] =
-    1, count, math.max(limit - count, 0), 0, reset_ms
-  return nil
+  redis.call('PEXPIRE', key, number_arg('ttl', reset_ms))
+  return 1, count, math.max(limit - count, 0), 0, reset_ms
 end
 
 -- Several keys, all or none recorded. Appends the decision to `reply`; returns an error reply instead.
@@ -216,7 +243,7 @@ local function allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limi
 
   local counts, allowed = {}, 1
   for i = 1, n do
-    redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', now_ms - windows[i])
+    redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', number_arg('cutoff', now_ms - windows[i]))
     counts[i] = redis.call('ZCARD', keys[i])
     if counts[i] >= limits[i] then
       allowed = 0
@@ -230,9 +257,9 @@ local function allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limi
   reply[#reply + 1] = allowed
   for i = 1, n do
     if allowed == 1 then
-      counts[i] = counts[i] + redis.call('ZADD', keys[i], now_ms, member)
+      counts[i] = counts[i] + redis.call('ZADD', keys[i], as_text('now', now_ms), member)
       newest[i] = math.max(newest[i] or now_ms, now_ms)
-      redis.call('PEXPIRE', keys[i], math.ceil(newest[i] + windows[i] - now_ms))
+      redis.call('PEXPIRE', keys[i], number_arg('ttl', math.ceil(newest[i] + windows[i] - now_ms)))
     end
     report(reply, allowed, keys[i], now_ms, windows[i], limits[i], counts[i], newest[i])
   end
@@ -240,6 +267,7 @@ local function allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limi
 end
 
 local function sliding_allow(keys, args)
+  start_call(false)
   local n = #keys
   if n < 1 or #args ~= 3 + 2 * n or (n > 1 and has_repeated_key(keys)) then
     return invalid_arguments()
@@ -250,32 +278,41 @@ local function sliding_allow(keys, args)
   if not now_ms or member == '' or not is_time(max_skew_ms) then
     return invalid_arguments()
   end
-  local reply = {}
-  local failed
   if n == 1 then
     local window_ms, limit = tonumber(args[4]), tonumber(args[5])
     if not is_valid_limit(window_ms, limit) then
       return invalid_arguments()
     end
-    failed = allow_one(reply, keys[1], now_ms, member, max_skew_ms, window_ms, limit)
-  else
-    local windows, limits = parse_limits(args, 4, n)
-    if not windows then
-      return invalid_arguments()
+    local allowed, count, remaining, retry_after_ms, reset_ms = allow_one(keys[1], now_ms, member, max_skew_ms, window_ms, limit)
+    if type(allowed) == 'table' then
+      return allowed -- an error reply
     end
-    failed = allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limits)
+    return {allowed, count, remaining, retry_after_ms, reset_ms}
   end
-  return failed or reply
+  local windows, limits = parse_limits(args, 4, n)
+  if not windows then
+    return invalid_arguments()
+  end
+  local reply = {}
+  return allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limits) or reply
 end
 
--- Whether args[at] .. starts a valid decision of sliding_allow_many (taking keys after `taken`);
--- returns its key count, or nil.
-local function valid_decision(keys, args, at, taken)
+-- Reads the decision at args[at] of sliding_allow_many, whose keys follow the first `taken`, into
+-- the call's tables (time, member and key count per decision; window and limit per key), so that
+-- nothing is parsed twice. Returns its key count, or nil when it is invalid.
+local function read_decision(keys, args, at, taken, read)
   local now_arg, member, n = args[at], args[at + 1], tonumber(args[at + 2])
   if not (n and n >= 1 and n % 1 == 0 and taken + n <= #keys and at + 2 + 2 * n <= #args) then
     return nil
   end
-  if not (now_arg == '*' or is_time(tonumber(now_arg))) or member == nil or member == '' then
+  local now_ms = now_arg
+  if now_arg ~= '*' then
+    now_ms = tonumber(now_arg)
+    if not is_time(now_ms) then
+      return nil
+    end
+  end
+  if member == '' then
     return nil
   end
   for i = 1, n do
@@ -283,6 +320,7 @@ local function valid_decision(keys, args, at, taken)
     if not is_valid_limit(window_ms, limit) then
       return nil
     end
+    read.windows[taken + i], read.limits[taken + i] = window_ms, limit
   end
   if n > 1 then
     local seen = {}
@@ -293,18 +331,22 @@ local function valid_decision(keys, args, at, taken)
       seen[keys[i]] = true
     end
   end
+  local d = #read.nows + 1
+  read.nows[d], read.members[d], read.key_counts[d] = now_ms, member, n
   return n
 end
 
 local function sliding_allow_many(keys, args)
+  start_call(true)
   local max_skew_ms = tonumber(args[1])
   if #keys < 1 or not is_time(max_skew_ms) then
     return invalid_arguments()
   end
   -- Every decision is checked before the first one writes.
+  local read = { nows = {}, members = {}, key_counts = {}, windows = {}, limits = {} }
   local at, taken = 2, 0
   while at <= #args do
-    local n = valid_decision(keys, args, at, taken)
+    local n = read_decision(keys, args, at, taken, read)
     if not n then
       return invalid_arguments()
     end
@@ -315,23 +357,33 @@ local function sliding_allow_many(keys, args)
   end
 
   local reply = {}
-  at, taken = 2, 0
-  while at <= #args do
-    local now_ms, member, n = resolve_now(args[at]), args[at + 1], tonumber(args[at + 2])
+  local windows, limits = read.windows, read.limits
+  taken = 0
+  for d = 1, #read.nows do
+    local now_ms, member, n = read.nows[d], read.members[d], read.key_counts[d]
+    if now_ms == '*' then
+      now_ms = resolve_now('*')
+    end
     local failed
     if n == 1 then
-      failed = allow_one(reply, keys[taken + 1], now_ms, member, max_skew_ms, tonumber(args[at + 3]), tonumber(args[at + 4]))
-    else
-      local own_keys, windows, limits = {}, parse_limits(args, at + 3, n)
-      for i = 1, n do
-        own_keys[i] = keys[taken + i]
+      local allowed, count, remaining, retry_after_ms, reset_ms =
+        allow_one(keys[taken + 1], now_ms, member, max_skew_ms, windows[taken + 1], limits[taken + 1])
+      if type(allowed) == 'table' then
+        return allowed -- an error reply
       end
-      failed = allow_all(reply, own_keys, now_ms, member, max_skew_ms, windows, limits)
+      local at = #reply
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] = allowed, count, remaining, retry_after_ms, reset_ms
+    else
+      local own_keys, own_windows, own_limits = {}, {}, {}
+      for i = 1, n do
+        own_keys[i], own_windows[i], own_limits[i] = keys[taken + i], windows[taken + i], limits[taken + i]
+      end
+      failed = allow_all(reply, own_keys, now_ms, member, max_skew_ms, own_windows, own_limits)
     end
     if failed then
       return failed
     end
-    at, taken = at + 3 + 2 * n, taken + n
+    taken = taken + n
   end
   return reply
 end
