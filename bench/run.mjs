@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { compact, drive, percentile, ratios, spread } from './lib/measure.mjs';
 import { snapshotDist } from './lib/package-snapshot.mjs';
 import { installCleanup, runCommand, startRedis, stopAll, stopChild, track } from './lib/processes.mjs';
-import { callsDelta, commandCalls, monitor, scriptCalls } from './lib/redis-stats.mjs';
+import { callsDelta, commandCalls, monitor, scriptCalls, scriptMicros } from './lib/redis-stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -207,11 +207,13 @@ async function sectionConsume(port, plain, autoPipelined) {
   log('2/6 consume(): bare fcall, ours, rate-limiter-flexible; auto-pipelining off/on');
   const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
   const limiters = {};
-  // ours / oursAP: the limiter with its defaults; oursNoCache: blockCache off, where it can matter.
+  // ours / oursAP: the limiter with its defaults; oursNoCache: blockCache off, where it can matter;
+  // oursUnbatched: batch off (one call per decision), over the 100k keys.
   const builds = [
     ['ours', plain, {}],
     ['oursAP', autoPipelined, {}],
     ...(HAS_BLOCK_CACHE ? [['oursNoCache', plain, { blockCache: false }]] : []),
+    ['oursUnbatched', plain, { batch: false }],
   ];
   for (const [name, client, extra] of builds) {
     for (const c of KEY_CASES) {
@@ -247,10 +249,19 @@ async function sectionConsume(port, plain, autoPipelined) {
       bareAP: bareCall(autoPipelined, 'bareAP', c),
       oursAP: (i) => oursAP.consume(c.key(i), rule).then(outcomeOf),
       oursNoCache: (i) => limiters[`oursNoCache:${c.id}`].consume(c.key(i), rule).then(outcomeOf),
+      oursUnbatched: (i) => limiters[`oursUnbatched:${c.id}`].consume(c.key(i), rule).then(outcomeOf),
     };
   };
   // Only a rejecting key can be answered by the block cache: there, ours without it too.
-  const variantsOf = (c) => ['bare', 'ours', 'rlf', 'bareAP', 'oursAP', ...(HAS_BLOCK_CACHE && c.id === 'reject' ? ['oursNoCache'] : [])];
+  const variantsOf = (c) => [
+    'bare',
+    'ours',
+    'rlf',
+    'bareAP',
+    'oursAP',
+    ...(HAS_BLOCK_CACHE && c.id === 'reject' ? ['oursNoCache'] : []),
+    ...(c.id === 'keys' ? ['oursUnbatched'] : []),
+  ];
   const perCase = Object.fromEntries(KEY_CASES.map((c) => [c.id, calls(c)]));
 
   // JIT warm-up of every path, and the rejecting keys filled to their limit.
@@ -288,17 +299,30 @@ async function sectionConsume(port, plain, autoPipelined) {
     }
     log(`  round ${round + 1}/${ROUNDS} done`);
   }
-  for (const limiter of Object.values(limiters)) limiter.close?.();
-  // Redis time per decision over the same interleaved rounds: our function (bare and consume()
-  // alike) against rate-limiter-flexible's script.
-  const usec = {};
-  for (const match of (await plain.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) usec[match[1]] = Number(match[3]) / Number(match[2]);
-  if (usec.fcall && usec.evalsha) {
-    row('2 consume', 'Redis time per decision: sliding_allow_v2 FCALL / rate-limiter-flexible EVALSHA', {
-      value: usec.fcall / usec.evalsha,
-      absolute: `${usec.fcall.toFixed(2)} µs vs ${usec.evalsha.toFixed(2)} µs per call (INFO commandstats)`,
-    });
+  // Redis time per decision (all script calls' time / decisions), each variant on its own over the
+  // 100k keys at 64 in flight: what one decision costs the server, batched or not.
+  const keysCase = KEY_CASES.find((c) => c.id === 'keys');
+  const redisMicros = {};
+  for (const name of ['bare', 'ours', 'oursUnbatched', 'rlf']) {
+    redisMicros[name] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      await plain.config('RESETSTAT');
+      const r = await drive({ inFlight: 64, warmupMs: 0, durationMs: QUICK ? 100 : 300, maxOps: LOOP.maxOps, call: perCase.keys[name] });
+      const usec = scriptMicros(await plain.info('commandstats'));
+      redisMicros[name].push(usec / (r.admitted + r.rejected));
+    }
   }
+  for (const limiter of Object.values(limiters)) limiter.close?.();
+  const micros = (name) => spread(redisMicros[name]).median;
+  row('2 consume', 'Redis time per decision: consume() / bare fcall (100k keys, 64 in flight)', {
+    spread: spread(ratios(redisMicros.ours, redisMicros.bare)),
+    absolute: `${micros('ours').toFixed(2)} µs vs ${micros('bare').toFixed(2)} µs; batch off ${micros('oursUnbatched').toFixed(2)} µs (INFO commandstats)`,
+  });
+  row('2 consume', 'Redis time per decision: consume() / rate-limiter-flexible', {
+    spread: spread(ratios(redisMicros.ours, redisMicros.rlf)),
+    absolute: `${micros('ours').toFixed(2)} µs vs ${micros('rlf').toFixed(2)} µs`,
+  });
+  results.sections.redisMicrosPerDecision = { ...redisMicros, case: keysCase.label };
   results.sections.consume = { loop: LOOP, cases: KEY_CASES.map(({ id, label, limit, windowMs }) => ({ id, label, limit, windowMs })), samples, outcomes };
 
   const targets = {};
@@ -331,6 +355,12 @@ async function sectionConsume(port, plain, autoPipelined) {
         absolute: `${compact(med.ours)}/s vs ${compact(med.rlf)}/s`,
         ...(gated ? { target: '≥ 1.15×', pass: vsFlexible.median >= 1.15 } : {}),
       });
+      if (s.oursUnbatched) {
+        row('2 consume', `consume() batch off / bare fcall — ${where}`, {
+          spread: spread(ratios(s.oursUnbatched, s.bare)),
+          absolute: `${compact(spread(s.oursUnbatched).median)}/s vs ${compact(med.bare)}/s`,
+        });
+      }
       if (s.oursNoCache) {
         row('2 consume', `consume() blockCache off / bare fcall — ${where}`, {
           spread: spread(ratios(s.oursNoCache, s.bare)),

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 const Redis = require('ioredis').default;
 
-/** Commands that run a function or a script: one decision each. */
+/** Commands that run a function or a script: one call each (a batch call carries several decisions). */
 export const SCRIPT_CALLS = ['fcall', 'fcall_ro', 'evalsha', 'evalsha_ro', 'eval', 'eval_ro'];
 
 /** `{ command: calls }` from INFO commandstats (subcommands as `config|get`). */
@@ -26,6 +26,13 @@ export function callsDelta(before, after) {
     if (diff > 0) delta[command] = diff;
   }
   return delta;
+}
+
+/** Microseconds Redis spent in function and script calls (what they run inside included), from INFO commandstats text. */
+export function scriptMicros(commandstats) {
+  let usec = 0;
+  for (const match of commandstats.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) if (SCRIPT_CALLS.includes(match[1])) usec += Number(match[2]);
+  return usec;
 }
 
 export function scriptCalls(delta) {
