@@ -190,10 +190,15 @@ export class SlidingWindowLimiter {
    * otherwise records nothing and says how long to wait.
    * @param key the limited identity, without the key prefix (e.g. `login:ip:10.0.0.1`)
    */
-  async consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
-    checkDecisionArguments(key, rule, options);
-    const decided = await this.decide(key, [this.keyPrefix + key], [rule], options);
-    return this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded);
+  consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
+    try {
+      checkDecisionArguments(key, rule, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.decide(key, [this.keyPrefix + key], [rule], options).then((decided) =>
+      this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded),
+    );
   }
 
   /**
@@ -203,19 +208,27 @@ export class SlidingWindowLimiter {
    * atomic call; otherwise (v1's one-key contract, keys in several slots) one call per group, and the
    * request is taken back out of the groups that recorded it. The canary split follows the first key.
    */
-  async consumeAll(rules: readonly KeyedSlidingLimitRule[], options?: DecisionOptions): Promise<MultiRateLimitDecision> {
-    checkStackedArguments(rules, options);
-    const keys = rules.map((rule) => this.keyPrefix + rule.key);
-    const decided = await this.decide(rules[0].key, keys, rules, options);
-    const limits = decided.limits.map((outcome, i) => this.toDecision(outcome, rules[i], decided.functionName, decided.degraded));
-    const decision: MultiRateLimitDecision = {
-      allowed: decided.allowed,
-      retryAfterMs: Math.max(0, ...limits.map((d) => d.retryAfterMs)),
-      functionName: decided.functionName,
-      limits,
-    };
-    if (decided.degraded) decision.degraded = decided.degraded;
-    return decision;
+  consumeAll(rules: readonly KeyedSlidingLimitRule[], options?: DecisionOptions): Promise<MultiRateLimitDecision> {
+    // A promise chain rather than an async function, and loops rather than maps: the guard calls
+    // this for every request.
+    try {
+      checkStackedArguments(rules, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const keys = new Array<string>(rules.length);
+    for (let i = 0; i < rules.length; i++) keys[i] = this.keyPrefix + rules[i].key;
+    return this.decide(rules[0].key, keys, rules, options).then((decided) => {
+      const limits = new Array<RateLimitDecision>(decided.limits.length);
+      let retryAfterMs = 0;
+      for (let i = 0; i < limits.length; i++) {
+        limits[i] = this.toDecision(decided.limits[i], rules[i], decided.functionName, decided.degraded);
+        retryAfterMs = Math.max(retryAfterMs, limits[i].retryAfterMs);
+      }
+      const decision: MultiRateLimitDecision = { allowed: decided.allowed, retryAfterMs, functionName: decided.functionName, limits };
+      if (decided.degraded) decision.degraded = decided.degraded;
+      return decision;
+    });
   }
 
   /** Reports the state of `key` without recording anything. */

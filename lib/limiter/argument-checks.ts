@@ -25,10 +25,14 @@ export function checkDecisionArguments(key: unknown, rule: unknown, options: Dec
 
 /** Stacked rules, each with its own key (`consumeAll`). */
 export function checkStackedArguments(rules: readonly KeyedSlidingLimitRule[], options: DecisionOptions | undefined): void {
-  const keys = Array.isArray(rules) ? rules.map((rule) => rule?.key) : [];
-  const valid =
-    keys.length > 0 && new Set(keys).size === keys.length && rules.every((rule) => isValidKey(rule.key) && isValidRule(rule)) && isValidOptions(options);
-  if (!valid) fail(keys, Array.isArray(rules) ? rules : [], options);
+  let valid = Array.isArray(rules) && rules.length > 0 && isValidOptions(options);
+  for (let i = 0; valid && i < rules.length; i++) {
+    const rule = rules[i];
+    valid = typeof rule === 'object' && rule !== null && isValidKey(rule.key) && isValidRule(rule);
+    // A handful of stacked limits: comparing with the earlier ones beats building a Set.
+    for (let j = 0; valid && j < i; j++) valid = rules[j].key !== rule.key;
+  }
+  if (!valid) fail(Array.isArray(rules) ? rules.map((rule) => rule?.key) : [], Array.isArray(rules) ? rules : [], options);
 }
 
 /** A key alone (`reset`). */
