@@ -1,8 +1,9 @@
 // The Nest (Express) app of the HTTP section, in a process of its own so that autocannon and the app
 // never share an event loop. One minimal route, `GET /`, the same in every configuration:
 //   none          no guard
-//   ours          RateLimitModule.forRoot({ client }) + @SlidingLimit; also GET /stacked with two limits
-//   ours-ap       the same on an ioredis client with enableAutoPipelining
+//   ours          RateLimitModule.forRoot({ redis: <url> }) as in the README's quick start (the module
+//                 opens its own connection) + @SlidingLimit; also GET /stacked with two limits
+//   ours-client   the same with forRoot({ client }): the user's own ioredis client, no auto-pipelining
 //   nest-lab      @nestjs/throttler + @nest-lab/throttler-storage-redis (ioredis)
 //   nestjs-redis  @nestjs/throttler + @nestjs-redis/throttler-storage (node-redis, the client it takes)
 // Every limit is keyed by the `x-client-id` header (one per autocannon connection) and high enough
@@ -42,12 +43,9 @@ async function buildModule() {
   const imports = [];
   const providers = [];
 
-  if (config === 'ours' || config === 'ours-ap') {
-    const Redis = require('ioredis').default;
+  if (config === 'ours' || config === 'ours-client') {
     // The run's copy of dist/ (see lib/package-snapshot.mjs), or dist/ itself when started by hand.
     const { RateLimitModule, SlidingLimit } = require(process.env.BENCH_DIST ?? '../dist');
-    const client = new Redis({ host: '127.0.0.1', port, enableAutoPipelining: config === 'ours-ap' });
-    closers.push(() => client.quit());
     const key = `header:${TRACKER_HEADER}`;
     routeDecorators.hello.push(SlidingLimit({ name: 'bench', limit, windowMs, key }));
     // Two stacked limits on one handler: one atomic call is the target.
@@ -55,7 +53,15 @@ async function buildModule() {
       SlidingLimit({ name: 'burst', limit, windowMs, key }),
       SlidingLimit({ name: 'sustained', limit, windowMs: windowMs * 10, key }),
     );
-    imports.push(RateLimitModule.forRoot({ client }));
+    if (config === 'ours') {
+      // The module closes the connection it opened when the app closes.
+      imports.push(RateLimitModule.forRoot({ redis: `redis://127.0.0.1:${port}` }));
+    } else {
+      const Redis = require('ioredis').default;
+      const client = new Redis({ host: '127.0.0.1', port });
+      closers.push(() => client.quit());
+      imports.push(RateLimitModule.forRoot({ client }));
+    }
   } else if (config === 'nest-lab' || config === 'nestjs-redis') {
     const { ThrottlerGuard, ThrottlerModule } = require('@nestjs/throttler');
     let storage;
