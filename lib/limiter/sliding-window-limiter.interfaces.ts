@@ -167,8 +167,8 @@ export interface SlidingWindowLimiterOptions {
    * Batching: while calls to Redis are in flight, the decisions that arrive meanwhile go together, as
    * one call of the version's batch function (v2's `sliding_allow_many_v2`) per cluster slot, up to
    * `maxSize` decisions per call (default 16). Each is decided exactly as on its own, in arrival order;
-   * a quiet process sends every decision at once. Under load this roughly halves the client CPU and
-   * the Redis time per decision. `false` sends one call per decision. Default on.
+   * a quiet process sends every decision at once. Under load it saves about half the client
+   * CPU and a fifth of the Redis time per decision. `false` sends one call per decision. Default on.
    */
   batch?: boolean | { maxSize: number };
   /** What a decision does when Redis cannot make it. Default `allow` (fail open). */
