@@ -46,9 +46,10 @@ export class DecisionBatcher {
   ) {}
 
   decide(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
-    if (this.maxSize < 2 || version.contract.batchFunction === undefined || (this.inFlight === 0 && !this.flushScheduled)) {
-      return this.sendOne(version, call);
-    }
+    const mayWait = this.maxSize > 1 && version.contract.batchFunction !== undefined && (this.inFlight > 0 || this.flushScheduled);
+    // While the node fails, a decision is answered at once (fail fast, or the breaker's probe) rather
+    // than held for a batch.
+    if (!mayWait || !this.channel.healthy(call.keys[0])) return this.sendOne(version, call);
     return new Promise<CallOutcome>((resolve, reject) => this.enqueue(version, { call, resolve, reject }));
   }
 
