@@ -215,6 +215,26 @@ describe('client compatibility', () => {
       expect(await sharedAdmin.zcard(`${keyPrefix}b`)).toBe(1);
     });
 
+    it('v2: decisions made together (one sliding_allow_many_v2 call) report exact numbers', async () => {
+      const limiter = limiterOn(shared, { functionName: 'sliding_allow_v2', clock: () => 1_750_000_000_000 });
+      await limiter.init();
+      const rule = { limit: 2, windowMs: 1000 };
+      await sharedAdmin.config('RESETSTAT');
+
+      const decisions = await Promise.all(['x', 'y', 'x', 'y', 'x', 'y'].map((key) => limiter.consume(key, rule)));
+
+      expect(decisions.map((d) => [d.allowed, d.remaining, d.retryAfterMs, d.resetMs])).toEqual([
+        [true, 1, 0, 1000],
+        [true, 1, 0, 1000],
+        [true, 0, 0, 1000],
+        [true, 0, 0, 1000],
+        [false, 0, 1000, 1000],
+        [false, 0, 1000, 1000],
+      ]);
+      // The first at once (nothing was in flight), the other five in one call.
+      expect(Number(/cmdstat_fcall:calls=(\d+)/.exec(await sharedAdmin.info('commandstats'))?.[1])).toBe(2);
+    });
+
     it('v1: consume, peek and consumeAll report exact numbers', async () => {
       const t0 = 1_750_000_000_000;
       const clock = manualClock(t0);
