@@ -371,8 +371,8 @@ local function sliding_allow_many(keys, args)
       if type(allowed) == 'table' then
         return allowed -- an error reply
       end
-      local at = #reply
-      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] = allowed, count, remaining, retry_after_ms, reset_ms
+      local size = #reply
+      reply[size + 1], reply[size + 2], reply[size + 3], reply[size + 4], reply[size + 5] = allowed, count, remaining, retry_after_ms, reset_ms
     else
       local own_keys, own_windows, own_limits = {}, {}, {}
       for i = 1, n do
