@@ -232,7 +232,7 @@ describe('loading and recovery (own redis-server)', () => {
       ['v1', false],
       ['v2', false],
       ['v2', true],
-    ])("%s (batch %s) with 'auto': every consume succeeds (reload + one retry), each counted once, and the library is back", async (version, batch) => {
+    ])("%s (batch %s) with 'auto': every consume succeeds (reload + retry), each counted once, and the library is back", async (version, batch) => {
       const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'auto', batch });
       await limiter.init();
       const keys = Array.from({ length: 50 }, (_, i) => `flush:${i}`);
@@ -258,6 +258,36 @@ describe('loading and recovery (own redis-server)', () => {
       if (batch) expect(fcall.calls - fcall.failed).toBeLessThan(report.succeeded);
       else expect(fcall.calls - fcall.failed).toBe(report.succeeded);
       expect(await listLibraries(admin)).toEqual([expect.objectContaining({ name: LIBRARY_OF[version], code: BUNDLED[version] })]);
+    });
+
+    it('a second flush between the reload and the retry: the call reloads again and succeeds, counted once', async () => {
+      // A client whose first reload is followed at once by another FUNCTION FLUSH, before the retry.
+      let flushesAfterLoad = 1;
+      class FlushAfterLoad extends Redis {
+        override async call(...args: Parameters<Redis['call']>): Promise<unknown> {
+          const reply = await super.call(...args);
+          if (String(args[0]).toUpperCase() === 'FUNCTION' && String(args[1]).toUpperCase() === 'LOAD' && flushesAfterLoad-- > 0) {
+            await admin.call('FUNCTION', 'FLUSH');
+          }
+          return reply;
+        }
+      }
+      const client = new FlushAfterLoad(server.url);
+      opened.push(client);
+      const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
+      await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
+      flushesAfterLoad = 0;
+      await limiter.init();
+      await admin.call('FUNCTION', 'FLUSH');
+      flushesAfterLoad = 1;
+
+      const decision = await limiter.consume('twice', { limit: 5, windowMs: 60_000 });
+
+      expect(decision).toMatchObject({ allowed: true, remaining: 4 });
+      expect(flushesAfterLoad).toBeLessThan(0); // the flush after the first reload happened
+      expect(await admin.zcard('rl:twice')).toBe(1);
+      expect(await listLibraries(admin)).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 })]);
+      limiter.close();
     });
 
     it.each(['verify', 'off'] as const)("with '%s' nothing is reloaded: consume fails with FunctionNotLoadedError", async (loadFunctions) => {

@@ -5,10 +5,13 @@ import { FunctionLoader, loadCommandFor } from './function-loader';
 import type { LuaRunner } from './lua-runner';
 import { isFunctionNotFound } from './reply';
 
+/** Reloads (each followed by a retry) one call may wait for before it reports the function missing. */
+const MAX_RELOADS = 2;
+
 /**
  * Runs the library as Redis Functions (FCALL / FCALL_RO). Under `loadFunctions: 'auto'` a
  * "Function not found" (Redis restarted empty, FUNCTION FLUSH, a new master) reloads the library
- * and retries once with the same arguments, so the same request id: a retry can never count twice.
+ * and retries with the same arguments, so the same request id: a retry can never count twice.
  */
 export class FunctionRunner implements LuaRunner {
   readonly mode = 'function';
@@ -31,10 +34,13 @@ export class FunctionRunner implements LuaRunner {
     return this.send(functionName, keys, args, readOnly).catch((error: unknown) => this.recover(error, functionName, keys, args, readOnly));
   }
 
-  /** After a failed call: reload and retry once when the function is missing (`auto`), else fail. */
+  /**
+   * After a failed call: when the function is missing (`auto`), reload and retry, twice at most — a
+   * second FUNCTION FLUSH can land between a reload and its retry; else fail.
+   */
   private async recover(error: unknown, functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
     if (!isFunctionNotFound(error)) throw error;
-    if (this.policy === 'auto') {
+    for (let reloads = 0; this.policy === 'auto' && reloads < MAX_RELOADS; reloads++) {
       await this.reload();
       try {
         return await this.send(functionName, keys, args, readOnly);
@@ -44,7 +50,6 @@ export class FunctionRunner implements LuaRunner {
     }
     throw new FunctionNotLoadedError(functionName, this.contract.libraryName, [`the node serving key ${keys[0]}`], loadCommandFor(this.contract));
   }
-
 
   /** One reload at a time, shared by every call that hit the missing function meanwhile. */
   private reload(): Promise<void> {

@@ -250,7 +250,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     expect(sum(await callsOn(masters(), 'fcall_ro')) - sum(onMasters)).toBe(0);
   });
 
-  it('FUNCTION FLUSH on one master under traffic: every call succeeds (reload on that master + one retry), each counted once', async () => {
+  it('FUNCTION FLUSH on one master under traffic: every call succeeds (reload on that master + retry), each counted once', async () => {
     const limiter = limiterOn(client);
     await limiter.init();
     const victim = masters()[0];
