@@ -31,7 +31,7 @@ export { MAX_LIMIT, MAX_WINDOW_MS } from './limiter/limit-rule';
 
 // Redis side
 export { DEFAULT_FUNCTION_NAME, FUNCTION_VERSIONS, KNOWN_FUNCTION_NAMES } from './redis/function-versions';
-export type { FunctionContract } from './redis/contracts/function-contract';
+export type { AllowCall, BatchFunction, CallOutcome, FunctionContract, LimitOutcome } from './redis/contracts/function-contract';
 export { LUA_DIR } from './redis/lua-library';
 
 // Errors

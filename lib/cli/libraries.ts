@@ -24,12 +24,12 @@ export function bundledSource(contract: FunctionContract): string {
 
 /** Every function name a shipped version registers. */
 export function functionNamesOf(contract: FunctionContract): string[] {
-  return [contract.allowFunction, contract.batchFunction, contract.peekFunction].filter((name): name is string => name !== undefined);
+  return [contract.allowFunction, contract.batch?.name, contract.peekFunction].filter((name): name is string => name !== undefined);
 }
 
 /** The version (`v2`) of a function name, if it is one this package ships. */
 export function versionOfFunction(functionName: string): FunctionContract | undefined {
-  return findFunctionContract(functionName) ?? FUNCTION_VERSIONS.find((v) => v.peekFunction === functionName || v.batchFunction === functionName);
+  return findFunctionContract(functionName) ?? FUNCTION_VERSIONS.find((v) => v.peekFunction === functionName || v.batch?.name === functionName);
 }
 
 /** Whether an error is Redis saying a library of that name is not loaded. */

@@ -11,7 +11,7 @@ export function knownVersions(): string {
 export function findVersion(argument: string): FunctionContract | undefined {
   const wanted = argument.toLowerCase();
   return FUNCTION_VERSIONS.find(
-    (v) => v.version === wanted || v.libraryName === argument || v.allowFunction === argument || v.peekFunction === argument || v.batchFunction === argument,
+    (v) => v.version === wanted || v.libraryName === argument || v.allowFunction === argument || v.peekFunction === argument || v.batch?.name === argument,
   );
 }
 

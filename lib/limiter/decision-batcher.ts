@@ -46,7 +46,7 @@ export class DecisionBatcher {
   ) {}
 
   decide(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
-    const mayWait = this.maxSize > 1 && version.contract.batchFunction !== undefined && (this.inFlight > 0 || this.flushScheduled);
+    const mayWait = this.maxSize > 1 && version.contract.batch !== undefined && (this.inFlight > 0 || this.flushScheduled);
     // While the node fails, a decision is answered at once (fail fast, or the breaker's probe) rather
     // than held for a batch.
     if (!mayWait || !this.channel.healthy(call.keys[0])) return this.sendOne(version, call);
@@ -81,21 +81,21 @@ export class DecisionBatcher {
   };
 
   private send(version: ActiveVersion, lane: QueuedDecision[]): void {
-    if (lane.length === 1 || !this.channel.healthy(lane[0].call.keys[0])) {
+    const { batch } = version.contract;
+    if (!batch || lane.length === 1 || !this.channel.healthy(lane[0].call.keys[0])) {
       for (const decision of lane) this.sendOne(version, decision.call).then(decision.resolve, decision.reject);
       return;
     }
-    const { contract, runner } = version;
     const calls = lane.map((decision) => decision.call);
     const keys = calls.flatMap((call) => call.keys);
-    const args = contract.batchArguments!(calls);
+    const args = batch.arguments(calls);
     this.inFlight++;
-    this.channel.call(() => runner.run(contract.batchFunction!, keys, args, false), keys[0], lane.length).then(
+    this.channel.call(() => version.runner.run(batch.name, keys, args, false), keys[0], lane.length).then(
       (reply) => {
         this.inFlight--;
         let outcomes: CallOutcome[];
         try {
-          outcomes = contract.parseBatchReply!(reply, calls);
+          outcomes = batch.parseReply(reply, calls);
         } catch (error) {
           this.afterFailure(version, lane, error);
           return;

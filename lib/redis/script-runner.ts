@@ -24,7 +24,7 @@ export class ScriptRunner implements LuaRunner {
     private readonly policy: LoadFunctionsPolicy,
   ) {
     const source = readLibrarySource(contract.sourceFile);
-    for (const name of [contract.allowFunction, contract.batchFunction, contract.peekFunction]) {
+    for (const name of [contract.allowFunction, contract.batch?.name, contract.peekFunction]) {
       if (name) this.scripts.set(name, toScript(source, name));
     }
   }

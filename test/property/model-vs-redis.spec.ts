@@ -404,7 +404,7 @@ const rawCall: fc.Arbitrary<RawCall> = fc
 
 const scripts = new Map(
   FUNCTION_VERSIONS.flatMap((version) =>
-    [version.allowFunction, version.batchFunction, version.peekFunction].filter((fn): fn is string => fn !== undefined).map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
+    [version.allowFunction, version.batch?.name, version.peekFunction].filter((fn): fn is string => fn !== undefined).map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
   ),
 );
 

@@ -28,6 +28,19 @@ export interface CallOutcome {
 }
 
 /**
+ * A function deciding several independent requests in one call, each exactly as the allow function
+ * would, one after the other in the order given.
+ */
+export interface BatchFunction {
+  /** What FCALL takes. */
+  readonly name: string;
+  /** ARGV of one call; its KEYS are the calls' keys, concatenated in the same order. */
+  arguments(calls: readonly AllowCall[]): (string | number)[];
+  /** The outcome of every call, in order. */
+  parseReply(reply: unknown, calls: readonly AllowCall[]): CallOutcome[];
+}
+
+/**
  * Everything the limiter knows about one shipped library version: its names, the
  * arguments its functions take and the replies they give. Adding a version means adding
  * one contract and one .lua file; nothing else in the limiter changes.
@@ -53,18 +66,10 @@ export interface FunctionContract {
    */
   readonly exactRetryAfter: boolean;
 
-  /**
-   * A function deciding several independent requests in one call, each exactly as the allow function
-   * would, one after the other; when the version has one, the limiter batches the decisions that
-   * arrive together. Its arguments and reply: {@link batchArguments}, {@link parseBatchReply}.
-   */
-  readonly batchFunction?: string;
+  /** When the version has one, the function the limiter batches decisions with. */
+  readonly batch?: BatchFunction;
 
   allowArguments(call: AllowCall): (string | number)[];
-  /** ARGV of one batch call; its KEYS are the calls' keys, concatenated in the same order. */
-  batchArguments?(calls: readonly AllowCall[]): (string | number)[];
-  /** The outcome of every call of a batch, in order. */
-  parseBatchReply?(reply: unknown, calls: readonly AllowCall[]): CallOutcome[];
   parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;
   peekArguments?(nowMs: number | typeof SERVER_TIME, rules: readonly SlidingLimitRule[]): (string | number)[];
   parsePeekReply?(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;

@@ -48,7 +48,6 @@ export const V2_CONTRACT: FunctionContract = {
   sourceFile: 'rate_limit_v2.lua',
   allowFunction: 'sliding_allow_v2',
   peekFunction: 'sliding_peek_v2',
-  batchFunction: 'sliding_allow_many_v2',
   multiKey: true,
   readsServerClock: true,
   exactRetryAfter: true,
@@ -62,22 +61,26 @@ export const V2_CONTRACT: FunctionContract = {
     return parse(reply, rules, 'FCALL sliding_allow_v2');
   },
 
-  batchArguments(calls) {
-    const args: (string | number)[] = [calls[0].maxClockSkewMs];
-    for (const { rules, nowMs, member } of calls) {
-      args.push(nowMs, member, rules.length);
-      for (const rule of rules) args.push(rule.windowMs, rule.limit);
-    }
-    return args;
-  },
+  batch: {
+    name: 'sliding_allow_many_v2',
 
-  parseBatchReply(reply, calls) {
-    let length = 0;
-    for (const call of calls) length += 1 + STRIDE * call.rules.length;
-    const values = toIntegerArray(reply, length, 'FCALL sliding_allow_many_v2');
-    const outcomes = new Array<CallOutcome>(calls.length);
-    for (let c = 0, at = 0; c < calls.length; at += 1 + STRIDE * calls[c].rules.length, c++) outcomes[c] = outcomeAt(values, at, calls[c].rules);
-    return outcomes;
+    arguments(calls) {
+      const args: (string | number)[] = [calls[0].maxClockSkewMs];
+      for (const { rules, nowMs, member } of calls) {
+        args.push(nowMs, member, rules.length);
+        for (const rule of rules) args.push(rule.windowMs, rule.limit);
+      }
+      return args;
+    },
+
+    parseReply(reply, calls) {
+      let length = 0;
+      for (const call of calls) length += 1 + STRIDE * call.rules.length;
+      const values = toIntegerArray(reply, length, 'FCALL sliding_allow_many_v2');
+      const outcomes = new Array<CallOutcome>(calls.length);
+      for (let c = 0, at = 0; c < calls.length; at += 1 + STRIDE * calls[c].rules.length, c++) outcomes[c] = outcomeAt(values, at, calls[c].rules);
+      return outcomes;
+    },
   },
 
   peekArguments(nowMs, rules) {
