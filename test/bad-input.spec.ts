@@ -14,6 +14,7 @@ import {
 import { ensureLibraries } from './support/lua-functions';
 import { PLATFORMS, startTestApp, type TestApp } from './support/nest-app';
 import { startRedisServer, type RedisServer } from './support/redis-server';
+import { rejectionOf } from './support/rejection';
 
 /*
  * Every public entry point fed bad input, one table per entry point. Each row names the input and
@@ -514,10 +515,7 @@ describe('SlidingWindowLimiter arguments', () => {
   ];
 
   it.each(rows)('%s: RateLimitConfigError naming the argument, nothing written', async (_label, call, expected) => {
-    const error = await call(limiter).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await rejectionOf(call(limiter));
     expect(error).toBeInstanceOf(RateLimitConfigError);
     expect((error as RateLimitConfigError).problems.join('\n')).toContain(expected);
     expect(await redis.keys('limiter-args:*')).toEqual([]);

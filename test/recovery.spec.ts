@@ -11,6 +11,7 @@ import { FunctionCodeMismatchError, FunctionNameTakenError, FunctionNotLoadedErr
 import { RedisServer, startRedisServer, startRedisServerOnPort } from './support/redis-server';
 import { sleep } from './support/sleep';
 import { startTraffic, type TrafficCall } from './support/traffic';
+import { rejectionOf } from './support/rejection';
 
 
 type Version = 'v1' | 'v2';
@@ -148,10 +149,7 @@ describe('loading and recovery (own redis-server)', () => {
     it('init() rejects with FunctionNotLoadedError naming the function, the node and the load command, and loads nothing', async () => {
       const limiter = limiterWith({ functionName: 'sliding_allow_v2', loadFunctions: 'verify' });
 
-      const error = await limiter.init().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const error = await rejectionOf(limiter.init());
 
       expect(error).toBeInstanceOf(FunctionNotLoadedError);
       const notLoaded = error as FunctionNotLoadedError;
@@ -180,10 +178,7 @@ describe('loading and recovery (own redis-server)', () => {
       await limiter.init();
       expect(await listLibraries(admin)).toEqual([]);
 
-      const error = await limiter.consume('k', { limit: 1, windowMs: 1000 }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const error = await rejectionOf(limiter.consume('k', { limit: 1, windowMs: 1000 }));
       expect(error).toBeInstanceOf(FunctionNotLoadedError);
       expect((error as Error).message).toContain('sliding_allow_v2');
       await expect(limiter.peek('k', { limit: 1, windowMs: 1000 })).rejects.toThrow(FunctionNotLoadedError);
@@ -211,10 +206,7 @@ describe('loading and recovery (own redis-server)', () => {
       await admin.call('FUNCTION', 'LOAD', IMPOSTOR_V2);
       const limiter = limiterWith({ functionName: 'sliding_allow_v2', loadFunctions });
 
-      const error = await limiter.init().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const error = await rejectionOf(limiter.init());
 
       expect(error).toBeInstanceOf(FunctionCodeMismatchError);
       expect((error as Error).message).toContain('rate_limit_v2');
@@ -450,10 +442,7 @@ describe('loading and recovery (own redis-server)', () => {
 
     it("loadFunctions 'verify' with the scripts missing from the cache: FunctionNotLoadedError naming the node", async () => {
       const limiter = limiterWith({ mode: 'script', loadFunctions: 'verify' });
-      const error = await limiter.init().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const error = await rejectionOf(limiter.init());
       expect(error).toBeInstanceOf(FunctionNotLoadedError);
       expect((error as Error).message).toContain(address);
     });

@@ -3,13 +3,11 @@ import { BadClassController, FineController, UsersController } from '../fixtures
 import { startRedisServer } from '../support/redis-server';
 import { startTestApp } from '../support/nest-app';
 import { sharedRedisUrl } from '../support/test-redis';
+import { rejectionOf } from '../support/rejection';
 
 describe('bootstrap errors', () => {
   it('fails app.init() on bad @SlidingLimit arguments, naming controller and handler', async () => {
-    const error = await startTestApp({ platform: 'express', controllers: [UsersController, BadClassController, FineController] }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await rejectionOf(startTestApp({ platform: 'express', controllers: [UsersController, BadClassController, FineController] }));
     expect(error).toBeInstanceOf(RateLimitConfigError);
     const message = (error as Error).message;
     for (const expected of [
@@ -33,7 +31,7 @@ describe('bootstrap errors', () => {
   });
 
   it('reports every bad module option together, each by name', async () => {
-    const error = await startTestApp({
+    const error = await rejectionOf(startTestApp({
       platform: 'express',
       rateLimitModule: RateLimitModule.forRoot({
         redis: 'localhost:6379',
@@ -43,10 +41,7 @@ describe('bootstrap errors', () => {
         key: 'body:',
         defaultLimit: { limit: 0, windowMs: 1000 },
       }),
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    }));
     expect(error).toBeInstanceOf(RateLimitConfigError);
     const problems = (error as RateLimitConfigError).problems.join('\n');
     expect(problems).toContain('redis must be a redis:// or rediss:// URL, got "localhost:6379"');
@@ -58,24 +53,18 @@ describe('bootstrap errors', () => {
   });
 
   it('requires exactly one of redis and client', async () => {
-    const error = await startTestApp({ platform: 'express', rateLimitModule: RateLimitModule.forRoot({}) }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await rejectionOf(startTestApp({ platform: 'express', rateLimitModule: RateLimitModule.forRoot({}) }));
     expect((error as Error).message).toContain('set redis');
   });
 
   it("fails app.init() when loadFunctions is 'verify' and the function is not loaded", async () => {
     const server = await startRedisServer(); // a fresh server: nothing loaded
     try {
-      const error = await startTestApp({
+      const error = await rejectionOf(startTestApp({
         platform: 'express',
         controllers: [FineController],
         rateLimitModule: RateLimitModule.forRoot({ redis: server.url, loadFunctions: 'verify' }),
-      }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      }));
       expect((error as Error).message).toMatch(/not loaded/);
     } finally {
       await server.stop();

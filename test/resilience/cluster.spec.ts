@@ -15,6 +15,7 @@ import type { RedisServer } from '../support/redis-server';
 import { uniquePrefix } from '../support/test-redis';
 import { startTraffic } from '../support/traffic';
 import { sleep } from '../support/sleep';
+import { rejectionOf } from '../support/rejection';
 
 const V2_SOURCE = readLibrarySource('rate_limit_v2.lua');
 
@@ -155,7 +156,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     }
     await expect(limiterOn(client, { loadFunctions: 'verify' }).init()).resolves.toBeUndefined();
 
-    const error = await limiterOn(client, { functionName: 'sliding_allow_v1', loadFunctions: 'verify' }).init().catch((e: unknown) => e);
+    const error = await rejectionOf(limiterOn(client, { functionName: 'sliding_allow_v1', loadFunctions: 'verify' }).init());
     expect(error).toBeInstanceOf(FunctionNotLoadedError);
     const named = masters().map((node) => `127.0.0.1:${node.options.port}`);
     expect([...(error as FunctionNotLoadedError).nodes].sort()).toEqual(named.sort());

@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { rejectionOf } from './rejection';
 
 /** Source of a bundled library, read from lib/ like the package reads it from dist/. */
 export function librarySource(version: 'v1' | 'v2'): string {
@@ -23,10 +24,5 @@ export async function ensureLibraries(client: Redis): Promise<void> {
 
 /** The error message of a rejected promise (fails the test if it resolves). */
 export async function errorMessageOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('expected the call to fail');
+  return ((await rejectionOf(promise)) as Error).message;
 }

@@ -14,6 +14,7 @@ import { InCodeLimitController } from '../fixtures/limits/in-code-limit.controll
 import { AuthController, ItemsController, SmsController } from '../fixtures/limits/limits.controllers';
 import { manualClock, PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { connectShared } from '../support/test-redis';
+import { rejectionOf } from '../support/rejection';
 
 const START = DEFAULT_TEST_START_TIME;
 const CONTROLLERS = [AuthController, SmsController, ItemsController, InCodeLimitController];
@@ -172,14 +173,11 @@ describe('RateLimitTestingModule and TestClock arguments', () => {
   });
 
   it('validates the module options like RateLimitModule, and refuses a connection of its own', async () => {
-    const error = await Test.createTestingModule({
-      imports: [RateLimitTestingModule.forRoot({ headers: 'fancy' as never, redis: 'redis://127.0.0.1:1' } as never)],
-    })
-      .compile()
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+    const error = await rejectionOf(
+      Test.createTestingModule({
+        imports: [RateLimitTestingModule.forRoot({ headers: 'fancy' as never, redis: 'redis://127.0.0.1:1' } as never)],
+      }).compile(),
+    );
     expect(error).toBeInstanceOf(RateLimitConfigError);
     const problems = (error as RateLimitConfigError).problems.join('\n');
     expect(problems).toContain('headers must be one of');
