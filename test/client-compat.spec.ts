@@ -270,15 +270,24 @@ describe('client compatibility', () => {
     });
 
     it.each(['sliding_allow_v1', 'sliding_allow_v2'])("%s with clock 'server' records at the Redis server's time (v1 reads TIME through the client, v2 inside the function)", async (functionName) => {
+      // The local clock is moved far away (2001-09-09) while the limiter is built and consumes.
+      const localNow = 1_000_000_000_000;
       const limiter = limiterOn(shared, { functionName, clock: 'server' });
-      await limiter.init();
       const before = await serverNowMs(sharedAdmin);
-      const decision = await limiter.consume('s', { limit: 2, windowMs: 60_000 });
+      const spy = jest.spyOn(Date, 'now').mockReturnValue(localNow);
+      let decision;
+      try {
+        await limiter.init();
+        decision = await limiter.consume('s', { limit: 2, windowMs: 60_000 });
+      } finally {
+        spy.mockRestore();
+      }
       const after = await serverNowMs(sharedAdmin);
 
       expect(decision).toMatchObject({ allowed: true, remaining: 1 });
       const [member, score] = (await sharedAdmin.zrange(`${keyPrefix}s`, '0', '-1', 'WITHSCORES')) as string[];
       expect(member).toEqual(expect.any(String));
+      expect(Math.abs(Number(score) - localNow)).toBeGreaterThan(86_400_000);
       expect(Number(score)).toBeGreaterThanOrEqual(before);
       expect(Number(score)).toBeLessThanOrEqual(after);
       expect(await limiter.peek('s', { limit: 2, windowMs: 60_000 })).toMatchObject({ allowed: true, remaining: 1, count: 1 });

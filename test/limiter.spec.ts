@@ -113,10 +113,18 @@ describe('SlidingWindowLimiter', () => {
     });
 
     it("takes the server's clock when clock is 'server'", async () => {
-      const limiter = limiterWith({ functionName, mode, clock: 'server' });
-      await limiter.consume('srv', rule);
+      // The local clock is moved far away (2001-09-09), so a limiter that read it would record that time.
+      const localNow = 1_000_000_000_000;
+      const spy = jest.spyOn(Date, 'now').mockReturnValue(localNow);
+      try {
+        const limiter = limiterWith({ functionName, mode, clock: 'server' });
+        await limiter.consume('srv', rule);
+      } finally {
+        spy.mockRestore();
+      }
       const [, score] = await redis.zrange(`${keyPrefix}srv`, 0, '0', 'WITHSCORES');
       const [seconds] = await redis.time();
+      expect(Math.abs(Number(score) - localNow)).toBeGreaterThan(86_400_000);
       expect(Math.abs(Number(score) - Number(seconds) * 1000)).toBeLessThan(2000);
     });
   });
