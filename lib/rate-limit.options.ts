@@ -7,12 +7,14 @@ import type { LimiterBackend } from './limiter/limiter-backend';
 import {
   describeLimiterSettingsProblems,
   describeRedisErrorPolicyProblems,
+  definedOnly,
+  isRedisConnection,
   LIMITER_SETTING_NAMES,
   pickLimiterSettings,
   type LimiterSettings,
 } from './limiter/limiter-options';
 import type { RedisConnection, RedisErrorPolicy, SlidingLimitRule } from './limiter/sliding-window-limiter.interfaces';
-import { DEFAULT_KEY, DEFAULT_KEY_PREFIX } from './rate-limit.constants';
+import { DEFAULT_KEY } from './rate-limit.constants';
 import { describeKeyProblems } from './nest/key-template';
 import { describeNameProblems } from './nest/limit-name';
 
@@ -161,8 +163,8 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
     problems.push(`redis must be a URL string or ioredis options, got ${describeValue(raw.redis)}`);
   }
   if (typeof raw.redis === 'string') problems.push(...describeRedisUrlProblems(raw.redis));
-  if (hasClient && (typeof raw.client !== 'object' || raw.client === null || typeof (raw.client as { sendCommand?: unknown }).sendCommand !== 'function')) {
-    problems.push(`client must be an ioredis Redis or Cluster instance, got ${describeValue(raw.client)}`);
+  if (hasClient && !isRedisConnection(raw.client)) {
+    problems.push(`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(raw.client)}`);
   }
   if (raw.global !== undefined && typeof raw.global !== 'boolean') {
     problems.push(`global must be true or false, got ${describeValue(raw.global)}`);
@@ -179,7 +181,8 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   problems.push(...describeLimiterSettingsProblems(settings));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
 
-  const limiter: LimiterSettings = { keyPrefix: DEFAULT_KEY_PREFIX, ...settings };
+  // The limiter applies its own defaults (keyPrefix `rl:` among them).
+  const limiter: LimiterSettings = settings;
   return {
     ...NEST_DEFAULTS,
     ...definedOnly({
@@ -222,7 +225,3 @@ export function describeLimitProblems(value: unknown, label: string): string[] {
   return problems;
 }
 
-/** Drops undefined values so that spreading over defaults keeps the defaults. */
-function definedOnly<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}

@@ -67,7 +67,8 @@ const MIN_STARTUP_TIMEOUT_MS = 2000;
  * so `functionName` can move between `sliding_allow_v1` and `sliding_allow_v2` without code changes,
  * a canary can send a sticky share of keys to a candidate, and {@link use} switches at runtime.
  * When Redis cannot decide (timeout, connection down) the `onRedisError` policy does, and the
- * application never waits on a dead or frozen server for longer than `timeoutMs` per attempt.
+ * application never waits on a dead or frozen server for longer than `timeoutMs` per attempt (the
+ * first decisions before start-up has finished: up to `max(timeoutMs, 2 s)`).
  *
  * Provided by `RateLimitModule`, or constructed directly:
  * ```ts
@@ -142,7 +143,10 @@ export class SlidingWindowLimiter {
     return this.selection.canary;
   }
 
-  /** How the Lua runs once initialised: `function` (FCALL) or `script` (EVALSHA); undefined before. */
+  /**
+   * How the Lua runs once initialised: `function` (FCALL), `script` (EVALSHA) or `memory` (a
+   * `MemoryBackend`); undefined before.
+   */
   get mode(): 'function' | 'script' | 'memory' | undefined {
     return this.routing?.stable.runner.mode;
   }

@@ -15,6 +15,7 @@ import { connectionError, connectionFlags, isConnectionFailure, openConnection, 
 import { CliError, EXIT_CODE_NAMES, ExitCode } from './exit-codes';
 import { redactSecrets } from '../util/redact';
 import { requireBundledVersion, requireLibraryArgument } from './version-arg';
+import { messageOf } from '../redis/reply';
 
 const COMMANDS: Record<CommandName, Command> = {
   list: listCommand,
@@ -106,8 +107,7 @@ async function run(options: CliOptions): Promise<CommandOutcome> {
 function toCliError(error: unknown, options: CliOptions | undefined): CliError {
   if (error instanceof CliError) return error;
   if (options && isConnectionFailure(error)) return connectionError(options.target, error as Error);
-  const message = error instanceof Error ? error.message : String(error);
-  return new CliError(ExitCode.Failed, `unexpected failure: ${message}`, { cause: error });
+  return new CliError(ExitCode.Failed, `unexpected failure: ${messageOf(error)}`, { cause: error });
 }
 
 function packageVersion(): string {

@@ -6,11 +6,12 @@ export class FunctionNotLoadedError extends SlidingLimitError {
     readonly functionName: string,
     readonly libraryName: string,
     readonly nodes: readonly string[],
-    readonly loadCommand: string,
+    /** The shell command that loads it; none for scripts, which only `loadFunctions: 'auto'` loads. */
+    readonly loadCommand?: string,
   ) {
     super(
       `function ${functionName} (library ${libraryName}) is not loaded on ${nodes.join(', ')}; ` +
-        `load it with: ${loadCommand} (or use loadFunctions: 'auto')`,
+        (loadCommand ? `load it with: ${loadCommand} (or use loadFunctions: 'auto')` : `use loadFunctions: 'auto'`),
     );
   }
 }

@@ -9,9 +9,10 @@ import type { RateLimitConnection } from '../nest/rate-limit-connection';
 import { RATE_LIMIT_CONNECTION } from '../rate-limit.constants';
 import type { FunctionContract } from '../redis/contracts/function-contract';
 import { loadCommandFor } from '../redis/function-loader';
-import { FUNCTION_VERSIONS } from '../redis/function-versions';
+import { findFunctionContract } from '../redis/function-versions';
+import { librariesOf } from '../redis/loaded-libraries';
 import { isCluster, masterNodes, nodeAddress } from '../redis/redis-nodes';
-import { parseFunctionList } from '../redis/reply';
+import { messageOf } from '../redis/reply';
 import { SlidingWindowLimiter } from '../sliding-window.limiter';
 
 /** How long one health check may wait for a node, by default: below a Kubernetes probe's 1 s default. */
@@ -143,7 +144,7 @@ export class SlidingLimitHealthIndicator {
     const names = [this.limiter.functionName];
     const canary = this.limiter.canary;
     if (canary && canary.percent > 0) names.push(canary.functionName);
-    const contracts = names.map((name) => FUNCTION_VERSIONS.find((contract) => contract.allowFunction === name));
+    const contracts = names.map(findFunctionContract);
     return contracts.filter((contract, i): contract is FunctionContract => contract !== undefined && contracts.indexOf(contract) === i);
   }
 
@@ -179,9 +180,7 @@ async function missingOn(node: Redis, contracts: readonly FunctionContract[]): P
   await node.ping();
   const loaded = await Promise.all(
     contracts.map(async (contract) => {
-      const reply = await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', contract.libraryName);
-      // LIBRARYNAME is a pattern: only the exact name counts.
-      const library = parseFunctionList(reply).find((lib) => lib.name === contract.libraryName);
+      const [library] = await librariesOf(node, contract.libraryName);
       return library !== undefined && library.functions.includes(contract.allowFunction);
     }),
   );
@@ -197,7 +196,7 @@ function down(details: SlidingLimitHealthDetails): SlidingLimitHealthDetails {
   const byFunction = new Map<string, string[]>();
   for (const entry of details.missing ?? []) byFunction.set(entry.functionName, [...(byFunction.get(entry.functionName) ?? []), entry.node]);
   for (const [functionName, nodes] of byFunction) {
-    const contract = FUNCTION_VERSIONS.find((version) => version.allowFunction === functionName) as FunctionContract;
+    const contract = findFunctionContract(functionName) as FunctionContract;
     problems.push(`${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract)}`);
   }
   return { ...details, message: problems.join('; ') };
@@ -214,8 +213,4 @@ function loadTerminus(): Terminus {
       'SlidingLimitHealthIndicator',
     );
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,6 +1,6 @@
 import { RateLimitConfigError } from '../errors/rate-limit-config.error';
 import { describeRuleProblems, describeValue, isValidRule } from './limit-rule';
-import { describeRedisErrorPolicyProblems } from './limiter-options';
+import { describeRedisErrorPolicyProblems, isRedisErrorPolicy } from './limiter-options';
 import type { DecisionOptions, KeyedSlidingLimitRule } from './sliding-window-limiter.interfaces';
 
 /*
@@ -14,7 +14,7 @@ function isValidKey(key: unknown): key is string {
 
 function isValidOptions(options: DecisionOptions | undefined): boolean {
   const policy = options?.onRedisError;
-  return policy === undefined || policy === 'allow' || policy === 'deny' || policy === 'throw';
+  return policy === undefined || isRedisErrorPolicy(policy);
 }
 
 /** One key and its rule (`consume`, `peek`). */

@@ -1,3 +1,5 @@
+import { messageOf } from '../redis/reply';
+
 /** Where the limiter reports degraded mode: Nest's `Logger` fits, so does `console`. */
 export interface LimiterLogger {
   log(message: string): void;
@@ -29,14 +31,14 @@ export class DegradedModeLog {
     if (this.since === undefined) {
       this.since = this.lastSummaryAt = now;
       this.logger.warn(
-        `Redis did not decide (${describe(cause)}); deciding by ${kind} until it does. ` +
+        `Redis did not decide (${messageOf(cause)}); deciding by ${kind} until it does. ` +
           `A summary follows every ${Math.round(this.intervalMs / 1000)} s while this lasts.`,
       );
     }
     this.sinceSummary[kind]++;
     this.total++;
     if (now - this.lastSummaryAt >= this.intervalMs) {
-      this.logger.warn(`Still without Redis after ${seconds(now - this.since)} s: ${this.summary()} in the last ${seconds(now - this.lastSummaryAt)} s (last cause: ${describe(cause)})`);
+      this.logger.warn(`Still without Redis after ${seconds(now - this.since)} s: ${this.summary()} in the last ${seconds(now - this.lastSummaryAt)} s (last cause: ${messageOf(cause)})`);
       this.lastSummaryAt = now;
       this.sinceSummary = { allow: 0, deny: 0, insurance: 0 };
     }
@@ -57,10 +59,6 @@ export class DegradedModeLog {
       .map(([kind, count]) => `${count} by ${kind}`);
     return parts.length > 0 ? parts.join(', ') : 'no decisions';
   }
-}
-
-function describe(cause: unknown): string {
-  return cause instanceof Error ? cause.message : String(cause);
 }
 
 function seconds(ms: number): string {

@@ -1,4 +1,3 @@
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
 import type { SlidingLimitRule } from './sliding-window-limiter.interfaces';
 
 /** Largest limit accepted: memory per key grows with the limit (about 26 bytes per entry). */
@@ -30,12 +29,6 @@ export function isValidRule(rule: unknown): rule is SlidingLimitRule {
   if (typeof rule !== 'object' || rule === null) return false;
   const { limit, windowMs } = rule as Record<string, unknown>;
   return isWholeNumberIn(limit, 1, MAX_LIMIT) && isWholeNumberIn(windowMs, 1, MAX_WINDOW_MS);
-}
-
-/** Throws a {@link RateLimitConfigError} naming every problem of the rule. */
-export function assertValidRule(rule: unknown, label: string): asserts rule is SlidingLimitRule {
-  const problems = describeRuleProblems(rule, label);
-  if (problems.length > 0) throw new RateLimitConfigError(problems);
 }
 
 export function isWholeNumberIn(value: unknown, min: number, max: number): value is number {

@@ -1,4 +1,5 @@
 import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { DEFAULT_KEY_PREFIX } from '../rate-limit.constants';
 import { DEFAULT_FUNCTION_NAME, findFunctionContract, KNOWN_FUNCTION_NAMES } from '../redis/function-versions';
 import { describeValue, isWholeNumberIn } from './limit-rule';
 import type { LimiterBackend } from './limiter-backend';
@@ -14,7 +15,7 @@ import type {
 /** Defaults of the limiter's settings. */
 export const LIMITER_DEFAULTS = {
   functionName: DEFAULT_FUNCTION_NAME,
-  keyPrefix: 'rl:',
+  keyPrefix: DEFAULT_KEY_PREFIX,
   loadFunctions: 'auto' as LoadFunctionsPolicy,
   mode: 'auto' as ExecutionMode,
   clock: 'local' as ClockSource,
@@ -33,6 +34,7 @@ export const DEFAULT_INSURANCE_KEYS = 100_000;
 /** Entries of the block cache when `blockCache` is `true`. */
 export const DEFAULT_BLOCK_CACHE_ENTRIES = 10_000;
 const MAX_BLOCK_CACHE_ENTRIES = 10_000_000;
+const MAX_INSURANCE_KEYS = 10_000_000;
 
 /** Most decisions in one batch call when `batch` is `true`. */
 export const DEFAULT_BATCH_SIZE = 16;
@@ -61,7 +63,7 @@ export function pickLimiterSettings(options: Partial<Record<string, unknown>>): 
   return settings as LimiterSettings;
 }
 
-/** Settings with defaults applied and the active version's contract resolved. */
+/** Settings with defaults applied. */
 export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimiterOptions, 'canary' | 'client' | 'backend' | 'logger'>> {
   client?: RedisConnection;
   logger?: SlidingWindowLimiterOptions['logger'];
@@ -98,27 +100,11 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     problems.push(`${path}timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${describeValue(timeoutMs)}`);
   }
   if (onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${path}onRedisError`));
-  if (
-    blockCache !== undefined &&
-    typeof blockCache !== 'boolean' &&
-    !(typeof blockCache === 'object' && blockCache !== null && isWholeNumberIn(blockCache.maxEntries, 1, MAX_BLOCK_CACHE_ENTRIES))
-  ) {
-    problems.push(`${path}blockCache must be true, false or { maxEntries: 1 … ${MAX_BLOCK_CACHE_ENTRIES} }, got ${describeValue(blockCache)}`);
-  }
-  if (
-    batch !== undefined &&
-    typeof batch !== 'boolean' &&
-    !(typeof batch === 'object' && batch !== null && isWholeNumberIn(batch.maxSize, 1, MAX_BATCH_SIZE))
-  ) {
-    problems.push(`${path}batch must be true, false or { maxSize: 1 … ${MAX_BATCH_SIZE} }, got ${describeValue(batch)}`);
-  }
-  if (
-    insurance !== undefined &&
-    typeof insurance !== 'boolean' &&
-    !(typeof insurance === 'object' && insurance !== null && (insurance.maxKeys === undefined || isWholeNumberIn(insurance.maxKeys, 1, MAX_BLOCK_CACHE_ENTRIES)))
-  ) {
-    problems.push(`${path}insurance must be true, false or { maxKeys: 1 … ${MAX_BLOCK_CACHE_ENTRIES} }, got ${describeValue(insurance)}`);
-  }
+  problems.push(
+    ...describeSwitchProblems(blockCache, `${path}blockCache`, 'maxEntries', MAX_BLOCK_CACHE_ENTRIES, true),
+    ...describeSwitchProblems(batch, `${path}batch`, 'maxSize', MAX_BATCH_SIZE, true),
+    ...describeSwitchProblems(insurance, `${path}insurance`, 'maxKeys', MAX_INSURANCE_KEYS, false),
+  );
   if (report !== undefined && typeof report !== 'boolean' && (typeof report !== 'object' || report === null)) {
     problems.push(`${path}report must be true, false or { intervalMs?, instanceId? }, got ${describeValue(report)}`);
   }
@@ -128,9 +114,27 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
   return problems;
 }
 
+/**
+ * Problems of an option that is `true`, `false` or `{ <field>: 1 … max }` (blockCache, batch,
+ * insurance); `required` says whether the object must name the field.
+ */
+function describeSwitchProblems(value: unknown, label: string, field: string, max: number, required: boolean): string[] {
+  if (value === undefined || typeof value === 'boolean') return [];
+  if (typeof value === 'object' && value !== null) {
+    const size = (value as Record<string, unknown>)[field];
+    if ((size === undefined && !required) || isWholeNumberIn(size, 1, max)) return [];
+  }
+  return [`${label} must be true, false or { ${field}: 1 … ${max} }, got ${describeValue(value)}`];
+}
+
+/** Whether a value is one of the `onRedisError` policies. */
+export function isRedisErrorPolicy(value: unknown): value is RedisErrorPolicy {
+  return REDIS_ERROR_POLICIES.includes(value as RedisErrorPolicy);
+}
+
 /** Problems of an `onRedisError` value. */
 export function describeRedisErrorPolicyProblems(policy: unknown, label: string): string[] {
-  if (REDIS_ERROR_POLICIES.includes(policy as RedisErrorPolicy)) return [];
+  if (isRedisErrorPolicy(policy)) return [];
   return [`${label} must be one of ${REDIS_ERROR_POLICIES.join(', ')}, got ${describeValue(policy)}`];
 }
 
@@ -171,9 +175,10 @@ export function resolveLimiterOptions(options: SlidingWindowLimiterOptions): Res
   }
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
 
-  return { ...LIMITER_DEFAULTS, ...withoutUndefined(options) } as ResolvedLimiterOptions;
+  return { ...LIMITER_DEFAULTS, ...definedOnly(options) } as ResolvedLimiterOptions;
 }
 
-function withoutUndefined<T extends object>(value: T): Partial<T> {
+/** Drops undefined values, so that spreading over defaults keeps the defaults. */
+export function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as Partial<T>;
 }

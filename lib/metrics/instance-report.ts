@@ -1,5 +1,5 @@
 import type { CanarySplit } from '../limiter/sliding-window-limiter.interfaces';
-import type { FunctionCallMetrics, LimiterErrorKind } from './limiter-metrics';
+import { LIMITER_ERROR_KINDS, type FunctionCallMetrics, type LimiterErrorKind } from './limiter-metrics';
 import type { LatencySummary } from './latency-histogram';
 
 /**
@@ -50,7 +50,6 @@ export function prefixOfReportKey(key: string, instanceId: string): string | und
   return key.endsWith(suffix) ? key.slice(0, key.length - suffix.length) : undefined;
 }
 
-const ERROR_KINDS: readonly LimiterErrorKind[] = ['timeout', 'connection', 'function_not_loaded', 'clock_skew', 'redis', 'other'];
 
 /**
  * Parses a report as stored in Redis. Anything that is not a well-formed report (another program's
@@ -95,7 +94,7 @@ function parseFunctionMetrics(value: unknown): FunctionCallMetrics | undefined {
   const parsedErrors: Partial<Record<LimiterErrorKind, number>> = {};
   for (const [kind, count] of Object.entries(errors)) {
     // An unknown kind (a newer package) still counts as an error.
-    const known = (ERROR_KINDS as readonly string[]).includes(kind) ? (kind as LimiterErrorKind) : 'other';
+    const known = (LIMITER_ERROR_KINDS as readonly string[]).includes(kind) ? (kind as LimiterErrorKind) : 'other';
     if (!isCount(count)) return undefined;
     parsedErrors[known] = (parsedErrors[known] ?? 0) + count;
   }

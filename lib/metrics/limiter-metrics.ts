@@ -2,7 +2,8 @@ import type { FallbackKind } from '../limiter/degraded-mode-log';
 import { LatencyHistogram, LatencySummary } from './latency-histogram';
 
 /** Why a call failed, as counted in the metrics. */
-export type LimiterErrorKind = 'timeout' | 'connection' | 'function_not_loaded' | 'clock_skew' | 'redis' | 'other';
+export const LIMITER_ERROR_KINDS = ['timeout', 'connection', 'function_not_loaded', 'clock_skew', 'redis', 'other'] as const;
+export type LimiterErrorKind = (typeof LIMITER_ERROR_KINDS)[number];
 
 /** Counters of one function name. */
 export interface FunctionCallMetrics {

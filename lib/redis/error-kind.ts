@@ -2,6 +2,7 @@ import { ClockSkewError } from '../errors/clock-skew.error';
 import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LimiterErrorKind } from '../metrics/limiter-metrics';
+import { messageOf } from './reply';
 
 const CONNECTION_ERROR = /ECONNREFUSED|ECONNRESET|EPIPE|ENOTCONN|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue|ClusterAllFailedError|Failed to refresh slots cache|CLUSTERDOWN|TRYAGAIN|LOADING/i;
 const TIMEOUT_ERROR = /timed? ?out|ETIMEDOUT/i;
@@ -12,7 +13,7 @@ export function errorKindOf(error: unknown): LimiterErrorKind {
   if (error instanceof RedisUnavailableError) return error.reason === 'timeout' ? 'timeout' : 'connection';
   if (error instanceof FunctionNotLoadedError) return 'function_not_loaded';
   if (error instanceof ClockSkewError) return 'clock_skew';
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   if (TIMEOUT_ERROR.test(message)) return 'timeout';
   if (CONNECTION_ERROR.test(message)) return 'connection';
   if (REDIS_ERROR_CODE.test(message)) return 'redis';

@@ -5,7 +5,8 @@ import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
 import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
 import type { FunctionContract } from './contracts/function-contract';
 import { readLibrarySource } from './lua-library';
-import { isFunctionNameTaken, isLibraryAlreadyExists, parseFunctionList } from './reply';
+import { librariesOf } from './loaded-libraries';
+import { isFunctionNameTaken, isLibraryAlreadyExists } from './reply';
 import { masterNodes, nodeAddress } from './redis-nodes';
 
 type LibraryState = 'loaded' | 'missing' | 'different';
@@ -60,9 +61,7 @@ export class FunctionLoader {
   }
 
   private async inspect(node: Redis): Promise<LibraryState> {
-    const reply = await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', this.contract.libraryName, 'WITHCODE');
-    // LIBRARYNAME is a pattern; only the exact name counts.
-    const library = parseFunctionList(reply).find((lib) => lib.name === this.contract.libraryName);
+    const [library] = await librariesOf(node, this.contract.libraryName);
     if (!library) return 'missing';
     return library.code === this.source ? 'loaded' : 'different';
   }

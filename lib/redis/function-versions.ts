@@ -13,6 +13,11 @@ export const DEFAULT_FUNCTION_NAME = V2_CONTRACT.allowFunction;
 /** Names `functionName` accepts. */
 export const KNOWN_FUNCTION_NAMES: readonly string[] = FUNCTION_VERSIONS.map((v) => v.allowFunction);
 
+/** Every function name a shipped version registers. */
+export function functionNamesOf(contract: FunctionContract): string[] {
+  return [contract.allowFunction, contract.batch?.name, contract.peekFunction].filter((name): name is string => name !== undefined);
+}
+
 /** Finds the contract of an allow function name, or undefined. */
 export function findFunctionContract(functionName: string): FunctionContract | undefined {
   return FUNCTION_VERSIONS.find((v) => v.allowFunction === functionName);

@@ -2,7 +2,7 @@ import type { LoadFunctionsPolicy } from '../limiter/sliding-window-limiter.inte
 
 /** Runs a function of the active library version on Redis: as a Redis Function or as a script. */
 export interface LuaRunner {
-  /** How the Lua runs: `function` (FCALL) or `script` (EVALSHA). */
+  /** How the Lua runs: `function` (FCALL), `script` (EVALSHA) or `memory` (the in-process model). */
   readonly mode: 'function' | 'script' | 'memory';
   /** Loads or verifies what the server needs, following `policy` (default: the configured `loadFunctions`). */
   prepare(policy?: LoadFunctionsPolicy): Promise<void>;

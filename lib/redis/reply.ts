@@ -81,8 +81,14 @@ export function parseServerTimeMs(reply: unknown): number {
   return seconds * 1000 + Math.floor(micros / 1000);
 }
 
-function messageOf(error: unknown): string {
+/** An error's message, or the value as text. */
+export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** Redis saying a library of that name is not loaded (FUNCTION DELETE of an absent library). */
+export function isLibraryNotFound(error: unknown): boolean {
+  return /library not found/i.test(messageOf(error));
 }
 
 /** "ERR Function not found": Redis restarted empty, FUNCTION FLUSH, or a node that never had it. */

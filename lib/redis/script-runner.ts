@@ -1,6 +1,7 @@
 import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
 import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
 import type { FunctionContract } from './contracts/function-contract';
+import { functionNamesOf } from './function-versions';
 import { LuaScript, readLibrarySource, toScript } from './lua-library';
 import type { LuaRunner } from './lua-runner';
 import { masterNodes, nodeAddress } from './redis-nodes';
@@ -24,9 +25,7 @@ export class ScriptRunner implements LuaRunner {
     private readonly policy: LoadFunctionsPolicy,
   ) {
     const source = readLibrarySource(contract.sourceFile);
-    for (const name of [contract.allowFunction, contract.batch?.name, contract.peekFunction]) {
-      if (name) this.scripts.set(name, toScript(source, name));
-    }
+    for (const name of functionNamesOf(contract)) this.scripts.set(name, toScript(source, name));
   }
 
   async prepare(policy: LoadFunctionsPolicy = this.policy): Promise<void> {
@@ -43,7 +42,7 @@ export class ScriptRunner implements LuaRunner {
       if (exists.some((flag) => toInteger(flag, 'SCRIPT EXISTS', exists) !== 1)) missing.push(nodeAddress(node));
     }
     if (missing.length > 0) {
-      throw new FunctionNotLoadedError(this.contract.allowFunction, `${this.contract.libraryName} (as scripts)`, missing, "loadFunctions: 'auto'");
+      throw new FunctionNotLoadedError(this.contract.allowFunction, `${this.contract.libraryName} (as scripts)`, missing);
     }
   }
 

@@ -5,7 +5,9 @@ import { isConnectionFailure } from '../connection';
 import { CliError, ExitCode } from '../exit-codes';
 import { formatTable, plural } from '../format';
 import { readInstanceReports } from '../instance-reports';
-import { functionNamesOf, isLibraryNotFound, librariesOf } from '../libraries';
+import { functionNamesOf } from '../../redis/function-versions';
+import { librariesOf } from '../../redis/loaded-libraries';
+import { isLibraryNotFound } from '../../redis/reply';
 import { requireLibraryArgument } from '../version-arg';
 
 /** A live instance that still calls a function of the library. */

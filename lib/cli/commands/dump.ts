@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { nodeAddress } from '../../redis/redis-nodes';
 import type { Command } from '../command';
 import { CliError, ExitCode } from '../exit-codes';
-import { librariesOf } from '../libraries';
+import { librariesOf } from '../../redis/loaded-libraries';
 
 /**
  * `functions dump <file>`: FUNCTION DUMP to a file, as raw bytes (the payload is binary and is

@@ -3,7 +3,8 @@ import type { LoadedLibrary } from '../../redis/reply';
 import type { Command } from '../command';
 import { ExitCode } from '../exit-codes';
 import { formatTable, plural } from '../format';
-import { bundledContractOf, bundledSource, librariesOf } from '../libraries';
+import { librariesOf } from '../../redis/loaded-libraries';
+import { bundledContractOf, bundledSource } from '../libraries';
 
 /** A difference `list` flags. */
 export interface ListProblem {

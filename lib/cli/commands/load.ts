@@ -5,7 +5,8 @@ import type { Command } from '../command';
 import { isConnectionFailure } from '../connection';
 import { ExitCode } from '../exit-codes';
 import { formatTable } from '../format';
-import { bundledSource, librariesOf } from '../libraries';
+import { librariesOf } from '../../redis/loaded-libraries';
+import { bundledSource } from '../libraries';
 import { requireBundledVersion } from '../version-arg';
 
 /** What `load` did on one master. */

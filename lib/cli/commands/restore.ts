@@ -6,7 +6,7 @@ import type { Command } from '../command';
 import { isConnectionFailure } from '../connection';
 import { CliError, ExitCode } from '../exit-codes';
 import { formatTable } from '../format';
-import { librariesOf } from '../libraries';
+import { librariesOf } from '../../redis/loaded-libraries';
 
 /** Reads a dump file, as bytes. */
 export function readDumpFile(path: string): Buffer {
