@@ -71,8 +71,7 @@ export class SlidingLimitGuard implements CanActivate {
   }
 
   private decide(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext, rules: KeyedSlidingLimitRule[]): Promise<boolean> {
-    const options = plan.onRedisError ? { onRedisError: plan.onRedisError } : undefined;
-    return this.limiter.consumeAll(rules, options).then((decision) => this.apply(context, plan, http.response, decision));
+    return this.limiter.consumeAll(rules, plan.decisionOptions).then((decision) => this.apply(context, plan, http.response, decision));
   }
 
   private apply(context: ExecutionContext, plan: HandlerPlan, response: unknown, decision: MultiRateLimitDecision): boolean {

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { describeValue } from '../limiter/limit-rule';
-import type { RateLimitKey, RateLimitRequest } from '../rate-limit.options';
+import type { RateLimitKey, RateLimitKeyValue, RateLimitRequest } from '../rate-limit.options';
 import { toKeySegment } from './key-value';
 
 /** What a compiled key reads a request through. */
@@ -59,10 +59,12 @@ export function describeKeyProblems(key: unknown, label: string): string[] {
  */
 export function compileKey(key: RateLimitKey): CompiledKey {
   if (typeof key === 'function') {
-    return async (source) => {
-      const segment = toKeySegment(await key(source.request, source.context));
-      if (segment !== undefined) return segment;
-      return withFallback('no-key', source);
+    // A key function that answers synchronously keeps the request on the synchronous path.
+    const fromValue = (value: RateLimitKeyValue, source: KeySource) => toKeySegment(value) ?? withFallback('no-key', source);
+    return (source) => {
+      const value = key(source.request, source.context);
+      if (isThenable(value)) return Promise.resolve(value).then((resolved) => fromValue(resolved, source));
+      return fromValue(value, source);
     };
   }
   const parts = key.split('+').map((part) => parsePart(part.trim()) as KeyPart);
@@ -94,6 +96,10 @@ export function compileKey(key: RateLimitKey): CompiledKey {
     // The IP is part of the key already and keeps the bucket per client; without it nothing does.
     return ipMissing ? undefined : identity;
   };
+}
+
+function isThenable(value: unknown): value is PromiseLike<RateLimitKeyValue> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 function withFallback(identity: string, source: KeySource): string | undefined {

@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import type { RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
+import type { DecisionOptions, RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
 import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from '../rate-limit.constants';
 import { describeLimitProblems, type RateLimitKey, type ResolvedRateLimitOptions, type SlidingLimitOptions } from '../rate-limit.options';
 import { compileKey, type CompiledKey } from './key-template';
@@ -27,6 +27,8 @@ export interface HandlerPlan {
   readonly policyHeader: string;
   /** The strictest `onRedisError` among the limits, or undefined for the module's. */
   readonly onRedisError?: RedisErrorPolicy;
+  /** What the guard passes to `consumeAll` for every request: `{ onRedisError }`, built once. */
+  readonly decisionOptions?: DecisionOptions;
 }
 
 /** Strictness order of failure policies: a stacked limit asking for more caution wins. */
@@ -104,5 +106,6 @@ export function buildHandlerPlan(
   const onRedisError = merged
     .map((entry) => entry.onRedisError)
     .reduce<RedisErrorPolicy | undefined>((strictest, policy) => (policy && (!strictest || STRICTNESS[policy] > STRICTNESS[strictest]) ? policy : strictest), undefined);
-  return { plan: { route, limits, policyHeader: policyHeaderValue(limits), onRedisError }, problems: [] };
+  const decisionOptions = onRedisError ? { onRedisError } : undefined;
+  return { plan: { route, limits, policyHeader: policyHeaderValue(limits), onRedisError, decisionOptions }, problems: [] };
 }
