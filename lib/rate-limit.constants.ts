@@ -18,6 +18,3 @@ export const DEFAULT_KEY_PREFIX = 'rl:';
 
 /** Default key of a limit that names none: the client IP (`req.ip`, which honours `trust proxy`). */
 export const DEFAULT_KEY = 'ip';
-
-/** Status code of a rejected request. */
-export const TOO_MANY_REQUESTS_STATUS = 429;

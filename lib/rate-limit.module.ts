@@ -22,7 +22,8 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
  * ```
  *
  * Provides {@link SlidingWindowLimiter} (for limits decided in code) and {@link SlidingLimitGuard}.
- * Options are validated, and the limiter initialised (functions loaded or verified), during
+ * Module options are validated when the module is created (`NestFactory.create`, `compile()`), and
+ * `@SlidingLimit` arguments and the limiter's start-up (functions loaded or verified) during
  * `app.init()`: bad configuration fails start-up, not the first request. A connection the module
  * opened is closed on application shutdown; a `client` passed in is never closed.
  */

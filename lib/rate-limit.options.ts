@@ -85,14 +85,13 @@ export type RateLimitErrorBodyStyle =
   | 'problem';
 
 /**
- * Options of `RateLimitModule.forRoot` / `forRootAsync`: the connection, the limiter's settings
- * (`functionName`, `canary`, `keyPrefix`, `loadFunctions`, `mode`, `clock`, `maxClockSkewMs`: see
- * {@link SlidingWindowLimiterOptions}), and how the guard answers.
+ * Options of `RateLimitModule.forRoot` / `forRootAsync`: the connection, every limiter setting of
+ * {@link SlidingWindowLimiterOptions} (passed through), and how the guard answers.
  */
 export interface RateLimitModuleOptions extends LimiterSettings {
   /** A Redis URL or ioredis options; the module creates the connection and closes it on shutdown. */
   redis?: string | RedisOptions;
-  /** An existing ioredis `Redis` or `Cluster`; the module never closes it. Exclusive with `redis`. */
+  /** An existing ioredis `Redis` or `Cluster`; the module never closes it. Exclusive with `redis` and `backend`. */
   client?: RedisConnection;
   /** Advanced: decisions in this backend instead of Redis (used by `RateLimitTestingModule`). */
   backend?: LimiterBackend;

@@ -145,7 +145,7 @@ export function connectionError(target: ConnectionTarget, cause: Error): CliErro
 /** True when a command failed because Redis went away or did not answer in time. */
 export function isConnectionFailure(error: unknown): boolean {
   const kind = errorKindOf(error);
-  return kind === 'connection' || kind === 'timeout' || /Connection is closed|Command timed out/i.test(String((error as Error)?.message));
+  return kind === 'connection' || kind === 'timeout';
 }
 
 function toClusterNode(seed: string): ClusterNode {

@@ -1,4 +1,4 @@
-import { HttpException } from '@nestjs/common';
+import { HttpException, HttpStatus } from '@nestjs/common';
 
 /** Message of a 429 when none is given: the HTTP reason phrase, like Nest's own exceptions. */
 export const TOO_MANY_REQUESTS_MESSAGE = 'Too Many Requests';
@@ -26,8 +26,8 @@ export class TooManyRequestsException extends HttpException {
     body: string | Record<string, unknown> = TOO_MANY_REQUESTS_MESSAGE,
   ) {
     super(
-      typeof body === 'string' ? { statusCode: 429, message: body, error: TOO_MANY_REQUESTS_MESSAGE } : body,
-      429,
+      typeof body === 'string' ? { statusCode: HttpStatus.TOO_MANY_REQUESTS, message: body, error: TOO_MANY_REQUESTS_MESSAGE } : body,
+      HttpStatus.TOO_MANY_REQUESTS,
     );
   }
 }

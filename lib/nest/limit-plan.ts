@@ -60,7 +60,8 @@ export function buildHandlerPlan(
   controller: Type,
   handler: Function,
   options: ResolvedRateLimitOptions,
-  compileCache: Map<RateLimitKey, CompiledKey> = new Map(),
+  /** Compiled keys shared by all plans: a key used by many handlers is compiled once. */
+  compileCache: Map<RateLimitKey, CompiledKey>,
 ): PlanResult {
   const route = `${controller.name}.${handler.name}`;
   if (isSkipped(controller, handler)) return { plan: { route, limits: [], policyHeader: '' }, problems: [] };

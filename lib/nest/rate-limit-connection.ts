@@ -18,8 +18,9 @@ export function createRateLimitConnection(options: ResolvedRateLimitOptions): Ra
   if (options.client) return { client: options.client, owned: false };
   if (options.backend) return { owned: false };
   const redis = options.redis ?? {};
-  // Auto-pipelining batches the commands of concurrent requests into one socket write: in the HTTP
-  // benchmark it cut the guard's CPU per request by ~15%. Options given by the user win.
+  // Auto-pipelining writes the commands of one tick in one socket write. With the limiter's own
+  // batching it no longer changes the HTTP benchmark much (0.99–1.0×), and it never hurt; options
+  // given by the user win.
   const client =
     typeof redis === 'string'
       ? new Redis(redis, { enableAutoPipelining: true, lazyConnect: true })

@@ -1,3 +1,4 @@
+import { HttpStatus } from '@nestjs/common';
 import { TOO_MANY_REQUESTS_MESSAGE, type TooManyRequestsDetails } from '../errors/too-many-requests.exception';
 import type { RateLimitErrorBodyStyle } from '../rate-limit.options';
 
@@ -7,7 +8,7 @@ export const PROBLEM_JSON = 'application/problem+json';
 /**
  * The body of a 429 in the configured style. `nest` is the string message, which
  * {@link TooManyRequestsException} turns into `{ statusCode, message, error }`; `problem` is an
- * RFC 9457 object (the guard also sets its content type).
+ * RFC 9457 object (TooManyRequestsFilter sets its content type).
  */
 export function tooManyRequestsBody(
   style: RateLimitErrorBodyStyle,
@@ -17,7 +18,7 @@ export function tooManyRequestsBody(
   return {
     type: 'about:blank',
     title: TOO_MANY_REQUESTS_MESSAGE,
-    status: 429,
+    status: HttpStatus.TOO_MANY_REQUESTS,
     detail: `Rate limit exceeded; retry in ${details.retryAfterSeconds} second${details.retryAfterSeconds === 1 ? '' : 's'}.`,
   };
 }

@@ -4,6 +4,7 @@ import { ExitCode } from '../exit-codes';
 import { formatAge, formatRate, formatTable, plural, rateOf } from '../format';
 import { FoundReport, readInstanceReports } from '../instance-reports';
 import { versionOfFunction } from '../libraries';
+import { DEFAULT_REPORT_INTERVAL_MS, REPORT_TTL_INTERVALS } from '../../metrics/instance-reporter';
 
 /** What the live instances do with one function name, summed over their reports. */
 export interface FunctionStatus {
@@ -45,7 +46,8 @@ export const statusCommand: Command = async ({ options, masters }) => {
   if (reports.length === 0) {
     text =
       `No live instance reports ${scope}.\n` +
-      `Limiters report every 15 s unless their report option is false; a report expires after three intervals.\n`;
+      `Limiters report every ${DEFAULT_REPORT_INTERVAL_MS / 1000} s unless their report option says otherwise; ` +
+      `a report expires after ${REPORT_TTL_INTERVALS} intervals.\n`;
   } else {
     text = `${plural(reports.length, 'live instance')} ${scope}.\n\n`;
     text += formatTable([
