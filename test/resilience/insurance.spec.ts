@@ -57,6 +57,17 @@ describe('insurance limiter', () => {
     limiter.close();
   });
 
+  it("lets onRedisError: 'throw' through: RedisUnavailableError (disconnected) instead of an insured decision", async () => {
+    const limiter = new SlidingWindowLimiter({ client, insurance: true, timeoutMs: 100, logger, report: false });
+    const rule = { limit: 3, windowMs: 10_000 };
+    await limiter.init();
+    await server.stop();
+    while (client.status === 'ready') await new Promise((resolve) => setTimeout(resolve, 10));
+    await expect(limiter.consume('k', rule, { onRedisError: 'throw' })).rejects.toMatchObject({ name: 'RedisUnavailableError', reason: 'disconnected' });
+    expect(await limiter.consume('k', rule)).toMatchObject({ allowed: true, degraded: 'insurance' });
+    limiter.close();
+  });
+
   it('keeps its memory bounded', async () => {
     const limiter = new SlidingWindowLimiter({ client, insurance: { maxKeys: 10 }, timeoutMs: 100, logger, report: false });
     await limiter.init();
