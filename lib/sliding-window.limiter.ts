@@ -183,8 +183,7 @@ export class SlidingWindowLimiter {
     await this.ready();
     // 'off' trusts the server at start-up, but a switch is only safe once checked.
     const policy: LoadFunctionsPolicy = this.options.loadFunctions === 'auto' ? 'auto' : 'verify';
-    this.routing = await this.buildRouting(wanted, policy);
-    this.selection = this.routing.selection;
+    this.install(await this.buildRouting(wanted, policy));
     // Operators check the reports before deleting a version: show the switch at once.
     await this.reporter?.reportNow().catch(() => undefined);
   }
@@ -380,7 +379,7 @@ export class SlidingWindowLimiter {
     this.starting ??= this.buildRouting(this.selection, this.options.loadFunctions).then(
       (routing) => {
         this.reporter?.start();
-        return (this.routing = routing);
+        return this.install(routing);
       },
       (error: unknown) => {
         // Let the next call try again (Redis may come up later).
@@ -389,6 +388,13 @@ export class SlidingWindowLimiter {
       },
     );
     return this.starting;
+  }
+
+  /** Puts a routing in effect; `functionName` and `canary` then report what it really calls. */
+  private install(routing: FunctionRouting): FunctionRouting {
+    this.routing = routing;
+    this.selection = routing.selection;
+    return routing;
   }
 
   private async buildRouting(selection: FunctionSelection, policy: LoadFunctionsPolicy): Promise<FunctionRouting> {

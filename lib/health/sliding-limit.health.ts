@@ -143,7 +143,7 @@ export class SlidingLimitHealthIndicator {
   private expectedContracts(): FunctionContract[] {
     const names = [this.limiter.functionName];
     const canary = this.limiter.canary;
-    if (canary && canary.percent > 0) names.push(canary.functionName);
+    if (canary) names.push(canary.functionName);
     const contracts = names.map(findFunctionContract);
     return contracts.filter((contract, i): contract is FunctionContract => contract !== undefined && contracts.indexOf(contract) === i);
   }
