@@ -93,6 +93,19 @@ describe('when decisions arrive together', () => {
     expect(client.sent.map((call) => call.fn)).toEqual(Array(100).fill('sliding_allow_v2'));
   });
 
+  it.each<[string, Partial<SlidingWindowLimiterOptions>]>([
+    ['batch: true', { batch: true }],
+    ['the default', {}],
+  ])('with %s, sends at most 16 decisions per call', async (_label, options) => {
+    const limiter = limiterWith(options);
+    const decisions = await Promise.all(Array.from({ length: 100 }, (_, i) => limiter.consume(`k${i}`, { limit: 5, windowMs: 60_000 })));
+    expect(decisions.every((decision) => decision.allowed && decision.remaining === 4)).toBe(true);
+    const batches = client.batches();
+    expect(batches.every((keys) => keys <= 16)).toBe(true);
+    expect(batches).toContain(16);
+    expect(batches.reduce((sum, keys) => sum + keys, 0)).toBe(99);
+  });
+
   it('never waits when nothing is in flight: calls made one after another go one by one', async () => {
     const limiter = limiterWith({});
     for (let i = 0; i < 20; i++) await limiter.consume('quiet', { limit: 50, windowMs: 60_000 });
