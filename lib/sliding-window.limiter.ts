@@ -14,7 +14,6 @@ import { Insurance } from './limiter/insurance';
 import type { LimiterBackend } from './limiter/limiter-backend';
 import {
   describeCanaryProblems,
-  describeFunctionNameProblems,
   DEFAULT_BLOCK_CACHE_ENTRIES,
   DEFAULT_INSURANCE_KEYS,
   batchSizeOf,
@@ -40,7 +39,7 @@ import { InstanceReporter } from './metrics/instance-reporter';
 import { LimiterMetrics } from './metrics/limiter-metrics';
 import type { CallOutcome, LimitOutcome } from './redis/contracts/function-contract';
 import { errorKindOf } from './redis/error-kind';
-import { getFunctionContract } from './redis/function-versions';
+import { describeFunctionNameProblems, getFunctionContract } from './redis/function-versions';
 import { RedisBackend } from './redis/redis-backend';
 import { isClockSkew } from './redis/reply';
 import { scrubSecrets } from './util/redact';

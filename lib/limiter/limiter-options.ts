@@ -1,6 +1,6 @@
 import { RateLimitConfigError } from '../errors/rate-limit-config.error';
 import { DEFAULT_KEY_PREFIX } from '../rate-limit.constants';
-import { DEFAULT_FUNCTION_NAME, findFunctionContract, KNOWN_FUNCTION_NAMES } from '../redis/function-versions';
+import { DEFAULT_FUNCTION_NAME, describeFunctionNameProblems } from '../redis/function-versions';
 import { describeValue, isWholeNumberIn } from './limit-rule';
 import type { LimiterBackend } from './limiter-backend';
 import type {
@@ -138,11 +138,6 @@ export function describeRedisErrorPolicyProblems(policy: unknown, label: string)
   return [`${label} must be one of ${REDIS_ERROR_POLICIES.join(', ')}, got ${describeValue(policy)}`];
 }
 
-/** Problems of a function name: it must name a shipped version. */
-export function describeFunctionNameProblems(functionName: unknown, label: string): string[] {
-  if (typeof functionName === 'string' && findFunctionContract(functionName)) return [];
-  return [`${label} ${describeValue(functionName)} is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`];
-}
 
 /** Problems of a canary split. */
 export function describeCanaryProblems(canary: unknown, label: string): string[] {

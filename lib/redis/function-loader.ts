@@ -29,16 +29,15 @@ export class FunctionLoader {
   constructor(
     private readonly connection: RedisConnection,
     private readonly contract: FunctionContract,
-    private readonly policy: LoadFunctionsPolicy,
   ) {
     this.source = readLibrarySource(contract.sourceFile);
   }
 
   /**
    * Checks every master; loads the library where missing (`auto`) or fails naming the nodes
-   * (`verify`). `policy` overrides the configured one (a runtime switch always verifies).
+   * (`verify`); `off` trusts the server.
    */
-  async prepare(policy: LoadFunctionsPolicy = this.policy): Promise<void> {
+  async prepare(policy: LoadFunctionsPolicy): Promise<void> {
     if (policy === 'off') return;
     const nodes = await masterNodes(this.connection);
     const states = await Promise.all(nodes.map((node) => this.inspect(node)));

@@ -23,10 +23,10 @@ export class FunctionRunner implements LuaRunner {
     private readonly contract: FunctionContract,
     private readonly policy: LoadFunctionsPolicy,
   ) {
-    this.loader = new FunctionLoader(connection, contract, policy);
+    this.loader = new FunctionLoader(connection, contract);
   }
 
-  prepare(policy?: LoadFunctionsPolicy): Promise<void> {
+  prepare(policy: LoadFunctionsPolicy): Promise<void> {
     return this.loader.prepare(policy);
   }
 
@@ -53,7 +53,7 @@ export class FunctionRunner implements LuaRunner {
 
   /** One reload at a time, shared by every call that hit the missing function meanwhile. */
   private reload(): Promise<void> {
-    this.reloading ??= this.loader.prepare().finally(() => (this.reloading = undefined));
+    this.reloading ??= this.loader.prepare('auto').finally(() => (this.reloading = undefined));
     return this.reloading;
   }
 

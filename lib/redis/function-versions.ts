@@ -23,12 +23,15 @@ export function findFunctionContract(functionName: string): FunctionContract | u
   return FUNCTION_VERSIONS.find((v) => v.allowFunction === functionName);
 }
 
+/** Problems of a function name: it must name a shipped version. */
+export function describeFunctionNameProblems(functionName: unknown, label: string): string[] {
+  if (typeof functionName === 'string' && findFunctionContract(functionName)) return [];
+  return [`${label} ${describeValue(functionName)} is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`];
+}
+
 /** The contract of an allow function name; throws a configuration error listing the known names. */
-export function getFunctionContract(functionName: unknown, optionName = 'functionName'): FunctionContract {
-  const contract = typeof functionName === 'string' ? findFunctionContract(functionName) : undefined;
-  if (!contract) {
-    const known = FUNCTION_VERSIONS.map((v) => `${v.allowFunction} (library ${v.libraryName})`).join(', ');
-    throw new RateLimitConfigError([`${optionName} ${describeValue(functionName)} is not a shipped function; known versions: ${known}`]);
-  }
+export function getFunctionContract(functionName: string): FunctionContract {
+  const contract = findFunctionContract(functionName);
+  if (!contract) throw new RateLimitConfigError(describeFunctionNameProblems(functionName, 'functionName'));
   return contract;
 }

@@ -4,8 +4,8 @@ import type { LoadFunctionsPolicy } from '../limiter/sliding-window-limiter.inte
 export interface LuaRunner {
   /** How the Lua runs: `function` (FCALL), `script` (EVALSHA) or `memory` (the in-process model). */
   readonly mode: 'function' | 'script' | 'memory';
-  /** Loads or verifies what the server needs, following `policy` (default: the configured `loadFunctions`). */
-  prepare(policy?: LoadFunctionsPolicy): Promise<void>;
+  /** Loads or verifies what the server needs, following `policy`. */
+  prepare(policy: LoadFunctionsPolicy): Promise<void>;
   /**
    * Calls `functionName` with KEYS and ARGV exactly as FCALL would receive them.
    * `readOnly` runs it as FCALL_RO where the mode allows, so it may be served by a replica.

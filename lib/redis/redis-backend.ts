@@ -47,7 +47,7 @@ export class RedisBackend implements LimiterBackend {
   async runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner> {
     const runner = (await this.useFunctions())
       ? new FunctionRunner(this.client, contract, this.loadFunctions)
-      : new ScriptRunner(this.client, contract, this.loadFunctions);
+      : new ScriptRunner(this.client, contract);
     await runner.prepare(policy);
     return runner;
   }

@@ -22,13 +22,12 @@ export class ScriptRunner implements LuaRunner {
   constructor(
     private readonly connection: RedisConnection,
     private readonly contract: FunctionContract,
-    private readonly policy: LoadFunctionsPolicy,
   ) {
     const source = readLibrarySource(contract.sourceFile);
     for (const name of functionNamesOf(contract)) this.scripts.set(name, toScript(source, name));
   }
 
-  async prepare(policy: LoadFunctionsPolicy = this.policy): Promise<void> {
+  async prepare(policy: LoadFunctionsPolicy): Promise<void> {
     if (policy === 'off') return;
     const nodes = await masterNodes(this.connection);
     const scripts = [...this.scripts.values()];
