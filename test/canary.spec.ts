@@ -111,6 +111,20 @@ describe('switching functions at runtime', () => {
     expect(await limiter.consume('k', rule)).toMatchObject({ functionName: 'sliding_allow_v2', remaining: 2 });
   });
 
+  it('reports the selection in effect once started: a 0 % canary or one naming the stable function is none', async () => {
+    for (const canary of [
+      { functionName: 'sliding_allow_v1', percent: 0 },
+      { functionName: 'sliding_allow_v2', percent: 20 },
+    ]) {
+      const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', canary, report: false });
+      expect(limiter.canary).toEqual(canary); // as configured, before start-up
+      await limiter.init();
+      expect(limiter.canary).toBeUndefined();
+      expect(limiter.functionName).toBe('sliding_allow_v2');
+      limiter.close();
+    }
+  });
+
   it('reports its functions to Redis at start-up and again right after a switch (report option, on by default)', async () => {
     const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', report: { instanceId: 'web-1', intervalMs: 60_000 } });
     const reportOf = async () => parseInstanceReport(await redis.get('rl:__nsl:instance:web-1'));
