@@ -1,5 +1,6 @@
 import { RateLimitConfigError } from '../errors/rate-limit-config.error';
 import { DEFAULT_KEY_PREFIX } from '../rate-limit.constants';
+import { describeReportSettingsProblems } from '../metrics/instance-reporter';
 import { DEFAULT_FUNCTION_NAME, describeFunctionNameProblems } from '../redis/function-versions';
 import { describeValue, isWholeNumberIn } from './limit-rule';
 import type { LimiterBackend } from './limiter-backend';
@@ -107,6 +108,8 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
   );
   if (report !== undefined && typeof report !== 'boolean' && (typeof report !== 'object' || report === null)) {
     problems.push(`${path}report must be true, false or { intervalMs?, instanceId? }, got ${describeValue(report)}`);
+  } else if (typeof report === 'object') {
+    problems.push(...describeReportSettingsProblems(report, `${path}report.`));
   }
   if (logger !== undefined && (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.log !== 'function')) {
     problems.push(`${path}logger must have log(message) and warn(message) methods, got ${describeValue(logger)}`);

@@ -26,6 +26,23 @@ const MIN_INTERVAL_MS = 100;
 const MAX_INTERVAL_MS = 24 * 60 * 60 * 1000;
 
 /**
+ * Problems of a report's `intervalMs` and `instanceId` (undefined ones take their defaults), each
+ * prefixed with `path` (`report.` from the limiter options). Shared with option validation, so a bad
+ * `report` fails with the other options.
+ */
+export function describeReportSettingsProblems(settings: { intervalMs?: unknown; instanceId?: unknown }, path: string): string[] {
+  const { intervalMs, instanceId } = settings;
+  const problems: string[] = [];
+  if (intervalMs !== undefined && !(Number.isInteger(intervalMs) && (intervalMs as number) >= MIN_INTERVAL_MS && (intervalMs as number) <= MAX_INTERVAL_MS)) {
+    problems.push(`${path}intervalMs must be a whole number of milliseconds from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}, got ${describeValue(intervalMs)}`);
+  }
+  if (instanceId !== undefined && !(typeof instanceId === 'string' && /^\S{1,200}$/.test(instanceId))) {
+    problems.push(`${path}instanceId must be 1 to 200 characters without spaces, got ${describeValue(instanceId)}`);
+  }
+  return problems;
+}
+
+/**
  * Records, under the limiter's key prefix and with a TTL, which function versions this process
  * calls and its counters: `<keyPrefix>__nsl:instance:<instanceId>` = JSON {@link InstanceReport}.
  * `npx nestjs-sliding-limit functions status` reads these reports, and `functions delete` refuses
@@ -58,12 +75,7 @@ export class InstanceReporter {
     if (typeof client !== 'object' || client === null || typeof (client as { set?: unknown }).set !== 'function') {
       problems.push(`client must be an ioredis Redis or Cluster instance, got ${describeValue(client)}`);
     }
-    if (!Number.isInteger(intervalMs) || intervalMs < MIN_INTERVAL_MS || intervalMs > MAX_INTERVAL_MS) {
-      problems.push(`intervalMs must be a whole number of milliseconds from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}, got ${describeValue(intervalMs)}`);
-    }
-    if (typeof instanceId !== 'string' || !/^\S{1,200}$/.test(instanceId)) {
-      problems.push(`instanceId must be 1 to 200 characters without spaces, got ${describeValue(instanceId)}`);
-    }
+    problems.push(...describeReportSettingsProblems({ intervalMs, instanceId }, ''));
     if (problems.length > 0) throw new RateLimitConfigError(problems, 'InstanceReporter');
 
     this.limiter = limiter;
