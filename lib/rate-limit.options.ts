@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { RedisOptions } from 'ioredis';
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
 import { describeRuleProblems, describeValue } from './limiter/limit-rule';
-import { redactUrl } from './util/redact';
+import { describeRedisUrlProblems } from './util/redis-url';
 import type { LimiterBackend } from './limiter/limiter-backend';
 import {
   describeLimiterSettingsProblems,
@@ -161,7 +161,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   if (hasRedis && typeof raw.redis !== 'string' && (typeof raw.redis !== 'object' || raw.redis === null)) {
     problems.push(`redis must be a URL string or ioredis options, got ${describeValue(raw.redis)}`);
   }
-  if (typeof raw.redis === 'string') problems.push(...describeRedisUrlProblems(raw.redis));
+  if (typeof raw.redis === 'string') problems.push(...describeRedisUrlProblems(raw.redis, 'redis'));
   if (hasClient && !isRedisConnection(raw.client)) {
     problems.push(`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(raw.client)}`);
   }
@@ -196,21 +196,6 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
     }),
     limiter,
   };
-}
-
-/**
- * Problems of a `redis` URL, checked here so a bad one fails at bootstrap naming the option (ioredis
- * would throw Node's TypeError, quoting the whole URL). The password never appears in a message.
- */
-function describeRedisUrlProblems(url: string): string[] {
-  const shown = describeValue(redactUrl(url));
-  if (!/^rediss?:\/\//i.test(url)) return [`redis must be a redis:// or rediss:// URL, got ${shown}`];
-  try {
-    if (new URL(url).hostname.length > 0) return [];
-  } catch {
-    // falls through to the problem below
-  }
-  return [`redis is not a valid URL (check the host, the port and how the password is written), got ${shown}`];
 }
 
 /** Problems of one `@SlidingLimit`-shaped value (rule, key and name), each prefixed with `label`. */

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { describeRedisUrlProblems } from '../util/redis-url';
 import { CliError, ExitCode } from './exit-codes';
 
 /** The `functions` subcommands. */
@@ -168,16 +169,18 @@ function connectionTarget(url: string | undefined, cluster: string | undefined, 
       .filter((seed) => seed.length > 0);
     if (seeds.length === 0) throw usage('--cluster needs at least one seed, e.g. --cluster 127.0.0.1:7000,127.0.0.1:7001');
     for (const seed of seeds) {
-      if (!/^rediss?:\/\//i.test(seed) && !/^[^\s:/]+:\d{1,5}$/.test(seed)) {
+      if (/^rediss?:\/\//i.test(seed)) {
+        const [problem] = describeRedisUrlProblems(seed, 'cluster seed');
+        if (problem) throw usage(problem);
+      } else if (!/^[^\s:/]+:\d{1,5}$/.test(seed)) {
         throw usage(`cluster seed "${seed}" is not host:port (or a redis:// URL)`);
       }
     }
     return { kind: 'cluster', seeds };
   }
   const chosen = url ?? env.REDIS_URL;
-  if (chosen !== undefined && !/^rediss?:\/\//i.test(chosen)) {
-    throw usage(`${url === undefined ? 'REDIS_URL' : '--url'} must be a redis:// or rediss:// URL, got "${chosen}"`);
-  }
+  const [problem] = chosen === undefined ? [] : describeRedisUrlProblems(chosen, url === undefined ? 'REDIS_URL' : '--url');
+  if (problem) throw usage(problem);
   return { kind: 'standalone', url: chosen ?? DEFAULT_REDIS_URL, fromEnv: url === undefined };
 }
 

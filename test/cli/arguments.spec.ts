@@ -34,6 +34,8 @@ describe('CLI arguments and exit codes', () => {
     [['functions', 'status', '--policy', 'flush'], '--policy does not apply to functions status (it is for: functions restore)'],
     [['functions', 'list', '--url', 'redis://a:1', '--cluster', 'b:2'], 'give either --url or --cluster, not both'],
     [['functions', 'list', '--url', 'localhost:6379'], '--url must be a redis:// or rediss:// URL, got "localhost:6379"'],
+    [['functions', 'list', '--url', 'redis://:secret@h:99999'], '--url is not a valid URL (check the host, the port and how the password is written), got "redis://:***@h:99999"'],
+    [['functions', 'list', '--cluster', 'redis://h:99999'], 'cluster seed is not a valid URL'],
     [['functions', 'list', '--cluster', 'nohost'], 'cluster seed "nohost" is not host:port'],
     [['functions', 'list', '--timeout', '2s'], '--timeout must be a whole number of milliseconds'],
     [['functions', 'list', '--url'], "Option '--url <value>' argument missing"],
