@@ -6,6 +6,7 @@ import { parseRedisMajorVersion, toText } from '../redis/reply';
 import type { ConnectionTarget } from './cli-options';
 import { CliError, ExitCode } from './exit-codes';
 import { redactUrl } from '../util/redact';
+import { closeConnection } from '../redis/close-connection';
 
 /** An open connection and the clients of every master. */
 export interface CliConnection {
@@ -84,15 +85,7 @@ export async function openConnection(target: ConnectionTarget, timeoutMs: number
   const close = async () => {
     connection.off('error', remember);
     connection.on('error', () => undefined);
-    if (connection.status === 'ready') {
-      try {
-        await connection.quit();
-        return;
-      } catch {
-        // Fall through to a hard disconnect.
-      }
-    }
-    connection.disconnect();
+    await closeConnection(connection);
   };
 
   try {

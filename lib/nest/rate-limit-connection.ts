@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import { closeConnection } from '../redis/close-connection';
 import type { ResolvedRateLimitOptions } from '../rate-limit.options';
 
 /** The limiter's connection, and whether the module opened it (and so must close it). */
@@ -39,19 +40,5 @@ export function createRateLimitConnection(options: ResolvedRateLimitOptions): Ra
 /** Closes the connection if the module opened it; a user's client is left alone. */
 export async function closeRateLimitConnection(connection: RateLimitConnection): Promise<void> {
   if (!connection.owned) return;
-  const client = connection.client as Redis;
-  if (client.status === 'end') return;
-  if (client.status !== 'ready') {
-    // QUIT would first wait for a connection that may never come.
-    client.disconnect();
-    return;
-  }
-  // QUIT resolves on its reply, before the socket is gone; wait for "end" so shutdown really is done.
-  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
-  try {
-    await client.quit();
-  } catch {
-    client.disconnect();
-  }
-  await ended;
+  await closeConnection(connection.client as Redis);
 }
