@@ -6,6 +6,7 @@ import { librarySource } from './support/lua-functions';
 import { startRedisCluster, RedisCluster } from './support/redis-cluster';
 import { startRedisServer, RedisServer } from './support/redis-server';
 import { connectShared, uniquePrefix } from './support/test-redis';
+import { libraryNames } from './support/redis-inspect';
 
 const rule = { limit: 5, windowMs: 60_000 };
 
@@ -208,11 +209,6 @@ describe('switching functions on a cluster', () => {
     expect(decisions.every((d) => d.allowed && d.functionName === 'sliding_allow_v1')).toBe(true);
   });
 });
-
-async function libraryNames(redis: Redis): Promise<string[]> {
-  const reply = (await redis.call('FUNCTION', 'LIST')) as unknown[][];
-  return reply.map((library) => String(library[1])).sort();
-}
 
 async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
   let cursor = '0';

@@ -8,18 +8,15 @@
  * The loading checks flush functions, so they run on a redis-server of this file's own; the rest
  * runs on the shared server under a unique key prefix.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Redis6 from 'ioredis';
 import Redis5 from 'ioredis5';
 import { FunctionCodeMismatchError, RedisConnection, SlidingWindowLimiter, SlidingWindowLimiterOptions } from '../lib';
+import { librarySource } from './support/lua-functions';
+import { commandStats } from './support/redis-inspect';
 import { RedisServer, startRedisServer } from './support/redis-server';
 import { connectShared, sharedRedisUrl, uniquePrefix } from './support/test-redis';
 
-const BUNDLED = {
-  v1: readFileSync(join(__dirname, '..', 'lib', 'redis', 'lua', 'rate_limit_v1.lua'), 'utf8'),
-  v2: readFileSync(join(__dirname, '..', 'lib', 'redis', 'lua', 'rate_limit_v2.lua'), 'utf8'),
-};
+const BUNDLED = { v1: librarySource('v1'), v2: librarySource('v2') };
 
 interface ClientConfig {
   name: string;
@@ -72,8 +69,7 @@ async function listLibraries(admin: Redis6): Promise<Array<{ name: string; code:
 }
 
 async function loadCalls(admin: Redis6): Promise<number> {
-  const info = await admin.info('commandstats');
-  return Number(/^cmdstat_function\|load:calls=(\d+)/m.exec(info)?.[1] ?? 0);
+  return (await commandStats(admin, 'function|load')).calls;
 }
 
 describe('client compatibility', () => {
@@ -234,7 +230,7 @@ describe('client compatibility', () => {
         [false, 0, 1000, 1000],
       ]);
       // The first at once (nothing was in flight), the other five in one call.
-      expect(Number(/cmdstat_fcall:calls=(\d+)/.exec(await ownAdmin.info('commandstats'))?.[1])).toBe(2);
+      expect((await commandStats(ownAdmin, 'fcall')).calls).toBe(2);
     });
 
     it('v1: consume, peek and consumeAll report exact numbers', async () => {

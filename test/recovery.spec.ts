@@ -4,61 +4,25 @@
  * empty. Every test here flushes functions, scripts or data, so the file runs its own
  * redis-server and never touches the shared one.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Redis, { RedisOptions } from 'ioredis';
 import { FunctionCodeMismatchError, FunctionNameTakenError, FunctionNotLoadedError, SlidingWindowLimiter, SlidingWindowLimiterOptions } from '../lib';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from './support/redis-server';
 import { sleep } from './support/sleep';
 import { startTraffic, type TrafficCall } from './support/traffic';
 import { rejectionOf } from './support/rejection';
+import { librarySource } from './support/lua-functions';
+import { commandStats, listLibraries } from './support/redis-inspect';
 
 
 type Version = 'v1' | 'v2';
 const FUNCTION_OF: Record<Version, string> = { v1: 'sliding_allow_v1', v2: 'sliding_allow_v2' };
 const LIBRARY_OF: Record<Version, string> = { v1: 'rate_limit_v1', v2: 'rate_limit_v2' };
-const BUNDLED: Record<Version, string> = {
-  v1: readFileSync(join(__dirname, '..', 'lib', 'redis', 'lua', 'rate_limit_v1.lua'), 'utf8'),
-  v2: readFileSync(join(__dirname, '..', 'lib', 'redis', 'lua', 'rate_limit_v2.lua'), 'utf8'),
-};
+const BUNDLED: Record<Version, string> = { v1: librarySource('v1'), v2: librarySource('v2') };
 /** Same library name and function name as the bundled v2, other code: what a hand edit on a server looks like. */
 const IMPOSTOR_V2 = "#!lua name=rate_limit_v2\nredis.register_function('sliding_allow_v2', function(keys, args) return {1, 1, 99, 0, 0} end)\n";
 
 /** A limit that never rejects, so every successful call under traffic is one recorded entry. */
 
-
-interface LibraryInfo {
-  name: string;
-  functions: string[];
-  code: string;
-}
-
-/** FUNCTION LIST WITHCODE, read independently of the library's own parser (RESP2 flat pairs). */
-async function listLibraries(client: Redis): Promise<LibraryInfo[]> {
-  const reply = (await client.call('FUNCTION', 'LIST', 'WITHCODE')) as unknown[][];
-  return reply.map((flat) => {
-    const lib = pairs(flat);
-    return {
-      name: String(lib.library_name),
-      functions: (lib.functions as unknown[][]).map((fn) => String(pairs(fn).name)),
-      code: String(lib.library_code),
-    };
-  });
-}
-
-function pairs(flat: unknown[]): Record<string, unknown> {
-  const record: Record<string, unknown> = {};
-  for (let i = 0; i < flat.length; i += 2) record[String(flat[i])] = flat[i + 1];
-  return record;
-}
-
-/** `calls` and `failed_calls` of one command from INFO commandstats (0 when never run). */
-async function commandStats(client: Redis, command: string): Promise<{ calls: number; failed: number }> {
-  const info = await client.info('commandstats');
-  const line = new RegExp(`^cmdstat_${command.replace('|', '\\|')}:(.*)$`, 'm').exec(info)?.[1] ?? '';
-  const field = (name: string) => Number(new RegExp(`(?:^|,)${name}=(\\d+)`).exec(line)?.[1] ?? 0);
-  return { calls: field('calls'), failed: field('failed_calls') };
-}
 
 /** Sum of ZCARD over keys. */
 async function totalEntries(client: Redis, keys: string[]): Promise<number> {

@@ -16,6 +16,7 @@ import { uniquePrefix } from '../support/test-redis';
 import { startTraffic } from '../support/traffic';
 import { sleep } from '../support/sleep';
 import { rejectionOf } from '../support/rejection';
+import { commandStats } from '../support/redis-inspect';
 
 const V2_SOURCE = readLibrarySource('rate_limit_v2.lua');
 
@@ -71,9 +72,7 @@ function ownerOf(key: string, nodes: NodeEntry[]): number {
 
 /** `calls` of one command from INFO commandstats (0 when never run). */
 async function commandCalls(node: Redis, command: string): Promise<number> {
-  const info = await node.info('commandstats');
-  const line = new RegExp(`^cmdstat_${command.replace('|', '\\|')}:(.*)$`, 'm').exec(info)?.[1] ?? '';
-  return Number(/(?:^|,)calls=(\d+)/.exec(line)?.[1] ?? 0);
+  return (await commandStats(node, command)).calls;
 }
 
 async function callsOn(nodes: Redis[], command: string): Promise<number[]> {

@@ -9,6 +9,7 @@ import { LIMITER_DEFAULTS, SlidingWindowLimiter } from '../../lib';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { sleep } from '../support/sleep';
 import { startTraffic, type TrafficCall } from '../support/traffic';
+import { commandStats } from '../support/redis-inspect';
 
 const TIMEOUT_MS = LIMITER_DEFAULTS.timeoutMs;
 /** How long the circuit breaker stays open (BREAKER_COOLDOWN_MS in sliding-window.limiter.ts). */
@@ -127,7 +128,7 @@ describe('a frozen Redis (SIGSTOP) under traffic', () => {
     const admitted = decided.filter((call) => call.allowed).length;
     expect(entries).toBeGreaterThanOrEqual(admitted);
     expect(entries).toBeLessThanOrEqual(admitted + waited.length);
-    const fcalls = Number(/cmdstat_fcall:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1]);
+    const fcalls = (await commandStats(admin, 'fcall')).calls;
     process.stdout.write(`frozen Redis: ${entries} entries = ${admitted} admitted by Redis + ${entries - admitted} of ${waited.length} degraded calls that reached Redis; ${fcalls} FCALLs for ${decided.length} Redis decisions\n`);
     // One FCALL per decision without batching (with it, a call carries several).
     if (!batch) expect(fcalls - decided.length).toBeGreaterThan(entries - admitted);
