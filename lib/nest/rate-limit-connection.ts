@@ -19,13 +19,10 @@ export function createRateLimitConnection(options: ResolvedRateLimitOptions): Ra
   if (options.client) return { client: options.client, owned: false };
   if (options.backend) return { owned: false };
   const redis = options.redis ?? {};
-  // Auto-pipelining writes the commands of one tick in one socket write. With the limiter's own
-  // batching it no longer changes the HTTP benchmark much (0.99–1.0×), and it never hurt; options
-  // given by the user win.
-  const client =
-    typeof redis === 'string'
-      ? new Redis(redis, { enableAutoPipelining: true, lazyConnect: true })
-      : new Redis({ enableAutoPipelining: true, ...redis, lazyConnect: true });
+  // No ioredis auto-pipelining: the limiter batches its own decisions already, and on top of that the
+  // pipeline per tick only costs client CPU (about 3 µs per request in the HTTP benchmark, and 0.6×
+  // the decisions per second of consume() at 64 in flight). Options given by the user win.
+  const client = typeof redis === 'string' ? new Redis(redis, { lazyConnect: true }) : new Redis({ ...redis, lazyConnect: true });
   const logger = new Logger('RateLimitModule');
   let reported = false;
   // Without a listener ioredis prints every reconnect failure; report once per outage instead.
