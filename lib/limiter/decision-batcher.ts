@@ -86,8 +86,12 @@ export class DecisionBatcher {
       for (const decision of lane) this.sendOne(version, decision.call).then(decision.resolve, decision.reject);
       return;
     }
-    const calls = lane.map((decision) => decision.call);
-    const keys = calls.flatMap((call) => call.keys);
+    const calls = new Array<AllowCall>(lane.length);
+    const keys: string[] = [];
+    for (let i = 0; i < lane.length; i++) {
+      calls[i] = lane[i].call;
+      for (const key of calls[i].keys) keys.push(key);
+    }
     const args = batch.arguments(calls);
     this.inFlight++;
     this.channel.call(() => version.runner.run(batch.name, keys, args, false), keys[0], lane.length).then(
