@@ -530,7 +530,7 @@ async function sectionHttp(redisPort, stats) {
     row('3 http', 'our guard / no guard', { note: unavailable.ours ?? unavailable.none, pass: false, target: '≥ 0.92×' });
   }
   if (apps['ours-client'] && apps.ours) {
-    row('3 http', "our guard: user's client (no auto-pipelining) / module's connection, requests/s", {
+    row('3 http', "our guard: user's client / module's connection, requests/s", {
       spread: spread(ratios(metric('ours-client', 'rps'), metric('ours', 'rps'))),
       absolute: `ours-client ${fmt('ours-client')}`,
     });
