@@ -122,3 +122,29 @@ describe.each(PLATFORMS)('RateLimitModule on %s', (platform) => {
     await app.http().get('/guarded').expect(429);
   });
 });
+
+describe('the connection RateLimitModule opens', () => {
+  let app: TestApp | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  const openedClient = (testApp: TestApp) => testApp.app.get<RateLimitConnection>(RATE_LIMIT_CONNECTION).client as Redis;
+
+  it('does not auto-pipeline (the limiter batches decisions itself) unless the redis options ask for it', async () => {
+    app = await startTestApp({ platform: 'express', controllers: [AuthController] });
+    expect(openedClient(app).options.enableAutoPipelining).toBe(false);
+    await app.http().post('/auth/login').expect(201);
+    await app.close();
+
+    const { hostname, port } = new URL(sharedRedisUrl());
+    app = await startTestApp({
+      platform: 'express',
+      controllers: [AuthController],
+      rateLimitModule: RateLimitModule.forRoot({ redis: { host: hostname, port: Number(port), enableAutoPipelining: true }, keyPrefix: uniquePrefix() }),
+    });
+    expect(openedClient(app).options.enableAutoPipelining).toBe(true);
+    await app.http().post('/auth/login').expect(201);
+  });
+});
