@@ -7,6 +7,7 @@ import {
   SlidingWindowLimiterOptions,
 } from '../lib';
 import { MemberIdSource } from '../lib/limiter/member-ids';
+import { onClientReady } from '../lib/redis/ready-listeners';
 import { connectShared, uniquePrefix } from './support/test-redis';
 
 /** A clock the test moves by hand. */
@@ -174,6 +175,47 @@ describe('SlidingWindowLimiter', () => {
     await limiter.init();
     expect(limiter.mode).toBe('function');
     expect(limiter.functionName).toBe('sliding_allow_v2');
+  });
+
+  it('shares one ready listener among the limiters of a client, and leaves none once they close', async () => {
+    const client = connectShared({ lazyConnect: true });
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const before = client.listenerCount('ready');
+      // More than Node's 10 listeners per event, which used to print a leak warning.
+      const limiters = Array.from({ length: 12 }, () => new SlidingWindowLimiter({ client, keyPrefix }));
+      expect(client.listenerCount('ready')).toBe(before + 1);
+      const decisions = await Promise.all(limiters.map((limiter) => limiter.consume('shared', { limit: 20, windowMs: 10_000 })));
+      expect(decisions.map((decision) => decision.remaining)).toEqual(Array.from({ length: 12 }, (_, i) => 19 - i));
+      for (const limiter of limiters) limiter.close();
+      expect(client.listenerCount('ready')).toBe(before);
+      expect(warnings.filter((warning) => warning.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      await client.quit();
+    }
+  });
+
+  it('runs every callback registered on a client when it becomes ready, until each is stopped', async () => {
+    const client = connectShared({ lazyConnect: true });
+    try {
+      let runs = 0;
+      const count = () => runs++;
+      const stops = [onClientReady(client, count), onClientReady(client, count)];
+      await client.connect();
+      expect(runs).toBe(2);
+      stops[0]();
+      stops[0](); // stopping twice changes nothing
+      client.emit('ready');
+      expect(runs).toBe(3);
+      stops[1]();
+      client.emit('ready');
+      expect(runs).toBe(3);
+    } finally {
+      await client.quit();
+    }
   });
 
   describe('configuration errors', () => {

@@ -6,6 +6,7 @@ import type { FunctionContract } from './contracts/function-contract';
 import { FunctionRunner } from './function-runner';
 import type { LuaRunner } from './lua-runner';
 import { isCluster, masterNodes } from './redis-nodes';
+import { onClientReady } from './ready-listeners';
 import { parseRedisMajorVersion } from './reply';
 import { ScriptRunner } from './script-runner';
 
@@ -40,8 +41,7 @@ export class RedisBackend implements LimiterBackend {
   }
 
   onReady(listener: () => void): () => void {
-    this.client.on('ready', listener);
-    return () => this.client.off('ready', listener);
+    return onClientReady(this.client, listener);
   }
 
   async runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner> {
