@@ -113,10 +113,10 @@ local function parse_limits(args, first, n)
   return windows, limits
 end
 
--- A key named twice would be counted twice and recorded once.
-local function has_repeated_key(keys)
+-- Whether keys[first .. last] name a key twice: it would be counted twice and recorded once.
+local function has_repeated_key(keys, first, last)
   local seen = {}
-  for i = 1, #keys do
+  for i = first, last do
     if seen[keys[i]] then
       return true
     end
@@ -269,7 +269,7 @@ end
 local function sliding_allow(keys, args)
   start_call(false)
   local n = #keys
-  if n < 1 or #args ~= 3 + 2 * n or (n > 1 and has_repeated_key(keys)) then
+  if n < 1 or #args ~= 3 + 2 * n or (n > 1 and has_repeated_key(keys, 1, n)) then
     return invalid_arguments()
   end
   local now_ms      = resolve_now(args[1])
@@ -322,14 +322,8 @@ local function read_decision(keys, args, at, taken, read)
     end
     read.windows[taken + i], read.limits[taken + i] = window_ms, limit
   end
-  if n > 1 then
-    local seen = {}
-    for i = taken + 1, taken + n do
-      if seen[keys[i]] then
-        return nil
-      end
-      seen[keys[i]] = true
-    end
+  if n > 1 and has_repeated_key(keys, taken + 1, taken + n) then
+    return nil
   end
   local d = #read.nows + 1
   read.nows[d], read.members[d], read.key_counts[d] = now_ms, member, n
@@ -364,7 +358,6 @@ local function sliding_allow_many(keys, args)
     if now_ms == '*' then
       now_ms = resolve_now('*')
     end
-    local failed
     if n == 1 then
       local allowed, count, remaining, retry_after_ms, reset_ms =
         allow_one(keys[taken + 1], now_ms, member, max_skew_ms, windows[taken + 1], limits[taken + 1])
@@ -378,10 +371,10 @@ local function sliding_allow_many(keys, args)
       for i = 1, n do
         own_keys[i], own_windows[i], own_limits[i] = keys[taken + i], windows[taken + i], limits[taken + i]
       end
-      failed = allow_all(reply, own_keys, now_ms, member, max_skew_ms, own_windows, own_limits)
-    end
-    if failed then
-      return failed
+      local failed = allow_all(reply, own_keys, now_ms, member, max_skew_ms, own_windows, own_limits)
+      if failed then
+        return failed
+      end
     end
     taken = taken + n
   end
@@ -390,7 +383,7 @@ end
 
 local function sliding_peek(keys, args)
   local n = #keys
-  if n < 1 or #args ~= 1 + 2 * n or (n > 1 and has_repeated_key(keys)) then
+  if n < 1 or #args ~= 1 + 2 * n or (n > 1 and has_repeated_key(keys, 1, n)) then
     return invalid_arguments()
   end
   local now_ms = resolve_now(args[1])
