@@ -95,7 +95,7 @@ describe('local block cache', () => {
   it('stays within maxEntries, and answers only for the limit it was told', () => {
     const cache = new BlockCache(2);
     const rule = { limit: 1, windowMs: 1000 };
-    const rejected = { allowed: false, limits: [{ allowed: false, count: 1, remaining: 0, retryAfterMs: 1000, resetMs: 1000 }] };
+    const rejected = { allowed: false, count: 1, remaining: 0, retryAfterMs: 1000, resetMs: 1000 };
     for (const key of ['a', 'b', 'c']) cache.set(key, rule, 0, rejected);
     expect(cache.size).toBe(2);
     expect(cache.get('a', rule, 1)).toBeUndefined();

@@ -1,5 +1,5 @@
 import type { SlidingLimitRule } from './sliding-window-limiter.interfaces';
-import type { CallOutcome } from '../redis/contracts/function-contract';
+import type { CallOutcome, LimitOutcome } from '../redis/contracts/function-contract';
 
 interface Blocked {
   /** The limit and window the rejection was for: the same key limited differently is another matter. */
@@ -9,7 +9,8 @@ interface Blocked {
   readonly decidedAt: number;
   /** Caller-clock ms before which no request can be admitted. */
   readonly until: number;
-  readonly outcome: CallOutcome;
+  /** The limit's state as Redis reported it at `decidedAt`. */
+  readonly state: LimitOutcome;
 }
 
 /**
@@ -37,23 +38,18 @@ export class BlockCache {
       this.entries.delete(key);
       return undefined;
     }
-    const elapsed = nowMs - blocked.decidedAt;
+    const { state } = blocked;
     return {
       allowed: false,
-      limits: blocked.outcome.limits.map((limit) => ({
-        ...limit,
-        retryAfterMs: limit.retryAfterMs > 0 ? limit.retryAfterMs - elapsed : 0,
-        resetMs: Math.max(0, limit.resetMs - elapsed),
-      })),
+      limits: [{ ...state, retryAfterMs: blocked.until - nowMs, resetMs: Math.max(0, state.resetMs - (nowMs - blocked.decidedAt)) }],
     };
   }
 
-  /** Records a rejection of `key` under `rule`, decided at `nowMs`. */
-  set(key: string, rule: SlidingLimitRule, nowMs: number, outcome: CallOutcome): void {
-    const waitMs = outcome.limits[0].retryAfterMs;
-    if (!(waitMs > 0)) return;
+  /** Records a rejection of `key` under `rule`, decided at `nowMs` with the limit in `state`. */
+  set(key: string, rule: SlidingLimitRule, nowMs: number, state: LimitOutcome): void {
+    if (!(state.retryAfterMs > 0)) return;
     this.entries.delete(key);
-    this.entries.set(key, { limit: rule.limit, windowMs: rule.windowMs, decidedAt: nowMs, until: nowMs + waitMs, outcome });
+    this.entries.set(key, { limit: rule.limit, windowMs: rule.windowMs, decidedAt: nowMs, until: nowMs + state.retryAfterMs, state });
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);
