@@ -5,20 +5,21 @@ import { RateLimitConfigError } from './errors/rate-limit-config.error';
 import { checkDecisionArguments, checkKey, checkStackedArguments } from './limiter/argument-checks';
 import { BlockCache } from './limiter/block-cache';
 import { CircuitBreakers } from './limiter/circuit-breakers';
-import { clockFor, numericNow, type NowMs } from './limiter/clock';
+import { numericNow, type NowMs } from './limiter/clock';
 import { DegradedModeLog } from './limiter/degraded-mode-log';
 import { peekByCounting, policyOutcome } from './limiter/fallback-outcomes';
-import { ActiveVersion, FunctionRouting } from './limiter/function-routing';
+import { activateVersion, ActiveVersion, FunctionRouting } from './limiter/function-routing';
 import { GroupedDecisions } from './limiter/grouped-decisions';
 import { Insurance } from './limiter/insurance';
 import type { LimiterBackend } from './limiter/limiter-backend';
 import {
-  describeCanaryProblems,
+  DEFAULT_BATCH_SIZE,
   DEFAULT_BLOCK_CACHE_ENTRIES,
   DEFAULT_INSURANCE_KEYS,
-  batchSizeOf,
+  describeCanaryProblems,
   resolveLimiterOptions,
   ResolvedLimiterOptions,
+  switchSize,
 } from './limiter/limiter-options';
 import { MemberIdSource } from './limiter/member-ids';
 import { RedisCallPolicy } from './limiter/redis-call-policy';
@@ -46,7 +47,7 @@ import { scrubSecrets } from './util/redact';
 
 /** v2's CLOCKSKEW error reply as the typed error; anything else as it is. */
 function translated(error: unknown): unknown {
-  return isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error;
+  return scrubSecrets(isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error);
 }
 
 /** A decision's outcome, the function that made it, and how it was made when Redis did not. */
@@ -66,8 +67,9 @@ const MIN_STARTUP_TIMEOUT_MS = 2000;
  * so `functionName` can move between `sliding_allow_v1` and `sliding_allow_v2` without code changes,
  * a canary can send a sticky share of keys to a candidate, and {@link use} switches at runtime.
  * When Redis cannot decide (timeout, connection down) the `onRedisError` policy does, and the
- * application never waits on a dead or frozen server for longer than `timeoutMs` per attempt (the
- * first decisions before start-up has finished: up to `max(timeoutMs, 2 s)`).
+ * application never waits on a dead or frozen server for much longer than `timeoutMs` per attempt
+ * (at most 1.25 × `timeoutMs`; the first decisions before start-up has finished: up to 1.25 ×
+ * `max(timeoutMs, 2 s)`).
  *
  * Provided by `RateLimitModule`, or constructed directly:
  * ```ts
@@ -122,13 +124,12 @@ export class SlidingWindowLimiter {
       },
       this.members,
       this.options.maxClockSkewMs,
-      batchSizeOf(this.options.batch),
+      switchSize(this.options.batch, 'maxSize', DEFAULT_BATCH_SIZE) ?? 1,
     );
-    if (insurance) {
-      const maxKeys = insurance === true ? DEFAULT_INSURANCE_KEYS : (insurance.maxKeys ?? DEFAULT_INSURANCE_KEYS);
-      this.insurance = new Insurance(maxKeys, this.members, this.options.maxClockSkewMs, this.options.clock);
-    }
-    if (blockCache) this.blockCache = new BlockCache(blockCache === true ? DEFAULT_BLOCK_CACHE_ENTRIES : blockCache.maxEntries);
+    const insuranceKeys = switchSize(insurance, 'maxKeys', DEFAULT_INSURANCE_KEYS);
+    if (insuranceKeys !== undefined) this.insurance = new Insurance(insuranceKeys, this.members, this.options.maxClockSkewMs, this.options.clock);
+    const blockCacheEntries = switchSize(blockCache, 'maxEntries', DEFAULT_BLOCK_CACHE_ENTRIES);
+    if (blockCacheEntries !== undefined) this.blockCache = new BlockCache(blockCacheEntries);
     if (report && client) this.reporter = new InstanceReporter({ limiter: this, client, ...(report === true ? {} : report) });
   }
 
@@ -154,14 +155,14 @@ export class SlidingWindowLimiter {
    * Detects the execution mode and loads or verifies the Lua on every master, per `loadFunctions`.
    * Idempotent. Called by the Nest module at bootstrap; without Nest the first call does it lazily,
    * but calling it at start-up makes `loadFunctions: 'verify'` fail fast. Bounded in time: when Redis
-   * does not answer within `max(timeoutMs, 2 s)` it rejects with a {@link RedisUnavailableError}
+   * does not answer within about `max(timeoutMs, 2 s)` (at most 1.25 × that) it rejects with a {@link RedisUnavailableError}
    * (and keeps trying in the background; decisions meanwhile follow `onRedisError`).
    */
   async init(): Promise<void> {
     try {
       await this.startUp();
     } catch (error) {
-      throw scrubSecrets(translated(error));
+      throw translated(error);
     }
   }
 
@@ -245,7 +246,7 @@ export class SlidingWindowLimiter {
       this.degradedLog.recovered();
       return { ...this.toDecision(outcome, rule, picked.contract.allowFunction), count: outcome.count };
     } catch (caught) {
-      const error = scrubSecrets(translated(caught));
+      const error = translated(caught);
       const policy = options?.onRedisError ?? this.options.onRedisError;
       if (error instanceof RateLimitConfigError || policy === 'throw') throw error;
       const outcome = policyOutcome([rule], policy, BREAKER_COOLDOWN_MS).limits[0];
@@ -322,7 +323,7 @@ export class SlidingWindowLimiter {
       (outcome) => {
         this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
         this.degradedLog.recovered();
-        if (cache && !outcome.allowed) cache.set(keys[0], rules[0], nowMs as number, outcome);
+        if (cache && !outcome.allowed) cache.set(keys[0], rules[0], nowMs as number, outcome.limits[0]);
         return { allowed: outcome.allowed, limits: outcome.limits, functionName };
       },
       (error: unknown) => this.fallback(version, keys, rules, options, error, started),
@@ -342,7 +343,7 @@ export class SlidingWindowLimiter {
     started: number,
   ): Promise<Decided> {
     if (caught instanceof RateLimitConfigError) return Promise.reject(caught);
-    const error = scrubSecrets(translated(caught));
+    const error = translated(caught);
     const functionName = version?.contract.allowFunction ?? this.functionName;
     this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
     const policy = options?.onRedisError ?? this.options.onRedisError;
@@ -403,10 +404,8 @@ export class SlidingWindowLimiter {
     return new FunctionRouting(stable, await this.activate(canary.functionName, policy), canary.percent);
   }
 
-  private async activate(functionName: string, policy: LoadFunctionsPolicy): Promise<ActiveVersion> {
-    const contract = getFunctionContract(functionName);
-    const runner = await this.backend.runnerFor(contract, policy);
-    return { contract, runner, now: clockFor(contract, this.options.clock, this.backend.commands) };
+  private activate(functionName: string, policy: LoadFunctionsPolicy): Promise<ActiveVersion> {
+    return activateVersion(this.backend, getFunctionContract(functionName), this.options.clock, policy);
   }
 
   private async peekOnce(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {

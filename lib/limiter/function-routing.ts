@@ -1,14 +1,20 @@
 import type { FunctionContract } from '../redis/contracts/function-contract';
 import type { LuaRunner } from '../redis/lua-runner';
 import { CANARY_BUCKETS, canaryBucket } from './canary-bucket';
-import type { Clock } from './clock';
-import type { FunctionSelection } from './sliding-window-limiter.interfaces';
+import { clockFor, type Clock } from './clock';
+import type { LimiterBackend } from './limiter-backend';
+import type { ClockSource, FunctionSelection, LoadFunctionsPolicy } from './sliding-window-limiter.interfaces';
 
 /** A function version ready to be called: its contract, the runner that calls it, its clock. */
 export interface ActiveVersion {
   readonly contract: FunctionContract;
   readonly runner: LuaRunner;
   readonly now: Clock;
+}
+
+/** Makes `contract` callable on `backend` (loading or verifying its Lua per `policy`), with its clock. */
+export async function activateVersion(backend: LimiterBackend, contract: FunctionContract, clock: ClockSource, policy: LoadFunctionsPolicy): Promise<ActiveVersion> {
+  return { contract, runner: await backend.runnerFor(contract, policy), now: clockFor(contract, clock, backend.commands) };
 }
 
 /**

@@ -1,7 +1,6 @@
 import { MemoryBackend } from '../memory/memory-backend';
 import type { CallOutcome, FunctionContract } from '../redis/contracts/function-contract';
-import { clockFor } from './clock';
-import type { ActiveVersion } from './function-routing';
+import { activateVersion, type ActiveVersion } from './function-routing';
 import { GroupedDecisions } from './grouped-decisions';
 import type { MemberIdSource } from './member-ids';
 import type { ClockSource, SlidingLimitRule } from './sliding-window-limiter.interfaces';
@@ -35,9 +34,7 @@ export class Insurance {
   private versionOf(contract: FunctionContract): Promise<ActiveVersion> {
     let version = this.versions.get(contract.allowFunction);
     if (!version) {
-      version = this.store
-        .runnerFor(contract, 'off')
-        .then((runner) => ({ contract, runner, now: clockFor(contract, this.clock, this.store.commands) }));
+      version = activateVersion(this.store, contract, this.clock, 'off');
       this.versions.set(contract.allowFunction, version);
     }
     return version;

@@ -159,10 +159,13 @@ export function isRedisConnection(value: unknown): value is RedisConnection {
   return typeof candidate === 'object' && candidate !== null && typeof candidate.fcall === 'function' && typeof candidate.evalsha === 'function';
 }
 
-/** Most decisions per Redis call under the `batch` setting: 1 when batching is off. */
-export function batchSizeOf(batch: boolean | { maxSize: number }): number {
-  if (batch === false) return 1;
-  return batch === true ? DEFAULT_BATCH_SIZE : batch.maxSize;
+/**
+ * The size a `true` / `false` / `{ <field>: n }` option asks for (`batch`, `blockCache`, `insurance`):
+ * undefined when off, `whenOn` for `true` or an object without the field.
+ */
+export function switchSize<F extends string>(value: boolean | Partial<Record<F, number>>, field: F, whenOn: number): number | undefined {
+  if (value === false) return undefined;
+  return value === true ? whenOn : (value[field] ?? whenOn);
 }
 
 /** Validates limiter options (throwing one error that lists every problem) and applies defaults. */

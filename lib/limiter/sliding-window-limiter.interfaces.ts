@@ -151,8 +151,9 @@ export interface SlidingWindowLimiterOptions {
    */
   maxClockSkewMs?: number;
   /**
-   * How long one call to Redis may take before it counts as failed, ms. Default 250. A timed-out call
-   * is retried once with the same request id; a call to a disconnected client fails at once.
+   * How long one call to Redis may take before it counts as failed, ms. Default 250 (a call times out
+   * between 1 and 1.25 × `timeoutMs`: one timer serves every call). A timed-out call is retried once
+   * with the same request id; a call to a disconnected client fails at once.
    */
   timeoutMs?: number;
   /**
