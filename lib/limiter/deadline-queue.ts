@@ -21,7 +21,7 @@ export class DeadlineQueue {
   private readonly tickMarks: number[] = [];
   private timer?: NodeJS.Timeout;
 
-  constructor(readonly timeoutMs: number) {}
+  constructor(private readonly timeoutMs: number) {}
 
   /** Calls `onTimeout` once the timeout has passed, unless {@link settle} is called first. Returns the call's number. */
   track(onTimeout: () => void): number {
@@ -51,7 +51,6 @@ export class DeadlineQueue {
       this.expiredUpTo = seq + 1;
       onTimeout?.();
     }
-    this.expiredUpTo = Math.max(this.expiredUpTo, boundary);
     if (this.expiredUpTo === this.next) {
       clearInterval(this.timer);
       this.timer = undefined;

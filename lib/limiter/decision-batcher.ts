@@ -83,7 +83,7 @@ export class DecisionBatcher {
   private send(version: ActiveVersion, lane: QueuedDecision[]): void {
     const { batch } = version.contract;
     if (!batch || lane.length === 1 || !this.channel.healthy(lane[0].call.keys[0])) {
-      for (const decision of lane) this.sendOne(version, decision.call).then(decision.resolve, decision.reject);
+      this.sendEach(version, lane);
       return;
     }
     const calls = new Array<AllowCall>(lane.length);
@@ -120,6 +120,11 @@ export class DecisionBatcher {
       for (const decision of lane) decision.reject(error);
       return;
     }
+    this.sendEach(version, lane);
+  }
+
+  /** Each decision in a call of its own, its caller settled by that call. */
+  private sendEach(version: ActiveVersion, lane: readonly QueuedDecision[]): void {
     for (const decision of lane) this.sendOne(version, decision.call).then(decision.resolve, decision.reject);
   }
 

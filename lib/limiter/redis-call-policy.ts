@@ -1,12 +1,15 @@
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { errorKindOf } from '../redis/error-kind';
+import { messageOf } from '../redis/reply';
 import type { CircuitBreaker } from './circuit-breaker';
 import type { CircuitBreakers } from './circuit-breakers';
 import { DeadlineQueue } from './deadline-queue';
+import { timeoutError } from './with-timeout';
 
 /**
  * How every call to Redis is made: never to a connection that is down (ioredis would queue it until
- * it reconnects), never for longer than `timeoutMs` per attempt, at most `retries` more attempts after
+ * it reconnects), never for much longer than `timeoutMs` per attempt (between 1 and 1.25 × `timeoutMs`:
+ * one timer serves every call), at most `retries` more attempts after
  * a timeout or a dropped connection, and not at all while the circuit breaker is open. The attempt
  * function is called again as is, so a retry carries the same arguments — the same request id — and
  * a write whose outcome was unknown can never count twice.
@@ -15,7 +18,7 @@ export class RedisCallPolicy {
   private readonly deadlines: DeadlineQueue;
 
   constructor(
-    timeoutMs: number,
+    private readonly timeoutMs: number,
     private readonly retries: number,
     private readonly breakers: CircuitBreakers,
     private readonly isConnected: () => boolean,
@@ -47,7 +50,7 @@ export class RedisCallPolicy {
     if (attempts >= this.retries) {
       breaker.onFailure(decisions);
       return Promise.reject(
-        error instanceof RedisUnavailableError ? error : new RedisUnavailableError((error as Error).message, 'error', { cause: error }),
+        error instanceof RedisUnavailableError ? error : new RedisUnavailableError(messageOf(error), 'error', { cause: error }),
       );
     }
     return this.attemptFrom(attempt, breaker, attempts + 1, decisions);
@@ -67,7 +70,7 @@ export class RedisCallPolicy {
         this.deadlines.settle(seq);
         this.afterFailure(error, attempt, breaker, attempts, decisions).then(resolve, reject);
       };
-      const seq = this.deadlines.track(() => fail(new RedisUnavailableError(`Redis did not answer within ${this.deadlines.timeoutMs} ms`, 'timeout')));
+      const seq = this.deadlines.track(() => fail(timeoutError(this.timeoutMs)));
       attempt().then((result) => {
         if (settled) return;
         settled = true;

@@ -1,9 +1,14 @@
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 
-/** Rejects with a {@link RedisUnavailableError} when `promise` has not settled within `ms`. */
+/** The error of a call Redis did not answer in time. */
+export function timeoutError(ms: number): RedisUnavailableError {
+  return new RedisUnavailableError(`Redis did not answer within ${ms} ms`, 'timeout');
+}
+
+/** Rejects with {@link timeoutError} when `promise` has not settled within `ms`. */
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new RedisUnavailableError(`Redis did not answer within ${ms} ms`, 'timeout')), ms);
+    const timer = setTimeout(() => reject(timeoutError(ms)), ms);
     promise.then(
       (value) => {
         clearTimeout(timer);
