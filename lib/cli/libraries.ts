@@ -1,5 +1,5 @@
 import { readLibrarySource } from '../redis/lua-library';
-import { findFunctionContract, FUNCTION_VERSIONS } from '../redis/function-versions';
+import { FUNCTION_VERSIONS, functionNamesOf } from '../redis/function-versions';
 import type { FunctionContract } from '../redis/contracts/function-contract';
 
 /** The bundled contract of a library name, if this package ships it. */
@@ -14,5 +14,5 @@ export function bundledSource(contract: FunctionContract): string {
 
 /** The version (`v2`) of a function name, if it is one this package ships. */
 export function versionOfFunction(functionName: string): FunctionContract | undefined {
-  return findFunctionContract(functionName) ?? FUNCTION_VERSIONS.find((v) => v.peekFunction === functionName || v.batch?.name === functionName);
+  return FUNCTION_VERSIONS.find((v) => functionNamesOf(v).includes(functionName));
 }

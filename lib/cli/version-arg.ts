@@ -1,5 +1,5 @@
 import type { FunctionContract } from '../redis/contracts/function-contract';
-import { FUNCTION_VERSIONS } from '../redis/function-versions';
+import { FUNCTION_VERSIONS, functionNamesOf } from '../redis/function-versions';
 import { CliError, ExitCode } from './exit-codes';
 
 /** The shipped versions, for messages: `v1 (rate_limit_v1), v2 (rate_limit_v2)`. */
@@ -10,9 +10,7 @@ export function knownVersions(): string {
 /** The contract a `<version>` argument names: `v2`, `rate_limit_v2` or `sliding_allow_v2`. */
 export function findVersion(argument: string): FunctionContract | undefined {
   const wanted = argument.toLowerCase();
-  return FUNCTION_VERSIONS.find(
-    (v) => v.version === wanted || v.libraryName === argument || v.allowFunction === argument || v.peekFunction === argument || v.batch?.name === argument,
-  );
+  return FUNCTION_VERSIONS.find((v) => v.version === wanted || v.libraryName === argument || functionNamesOf(v).includes(argument));
 }
 
 /** The contract of a bundled version, or a usage error listing the shipped ones. */
