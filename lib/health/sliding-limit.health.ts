@@ -180,7 +180,7 @@ async function missingOn(node: Redis, contracts: readonly FunctionContract[]): P
   await node.ping();
   const loaded = await Promise.all(
     contracts.map(async (contract) => {
-      const [library] = await librariesOf(node, contract.libraryName);
+      const [library] = await librariesOf(node, contract.libraryName, false);
       return library !== undefined && library.functions.includes(contract.allowFunction);
     }),
   );
