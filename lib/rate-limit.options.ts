@@ -8,7 +8,7 @@ import {
   describeLimiterSettingsProblems,
   describeRedisErrorPolicyProblems,
   definedOnly,
-  isRedisConnection,
+  describeClientProblems,
   LIMITER_SETTING_NAMES,
   pickLimiterSettings,
   type LimiterSettings,
@@ -162,9 +162,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
     problems.push(`redis must be a URL string or ioredis options, got ${describeValue(raw.redis)}`);
   }
   if (typeof raw.redis === 'string') problems.push(...describeRedisUrlProblems(raw.redis, 'redis'));
-  if (hasClient && !isRedisConnection(raw.client)) {
-    problems.push(`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(raw.client)}`);
-  }
+  if (hasClient) problems.push(...describeClientProblems(raw.client));
   if (raw.global !== undefined && typeof raw.global !== 'boolean') {
     problems.push(`global must be true or false, got ${describeValue(raw.global)}`);
   }
@@ -180,8 +178,6 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   problems.push(...describeLimiterSettingsProblems(settings));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
 
-  // The limiter applies its own defaults (keyPrefix `rl:` among them).
-  const limiter: LimiterSettings = settings;
   return {
     ...NEST_DEFAULTS,
     ...definedOnly({
@@ -194,7 +190,8 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
       key: raw.key,
       defaultLimit: raw.defaultLimit,
     }),
-    limiter,
+    // The limiter applies its own defaults (keyPrefix `rl:` among them).
+    limiter: settings,
   };
 }
 

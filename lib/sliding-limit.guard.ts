@@ -50,7 +50,7 @@ export class SlidingLimitGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): Promise<boolean> {
     // Runs for every request: a promise chain without async functions, so a request costs one hop
-    // (the limiter's) rather than one per await. Synchronous errors still reject, as before.
+    // (the limiter's) rather than one per await. A synchronous error becomes a rejected promise.
     try {
       const plan = this.plans.get(context.getClass(), context.getHandler());
       if (plan.limits.length === 0) return ALLOWED;
@@ -145,7 +145,7 @@ export class SlidingLimitGuard implements CanActivate {
       const limit = limits[i];
       const key = this.resolveKey(limit, request, context, plan);
       if (typeof key !== 'string') {
-        return Promise.resolve(key).then((resolved) => {
+        return key.then((resolved) => {
           rules.push({ key: resolved, limit: limit.limit, windowMs: limit.windowMs });
           return this.rulesFor(plan, request, context, rules, i + 1);
         });
@@ -206,7 +206,7 @@ export class SlidingLimitGuard implements CanActivate {
     this.warnedUnsupported.add(plan);
     this.logger.warn(
       `${plan.route} has rate limits but runs in a "${context.getType()}" context, which SlidingLimitGuard does not limit; ` +
-        'subclass it and override getRequestResponse (see the guide for GraphQL and WebSockets)',
+        'subclass it and override getRequestResponse (see the README, "GraphQL, WebSockets and other transports")',
     );
   }
 }

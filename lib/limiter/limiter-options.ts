@@ -159,6 +159,11 @@ export function isRedisConnection(value: unknown): value is RedisConnection {
   return typeof candidate === 'object' && candidate !== null && typeof candidate.fcall === 'function' && typeof candidate.evalsha === 'function';
 }
 
+/** The problem of a `client` option that is no ioredis Redis or Cluster client, if it is not one. */
+export function describeClientProblems(client: unknown): string[] {
+  return isRedisConnection(client) ? [] : [`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(client)}`];
+}
+
 /**
  * The size a `true` / `false` / `{ <field>: n }` option asks for (`batch`, `blockCache`, `insurance`):
  * undefined when off, `whenOn` for `true` or an object without the field.
@@ -171,9 +176,7 @@ export function switchSize<F extends string>(value: boolean | Partial<Record<F, 
 /** Validates limiter options (throwing one error that lists every problem) and applies defaults. */
 export function resolveLimiterOptions(options: SlidingWindowLimiterOptions): ResolvedLimiterOptions {
   const problems = describeLimiterSettingsProblems(options ?? {});
-  if (!options?.backend && !isRedisConnection(options?.client)) {
-    problems.unshift(`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(options?.client)}`);
-  }
+  if (!options?.backend) problems.unshift(...describeClientProblems(options?.client));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
 
   return { ...LIMITER_DEFAULTS, ...definedOnly(options) } as ResolvedLimiterOptions;

@@ -11,7 +11,7 @@ const MAX_VERBATIM_LENGTH = 128;
  */
 const UNSAFE = /[^\x21-\x7e]|[%{}:]/gu;
 /** The same class without the global flag: a test keeps no `lastIndex` state between calls. */
-const HAS_UNSAFE = /[^\x21-\x7e]|[%{}:]/u;
+const HAS_UNSAFE = new RegExp(UNSAFE.source, 'u');
 
 /**
  * Turns a request-derived value into a key segment, or undefined when there is none. Only strings,
