@@ -3,7 +3,8 @@
 //   none          no guard
 //   ours          RateLimitModule.forRoot({ redis: <url> }) as in the README's quick start (the module
 //                 opens its own connection) + @SlidingLimit; also GET /stacked with two limits
-//   ours-client   the same with forRoot({ client }): the user's own ioredis client, default options
+//   ours-client   the same with forRoot({ client }): the user's own ioredis client, default options —
+//                 the other way into the module, which must cost the same as its own connection
 //   nest-lab      @nestjs/throttler + @nest-lab/throttler-storage-redis (ioredis)
 //   nestjs-redis  @nestjs/throttler + @nestjs-redis/throttler-storage (node-redis, the client it takes)
 // Every limit is keyed by the `x-client-id` header (one per autocannon connection) and high enough
