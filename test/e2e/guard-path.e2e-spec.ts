@@ -115,7 +115,11 @@ describe('headers on Express and Fastify', () => {
         headers: Object.fromEntries(Object.entries(res.headers).filter(([name]) => /^(x-ratelimit-|ratelimit|retry-after$)/.test(name))),
       }));
     }
-    expect(seen.express.map((r) => (r as { status: number }).status)).toEqual([201, 429, 201]);
+    const express = seen.express as { status: number; headers: Record<string, string> }[];
+    expect(express.map((r) => r.status)).toEqual([201, 429, 201]);
+    // Both platforms must send them, not merely agree on sending none.
+    expect(Object.keys(express[0].headers).sort()).toEqual(['ratelimit', 'ratelimit-policy', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
+    expect(express[1].headers).toHaveProperty('retry-after');
     expect(seen.fastify).toEqual(seen.express);
   });
 });
