@@ -33,6 +33,7 @@ import type {
   RateLimitDecision,
   RateLimitState,
   RedisConnection,
+  RedisErrorPolicy,
   SlidingLimitRule,
   SlidingWindowLimiterOptions,
 } from './limiter/sliding-window-limiter.interfaces';
@@ -247,10 +248,9 @@ export class SlidingWindowLimiter {
       return { ...this.toDecision(outcome, rule, picked.contract.allowFunction), count: outcome.count };
     } catch (caught) {
       const error = translated(caught);
-      const policy = options?.onRedisError ?? this.options.onRedisError;
+      const policy = this.policyFor(options);
       if (error instanceof RateLimitConfigError || policy === 'throw') throw error;
-      const outcome = policyOutcome([rule], policy, BREAKER_COOLDOWN_MS).limits[0];
-      this.degradedLog.fallback(policy, error);
+      const outcome = this.byPolicy([rule], policy, error).limits[0];
       const functionName = version?.contract.allowFunction ?? this.functionName;
       return { ...this.toDecision(outcome, rule, functionName, policy), count: 0 };
     }
@@ -277,12 +277,18 @@ export class SlidingWindowLimiter {
    * One decision, by Redis or, when Redis cannot make it, by the failure policy. Promise chains
    * rather than async functions on this path: it runs for every request.
    */
-  private decide(identity: string, keys: readonly string[], rules: readonly SlidingLimitRule[], options: DecisionOptions | undefined): Promise<Decided> {
-    const started = performance.now();
+  private decide(
+    identity: string,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    options: DecisionOptions | undefined,
+    // A decision that waited for start-up reports that wait in its latency too.
+    started = performance.now(),
+  ): Promise<Decided> {
     const routing = this.routing;
     if (!routing) {
       return this.startUp().then(
-        () => this.decide(identity, keys, rules, options),
+        () => this.decide(identity, keys, rules, options, started),
         (error: unknown) => this.fallback(undefined, keys, rules, options, error, started),
       );
     }
@@ -346,12 +352,21 @@ export class SlidingWindowLimiter {
     const error = translated(caught);
     const functionName = version?.contract.allowFunction ?? this.functionName;
     this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
-    const policy = options?.onRedisError ?? this.options.onRedisError;
+    const policy = this.policyFor(options);
     if (policy === 'throw') return Promise.reject(error);
     if (policy === 'allow' && this.insurance) return this.insure(this.insurance, version, keys, rules, error, functionName);
     this.metrics.recordFallback(functionName, policy);
+    return Promise.resolve({ ...this.byPolicy(rules, policy, error), degraded: policy, functionName });
+  }
+
+  private policyFor(options: DecisionOptions | undefined): RedisErrorPolicy {
+    return options?.onRedisError ?? this.options.onRedisError;
+  }
+
+  /** The outcome `policy` gives `rules` when Redis could not decide, logged as a degraded decision. */
+  private byPolicy(rules: readonly SlidingLimitRule[], policy: 'allow' | 'deny', error: unknown): CallOutcome {
     this.degradedLog.fallback(policy, error);
-    return Promise.resolve({ ...policyOutcome(rules, policy, BREAKER_COOLDOWN_MS), degraded: policy, functionName });
+    return policyOutcome(rules, policy, BREAKER_COOLDOWN_MS);
   }
 
   /** A decision that would fail open, made by the in-memory insurance limiter instead. */
