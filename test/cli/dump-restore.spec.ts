@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { parseFunctionList } from '../../lib/redis/reply';
-import { RedisServer, startRedisServer } from '../support/redis-server';
+import { useOwnRedisServer } from '../support/own-redis';
+import type { RedisServer } from '../support/redis-server';
 import { runCli } from './run-cli';
 
 const V1 = readLibrarySource('rate_limit_v1.lua');
@@ -16,15 +17,16 @@ async function libraries(redis: Redis): Promise<Record<string, string | undefine
 }
 
 describe('functions dump and restore (standalone)', () => {
+  const own = useOwnRedisServer();
   let server: RedisServer;
   let redis: Redis;
   let url: string;
   let dir: string;
   let file: string;
 
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
+  beforeAll(() => {
+    server = own.server();
+    redis = own.connect();
     url = server.url;
     dir = mkdtempSync(join(tmpdir(), 'nsl-dump-'));
     file = join(dir, 'functions.rdb');
@@ -34,11 +36,7 @@ describe('functions dump and restore (standalone)', () => {
     await redis.call('FUNCTION', 'LOAD', V1);
     await redis.call('FUNCTION', 'LOAD', V2);
   });
-  afterAll(async () => {
-    await redis.quit();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('dumps the exact FUNCTION DUMP bytes (binary, not text) and says how to restore', async () => {
     const run = await runCli(['functions', 'dump', file, '--url', url]);

@@ -1,7 +1,8 @@
 import Redis from 'ioredis';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { parseFunctionList } from '../../lib/redis/reply';
-import { RedisServer, startRedisServer } from '../support/redis-server';
+import { useOwnRedisServer } from '../support/own-redis';
+import type { RedisServer } from '../support/redis-server';
 import { runCli } from './run-cli';
 
 /** FUNCTION LIST WITHCODE of a node, by library name. */
@@ -14,19 +15,16 @@ const V2 = readLibrarySource('rate_limit_v2.lua');
 const PATCHED_V1 = `${V1}\n-- patched by hand\n`;
 
 describe('functions list and load (standalone)', () => {
+  const own = useOwnRedisServer();
   let server: RedisServer;
   let redis: Redis;
   let url: string;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
+  beforeAll(() => {
+    server = own.server();
+    redis = own.connect();
     url = server.url;
   });
   beforeEach(() => redis.function('FLUSH'));
-  afterAll(async () => {
-    await redis.quit();
-    await server.stop();
-  });
 
   it('lists an empty server as OK', async () => {
     const run = await runCli(['functions', 'list', '--url', url]);

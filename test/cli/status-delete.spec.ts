@@ -1,16 +1,12 @@
 import Redis from 'ioredis';
 import { SlidingWindowLimiter } from '../../lib';
 import { InstanceReporter } from '../../lib/metrics/instance-reporter';
-import { parseFunctionList } from '../../lib/redis/reply';
+import { libraryNames } from '../support/redis-inspect';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { runCli } from './run-cli';
 import { sleep } from '../support/sleep';
 
 const rule = { limit: 3, windowMs: 60_000 };
-
-async function libraryNames(redis: Redis): Promise<string[]> {
-  return parseFunctionList(await redis.call('FUNCTION', 'LIST')).map((lib) => lib.name).sort();
-}
 
 interface StatusJson {
   ok: boolean;

@@ -6,7 +6,7 @@ import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
 import { readLibrarySource, toScript } from '../../lib/redis/lua-library';
 import { FUNCTION_VERSIONS } from '../../lib/redis/function-versions';
 import { ensureLibraries } from '../support/lua-functions';
-import { startRedisServer, type RedisServer } from '../support/redis-server';
+import { useOwnRedisServer } from '../support/own-redis';
 import { VirtualTimeRedis, type TtlObservation } from './virtual-time-redis';
 
 /*
@@ -33,22 +33,15 @@ function checkParameters(numRuns: number): fc.Parameters<unknown> {
   return { numRuns, verbose: fc.VerbosityLevel.Verbose, seed, path: process.env.FC_PATH };
 }
 
-let server: RedisServer;
+const own = useOwnRedisServer();
 let redis: VirtualTimeRedis;
 /** Same server, integers as strings: replies of any size compare exactly. */
 let rawRedis: VirtualTimeRedis;
 
 beforeAll(async () => {
-  server = await startRedisServer();
-  redis = new VirtualTimeRedis(server.url);
-  rawRedis = new VirtualTimeRedis(server.url, { stringNumbers: true });
+  redis = own.connect((url) => new VirtualTimeRedis(url));
+  rawRedis = own.connect((url) => new VirtualTimeRedis(url, { stringNumbers: true }));
   await ensureLibraries(redis);
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  rawRedis?.disconnect();
-  await server?.stop();
 });
 
 // ------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
  */
 import Redis from 'ioredis';
 import { LIMITER_DEFAULTS, SlidingWindowLimiter } from '../../lib';
+import { RecordingRedis } from '../support/recording-redis';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { sleep } from '../support/sleep';
 import { startTraffic, type TrafficCall } from '../support/traffic';
@@ -20,12 +21,12 @@ const SLACK_MS = 200;
 
 describe('a frozen Redis (SIGSTOP) under traffic', () => {
   let server: RedisServer;
-  let client: Redis;
+  let client: RecordingRedis;
   let admin: Redis | undefined;
 
   beforeAll(async () => {
     server = await startRedisServer();
-    client = new Redis(server.url);
+    client = new RecordingRedis(server.url);
     client.on('error', () => undefined);
   });
   afterAll(async () => {
@@ -42,6 +43,7 @@ describe('a frozen Redis (SIGSTOP) under traffic', () => {
     await client.config('RESETSTAT');
     const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', batch, logger: { warn: (m) => warnings.push(m), log: (m) => logs.push(m) } });
     await limiter.init();
+    client.clear();
     const keys = Array.from({ length: 20 }, (_, i) => `frozen:${i}`);
     const concurrency = 16;
 
@@ -132,6 +134,11 @@ describe('a frozen Redis (SIGSTOP) under traffic', () => {
     process.stdout.write(`frozen Redis: ${entries} entries = ${admitted} admitted by Redis + ${entries - admitted} of ${waited.length} degraded calls that reached Redis; ${fcalls} FCALLs for ${decided.length} Redis decisions\n`);
     // One FCALL per decision without batching (with it, a call carries several).
     if (!batch) expect(fcalls - decided.length).toBeGreaterThan(entries - admitted);
+    // In both modes, calls were sent again exactly as before (same request ids): there were retries
+    // that could have counted twice.
+    const retries = client.repeats();
+    process.stdout.write(`frozen Redis: ${client.sent.length} calls sent, ${retries} of them retries\n`);
+    expect(retries).toBeGreaterThan(0);
     await admin.quit();
     admin = undefined;
     limiter.close();
