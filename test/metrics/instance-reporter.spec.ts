@@ -6,17 +6,9 @@ import { InstanceReporter } from '../../lib/metrics/instance-reporter';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { connectShared, uniquePrefix } from '../support/test-redis';
 import { sleep } from '../support/sleep';
+import { waitFor } from '../support/wait-for';
 
 const rule = { limit: 2, windowMs: 60_000 };
-
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await sleep(20);
-  }
-}
 
 describe('InstanceReporter', () => {
   let redis: Redis;

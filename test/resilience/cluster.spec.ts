@@ -15,6 +15,7 @@ import type { RedisServer } from '../support/redis-server';
 import { uniquePrefix } from '../support/test-redis';
 import { startTraffic } from '../support/traffic';
 import { sleep } from '../support/sleep';
+import { waitFor, waitUntil } from '../support/wait-for';
 import { rejectionOf } from '../support/rejection';
 import { commandStats } from '../support/redis-inspect';
 
@@ -124,7 +125,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
       ),
     );
     // Right after creation a node may still see a future replica as a master without slots.
-    await waitFor(async () => isSettled((topology = await clusterNodes(admin(cluster.nodes[0].port)))), 15_000, 50);
+    topology = await waitFor(() => clusterNodes(admin(cluster.nodes[0].port)), isSettled, { timeoutMs: 15_000, intervalMs: 50 });
     client = new Cluster(cluster.seeds);
     client.on('error', () => undefined);
   });
@@ -151,7 +152,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
       expect(libraries).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: V2_SOURCE })]);
     }
     for (const node of replicas()) {
-      await expect(waitFor(async () => parseFunctionList(await node.call('FUNCTION', 'LIST')).length === 1)).resolves.toBe(true);
+      await waitFor(async () => parseFunctionList(await node.call('FUNCTION', 'LIST')), (libraries) => libraries.length === 1, { intervalMs: 10 });
     }
     await expect(limiterOn(client, { loadFunctions: 'verify' }).init()).resolves.toBeUndefined();
 
@@ -228,7 +229,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     const writer = limiterOn(client);
     // CLUSTER SLOTS lists a replica only once it has synced and gossiped its offset, which each node
     // learns in its own time; ioredis maps the slots from whichever node it asks when it connects.
-    await waitFor(async () => (await Promise.all([...admins.values()].map(listsReplicaForEverySlot))).every(Boolean), 15_000, 50);
+    await waitUntil(async () => (await Promise.all([...admins.values()].map(listsReplicaForEverySlot))).every(Boolean), { timeoutMs: 15_000, intervalMs: 50 });
     const reads = new Cluster(cluster.seeds, { scaleReads: 'slave' });
     reads.on('error', () => undefined);
     extraClients.push(reads);
@@ -291,7 +292,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     const killedAt = Date.now();
     const victimServer = cluster.nodes.find((node) => node.port === victimPort) as RedisServer;
     victimServer.process.kill('SIGKILL');
-    await waitFor(async () => (await admin(heir.port).role())[0] === 'master', 15_000, 20);
+    await waitUntil(async () => (await admin(heir.port).role())[0] === 'master', { timeoutMs: 15_000 });
     const promotedAt = Date.now();
     await waitForClusterOk(cluster.nodes.filter((node) => node.port !== victimPort));
     const clusterOkAt = Date.now();
@@ -372,15 +373,6 @@ async function closeAll(connections: Array<Redis | Cluster | undefined>): Promis
 async function listsReplicaForEverySlot(node: Redis): Promise<boolean> {
   const ranges = (await node.call('CLUSTER', 'SLOTS')) as unknown[][];
   return ranges.length > 0 && ranges.every((range) => range.length >= 4);
-}
-
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000, intervalMs = 10): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await condition().catch(() => false)) return true;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(intervalMs);
-  }
 }
 
 function sec(ms: number): string {

@@ -7,6 +7,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { SlidingLimit } from 'nestjs-sliding-limit';
 import type { Response } from 'supertest';
+import { freePort } from '../support/free-port';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../support/redis-server';
 import { sleep } from '../support/sleep';
@@ -140,6 +141,43 @@ describe.each(PLATFORMS)('failure policy over HTTP while Redis is down (%s)', (p
       for (let i = 0; i < 2; i++) statuses.push((await app.http().get(path)).status);
       expect(statuses).toEqual([200, 200, 429]);
     }
+  });
+});
+
+describe.each(PLATFORMS)('the module starting while Redis is down (%s)', (platform) => {
+  let app: TestApp | undefined;
+  let late: RedisServer | undefined;
+  afterEach(async () => {
+    await app?.close();
+    await late?.stop();
+  });
+
+  it('comes up, answers by onRedisError meanwhile, and is limited by Redis once it starts on that port', async () => {
+    // Nothing listens on the port yet: init() gets no answer, and the module starts anyway. The module
+    // opens the connection; a short reconnect interval only spares the test ioredis's growing back-off.
+    const port = await freePort();
+    const redis = { host: '127.0.0.1', port, retryStrategy: () => 50 };
+    app = await startTestApp({ platform, controllers: [PolicyController], options: { redis } });
+
+    // The module's policy (allow): 2xx beyond the limit of 2, without rate-limit headers …
+    for (let i = 0; i < 3; i++) {
+      const response = await app.http().get('/policy/default');
+      expect(response.status).toBe(200);
+      expect(rateLimitHeaders(response)).toEqual([]);
+    }
+    // … and a decorator's 'deny' still applies.
+    const denied = await app.http().get('/policy/deny');
+    expect(denied.status).toBe(503);
+    expect(rateLimitHeaders(denied)).toEqual([]);
+
+    // Redis starts: the functions are loaded on the first call that reaches it, and Redis decides.
+    late = await startRedisServerOnPort(port);
+    const decided = await untilDecided(app, '/policy/default', 10_000);
+    expect(decided.status).toBe(200);
+    expect(decided.headers['x-ratelimit-limit']).toBe('2');
+    expect(decided.headers['x-ratelimit-remaining']).toBe('1');
+    expect((await app.http().get('/policy/default')).status).toBe(200);
+    expect((await app.http().get('/policy/default')).status).toBe(429);
   });
 });
 
