@@ -186,6 +186,53 @@ describe('Lua function contracts', () => {
     });
   });
 
+  describe('sliding_allow_many_v2', () => {
+    const many = (keys: string[], skew: number | string, decisions: string) =>
+      redis.fcall('sliding_allow_many_v2', keys.length, ...keys.map((k) => prefix + k), skew, decisions);
+
+    it('decides each decision of the JSON list as sliding_allow_v2 would, in order', async () => {
+      // Two one-key decisions on one key, then one two-key decision sharing it.
+      const decisions = JSON.stringify([T0, 'a', 1, 60_000, 2, T0 + 1, 'b', 1, 60_000, 2, T0 + 2, 'c', 2, 60_000, 2, 1000, 5]);
+      expect(await many(['k', 'k', 'k', 'other'], 1000, decisions)).toEqual([
+        1, 1, 1, 0, 60_000,
+        1, 2, 0, 0, 60_000,
+        0, 2, 0, 59_998, 59_999, 0, 5, 0, 0,
+      ]);
+      expect(await redis.zrange(prefix + 'k', 0, '-1')).toEqual(['a', 'b']);
+      expect(await redis.exists(prefix + 'other')).toBe(0);
+    });
+
+    it('reads "*" as the server clock, per decision', async () => {
+      const before = Date.now();
+      const reply = (await many(['s'], 1000, JSON.stringify(['*', 'a', 1, 60_000, 5]))) as number[];
+      expect(reply).toEqual([1, 1, 4, 0, 60_000]);
+      const [, score] = await redis.zrange(prefix + 's', 0, '0', 'WITHSCORES');
+      expect(Math.abs(Number(score) - before)).toBeLessThan(5000);
+    });
+
+    it.each([
+      ['text that is not JSON', '[1,'],
+      ['a JSON object', '{"1": 1}'],
+      ['an empty list', '[]'],
+      ['a numeric string for a number', JSON.stringify([String(T0), 'm', 1, 1000, 5])],
+      ['a number for the member', JSON.stringify([T0, 7, 1, 1000, 5])],
+      ['null for the window', JSON.stringify([T0, 'm', 1, null, 5])],
+      ['a fractional limit', JSON.stringify([T0, 'm', 1, 1000, 2.5])],
+      ['a key count beyond the keys', JSON.stringify([T0, 'm', 2, 1000, 5, 1000, 5])],
+      ['fewer decisions than keys', JSON.stringify([T0, 'm', 1, 1000, 5])],
+      ['an invalid second decision', JSON.stringify([T0, 'm', 1, 1000, 5, T0, '', 1, 1000, 5])],
+    ])('answers ERR invalid arguments to %s and writes nothing', async (name, decisions) => {
+      const keys = name === 'fewer decisions than keys' || name === 'an invalid second decision' ? ['x', 'y'] : ['x'];
+      expect(await errorMessageOf(many(keys, 1000, decisions))).toBe('ERR invalid arguments');
+      for (const key of keys) expect(await redis.exists(prefix + key)).toBe(0);
+    });
+
+    it('answers ERR invalid arguments to the arguments of sliding_allow_v2 (one per value)', async () => {
+      const message = await errorMessageOf(redis.fcall('sliding_allow_many_v2', 1, prefix + 'x', 1000, T0, 'm', 1, 1000, 5));
+      expect(message).toBe('ERR invalid arguments');
+    });
+  });
+
   describe('v1 and v2 on the same key', () => {
     it('share one window: the limit holds whichever version decides', async () => {
       let admitted = 0;

@@ -156,15 +156,17 @@ export class SlidingWindowModel {
   /** Checks every decision first (nothing is written unless all are valid), then runs them in order. */
   private slidingAllowManyV2(keys: readonly string[], args: readonly string[]): number[] {
     const maxSkewMs = luaToNumber(args[0]);
-    if (keys.length < 1 || !isTime(maxSkewMs)) throw new ModelReplyError(INVALID_ARGUMENTS);
+    const list = args.length === 2 ? decodeDecisions(args[1]) : undefined;
+    if (keys.length < 1 || !isTime(maxSkewMs) || !list) throw new ModelReplyError(INVALID_ARGUMENTS);
     const decisions: { keys: readonly string[]; args: string[] }[] = [];
-    let at = 1;
+    let at = 0;
     let taken = 0;
-    while (at < args.length) {
-      const n = validManyDecision(keys, args, at, taken);
+    while (at < list.length) {
+      const n = validManyDecision(keys, list, at, taken);
       if (n === undefined) throw new ModelReplyError(INVALID_ARGUMENTS);
       // As sliding_allow_v2 takes them: now_ms, member, max_skew_ms, then the (window, limit) pairs.
-      decisions.push({ keys: keys.slice(taken, taken + n), args: [args[at], args[at + 1], args[0], ...args.slice(at + 3, at + 3 + 2 * n)] });
+      const pairs = list.slice(at + 3, at + 3 + 2 * n) as number[];
+      decisions.push({ keys: keys.slice(taken, taken + n), args: [numberText(list[at]), list[at + 1] as string, args[0], ...pairs.map(numberText)] });
       at += 3 + 2 * n;
       taken += n;
     }
@@ -339,13 +341,36 @@ function isWhole(n: number): boolean {
   return n - Math.floor(n) === 0;
 }
 
-/** The Lua's `valid_decision`: the key count of the decision at args[at], or undefined when it is invalid. */
-function validManyDecision(keys: readonly string[], args: readonly string[], at: number, taken: number): number | undefined {
-  const [nowArg, member] = [args[at], args[at + 1]];
-  const n = luaToNumber(args[at + 2]);
-  if (!(isFiniteNumber(n) && n >= 1 && isWhole(n) && taken + n <= keys.length && at + 2 + 2 * n < args.length)) return undefined;
-  if (!(nowArg === '*' || isTime(luaToNumber(nowArg))) || member === undefined || member === '') return undefined;
-  if (!parseLimits(args, at + 3, n)) return undefined;
+/**
+ * The decisions argument of sliding_allow_many_v2 (the Lua's `decode_decisions`): a JSON array, or
+ * undefined. JSON.parse is stricter than the Lua's cjson about number spellings (cjson also reads
+ * `0x10` or `NaN`); the two agree on everything JSON.stringify writes, which is all this package sends.
+ */
+function decodeDecisions(text: string | undefined): unknown[] | undefined {
+  try {
+    const list: unknown = JSON.parse(text ?? '');
+    return Array.isArray(list) ? list : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A decoded JSON number as sliding_allow_v2 would get it in ARGV (`-0` kept, as `%.17g` keeps it). */
+function numberText(value: unknown): string {
+  return Object.is(value, -0) ? '-0' : String(value);
+}
+
+function isNumber(value: unknown): value is number {
+  return typeof value === 'number';
+}
+
+/** The Lua's `read_decision`: the key count of the decision at list[at], or undefined when it is invalid. */
+function validManyDecision(keys: readonly string[], list: readonly unknown[], at: number, taken: number): number | undefined {
+  const [nowMs, member, n] = [list[at], list[at + 1], list[at + 2]];
+  if (!(isNumber(n) && n >= 1 && isWhole(n) && taken + n <= keys.length && at + 2 + 2 * n < list.length)) return undefined;
+  if (!(nowMs === '*' || (isNumber(nowMs) && isTime(nowMs))) || typeof member !== 'string' || member === '') return undefined;
+  const pairs = list.slice(at + 3, at + 3 + 2 * n);
+  if (!pairs.every(isNumber) || !parseLimits(pairs.map(numberText), 0, n)) return undefined;
   if (n > 1 && hasRepeatedKey(keys.slice(taken, taken + n))) return undefined;
   return n;
 }

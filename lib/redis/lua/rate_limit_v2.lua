@@ -35,15 +35,19 @@
     it also runs on a replica). Reply has the same shape; allowed says whether a
     sliding_allow_v2 with these arguments would be admitted now.
 
-  FCALL sliding_allow_many_v2 <n> <key_1> .. <key_n> <max_skew_ms>
-                               <decision_1> .. <decision_d>
-    decision_j = <now_ms> <member> <k_j> <window_ms_1> <limit_1> .. <window_ms_k> <limit_k>
+  FCALL sliding_allow_many_v2 <n> <key_1> .. <key_n> <max_skew_ms> <decisions>
+    decisions = a JSON array, the decisions one after the other, flat:
+      [<now_ms>, "<member>", <k>, <window_ms_1>, <limit_1>, .. <window_ms_k>, <limit_k>, <now_ms>, ..]
+    now_ms a number or "*", member a string, k / window_ms / limit numbers
 
     Several independent requests in one call (a client batching what arrives at
     once): decision j takes the next k_j keys, in order, and is decided exactly as
     a sliding_allow_v2 of those keys with these arguments would be, one after the
     other, so a later decision sees what an earlier one recorded (the same key may
-    appear in several decisions). The n keys must hash to one cluster slot.
+    appear in several decisions). The n keys must hash to one cluster slot. The
+    decisions travel as one JSON argument rather than as 5 arguments each: a batch
+    of 16 is then 18 arguments instead of 97, which costs the client and the server
+    less to write and to read than the JSON costs to make and to decode.
 
   Reply (integers): the sliding_allow_v2 replies of the decisions, concatenated:
     {allowed_1, count, remaining, retry_after_ms, reset_ms (x k_1), allowed_2, ..}
@@ -55,16 +59,14 @@
 
   Errors, before any write:
     "ERR invalid arguments"  a missing or non-numeric argument, window or limit <= 0,
-                             a fractional limit, a missing member, a repeated key
+                             a fractional limit, a missing member, a repeated key;
+                             in a batch also decisions that are not a JSON array of
+                             values of the types above
     "CLOCKSKEW ..."          now_ms is more than max_skew_ms behind a key's newest
                              entry: a gateway's clock is wrong, and recording would
                              corrupt the window
   Every key written gets a TTL that lasts until its newest entry leaves the window.
 ]]
-
-local function is_finite(n)
-  return n ~= nil and n == n and n > -math.huge and n < math.huge
-end
 
 -- Longer windows would make PEXPIRE's argument print in exponent form ("1e+17"), which Redis
 -- refuses after the entry was written, leaving a key without TTL: refuse them up front. Times and
@@ -72,8 +74,10 @@ end
 local MAX_WINDOW_MS = 1e15
 local MAX_TIME_MS   = 1e15
 
+-- The bounds also keep NaN and infinities out: NaN fails every comparison, and each check bounds
+-- its value on both sides (a limit through `% 1`, which is NaN for an infinite one).
 local function is_time(n)
-  return is_finite(n) and n >= 0 and n <= MAX_TIME_MS
+  return n ~= nil and n >= 0 and n <= MAX_TIME_MS
 end
 
 local function invalid_arguments()
@@ -95,7 +99,7 @@ local function resolve_now(arg)
 end
 
 local function is_valid_limit(window_ms, limit)
-  return is_finite(window_ms) and is_finite(limit)
+  return window_ms ~= nil and limit ~= nil
     and window_ms > 0 and window_ms <= MAX_WINDOW_MS and limit > 0 and limit % 1 == 0
 end
 
@@ -135,7 +139,7 @@ local in_batch = false
 
 local function start_call(batch)
   in_batch = batch
-  printed_number.now, printed_number.cutoff, printed_number.ttl = nil, nil, nil
+  printed_number.now, printed_number.after, printed_number.cutoff, printed_number.ttl = nil, nil, nil, nil
 end
 
 local function as_text(role, n)
@@ -143,6 +147,14 @@ local function as_text(role, n)
     printed_number[role], printed_text[role] = n, string.format('%.17g', n)
   end
   return printed_text[role]
+end
+
+-- '(' .. as_text('now', n): the exclusive bound "after now", made once per time as well.
+local function after_text(n)
+  if printed_number.after ~= n or n <= 0 then
+    printed_number.after, printed_text.after = n, '(' .. as_text('now', n)
+  end
+  return printed_text.after
 end
 
 -- A number argument: printed once per batch (as_text), or as it is in a single decision.
@@ -161,7 +173,7 @@ end
 -- The newest score when an entry lies after now_ms (another caller's clock runs ahead), else nil.
 -- Counting is much cheaper than reading a score back, and almost always finds nothing.
 local function newest_after(key, now_ms)
-  if redis.call('ZCOUNT', key, '(' .. as_text('now', now_ms), '+inf') == 0 then
+  if redis.call('ZCOUNT', key, after_text(now_ms), '+inf') == 0 then
     return nil
   end
   return newest_score(key)
@@ -297,86 +309,97 @@ local function sliding_allow(keys, args)
   return allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limits) or reply
 end
 
--- Reads the decision at args[at] of sliding_allow_many, whose keys follow the first `taken`, into
--- the call's tables (time, member and key count per decision; window and limit per key), so that
--- nothing is parsed twice. Returns its key count, or nil when it is invalid.
-local function read_decision(keys, args, at, taken, read)
-  local now_arg, member, n = args[at], args[at + 1], tonumber(args[at + 2])
-  if not (n and n >= 1 and n % 1 == 0 and taken + n <= #keys and at + 2 + 2 * n <= #args) then
+-- The key count of the decision at list[at] of sliding_allow_many (its decoded JSON, `size` long),
+-- whose keys follow the first `taken`; nil when it is invalid. JSON gives typed values: a number
+-- must be a number, not a numeric string.
+local function decision_key_count(keys, key_count, list, size, at, taken)
+  local now_ms, member, n = list[at], list[at + 1], list[at + 2]
+  if type(n) ~= 'number' or not (n >= 1 and n % 1 == 0 and taken + n <= key_count and at + 2 + 2 * n <= size) then
     return nil
   end
-  local now_ms = now_arg
-  if now_arg ~= '*' then
-    now_ms = tonumber(now_arg)
-    if not is_time(now_ms) then
-      return nil
-    end
-  end
-  if member == '' then
+  if now_ms ~= '*' and (type(now_ms) ~= 'number' or not is_time(now_ms)) then
     return nil
   end
-  for i = 1, n do
-    local window_ms, limit = tonumber(args[at + 1 + 2 * i]), tonumber(args[at + 2 + 2 * i])
-    if not is_valid_limit(window_ms, limit) then
+  if type(member) ~= 'string' or member == '' then
+    return nil
+  end
+  for i = at + 3, at + 1 + 2 * n, 2 do
+    local window_ms, limit = list[i], list[i + 1]
+    if type(window_ms) ~= 'number' or type(limit) ~= 'number' or not is_valid_limit(window_ms, limit) then
       return nil
     end
-    read.windows[taken + i], read.limits[taken + i] = window_ms, limit
   end
   if n > 1 and has_repeated_key(keys, taken + 1, taken + n) then
     return nil
   end
-  local d = #read.nows + 1
-  read.nows[d], read.members[d], read.key_counts[d] = now_ms, member, n
   return n
+end
+
+-- The decisions argument decoded, or nil when it is not a JSON array.
+local function decode_decisions(text)
+  local ok, list = pcall(cjson.decode, text)
+  if ok and type(list) == 'table' then
+    return list
+  end
+  return nil
+end
+
+-- The decision at list[at] with several keys (keys[taken + 1] on): appends its reply to `reply`,
+-- or returns an error reply.
+local function allow_decision_of_keys(reply, keys, list, at, taken, now_ms, max_skew_ms)
+  local own_keys, windows, limits = {}, {}, {}
+  for i = 1, list[at + 2] do
+    own_keys[i], windows[i], limits[i] = keys[taken + i], list[at + 1 + 2 * i], list[at + 2 + 2 * i]
+  end
+  return allow_all(reply, own_keys, now_ms, list[at + 1], max_skew_ms, windows, limits)
 end
 
 local function sliding_allow_many(keys, args)
   start_call(true)
   local max_skew_ms = tonumber(args[1])
-  if #keys < 1 or not is_time(max_skew_ms) then
+  local list = #args == 2 and decode_decisions(args[2])
+  local key_count = #keys
+  if key_count < 1 or not is_time(max_skew_ms) or not list then
     return invalid_arguments()
   end
-  -- Every decision is checked before the first one writes.
-  local read = { nows = {}, members = {}, key_counts = {}, windows = {}, limits = {} }
-  local at, taken = 2, 0
-  while at <= #args do
-    local n = read_decision(keys, args, at, taken, read)
+  -- Every decision is checked before the first one writes. JSON values are typed already, so the
+  -- loop below reads them from `list` again rather than from copies.
+  local size = #list
+  local at, taken = 1, 0
+  while at <= size do
+    local n = decision_key_count(keys, key_count, list, size, at, taken)
     if not n then
       return invalid_arguments()
     end
     at, taken = at + 3 + 2 * n, taken + n
   end
-  if taken ~= #keys then
+  if taken ~= key_count then
     return invalid_arguments()
   end
 
-  local reply = {}
-  local windows, limits = read.windows, read.limits
-  taken = 0
-  for d = 1, #read.nows do
-    local now_ms, member, n = read.nows[d], read.members[d], read.key_counts[d]
+  local reply, filled = {}, 0
+  at, taken = 1, 0
+  while at <= size do
+    local now_ms, n = list[at], list[at + 2]
     if now_ms == '*' then
       now_ms = resolve_now('*')
     end
     if n == 1 then
       local allowed, count, remaining, retry_after_ms, reset_ms =
-        allow_one(keys[taken + 1], now_ms, member, max_skew_ms, windows[taken + 1], limits[taken + 1])
+        allow_one(keys[taken + 1], now_ms, list[at + 1], max_skew_ms, list[at + 3], list[at + 4])
       if type(allowed) == 'table' then
         return allowed -- an error reply
       end
-      local size = #reply
-      reply[size + 1], reply[size + 2], reply[size + 3], reply[size + 4], reply[size + 5] = allowed, count, remaining, retry_after_ms, reset_ms
+      reply[filled + 1], reply[filled + 2], reply[filled + 3], reply[filled + 4], reply[filled + 5] = allowed, count, remaining, retry_after_ms, reset_ms
+      filled = filled + 5
     else
-      local own_keys, own_windows, own_limits = {}, {}, {}
-      for i = 1, n do
-        own_keys[i], own_windows[i], own_limits[i] = keys[taken + i], windows[taken + i], limits[taken + i]
-      end
-      local failed = allow_all(reply, own_keys, now_ms, member, max_skew_ms, own_windows, own_limits)
+      local failed = allow_decision_of_keys(reply, keys, list, at, taken, now_ms, max_skew_ms)
       if failed then
         return failed
       end
+      filled = #reply
     end
-    taken = taken + n
+    at, taken = at + 3 + 2 * n, taken + n
   end
   return reply
 end
