@@ -7,7 +7,8 @@
 // Every child (redis-server, redis-benchmark, the Nest apps) is stopped at the end, on Ctrl-C, on a
 // failure and by a watchdog.
 //
-// Environment: BENCH_ROUNDS (default 3), BENCH_QUICK=1 (short durations, for trying the harness).
+// Environment: BENCH_ROUNDS (default 3), BENCH_QUICK=1 (short durations, for trying the harness),
+// BENCH_ONLY=consume,http (run only these sections: ceiling, consume, memory, hotKey, http).
 import { execFileSync, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -32,6 +33,9 @@ const { SlidingWindowLimiter } = require(DIST);
 
 const ROUNDS = Math.max(3, Number(process.env.BENCH_ROUNDS ?? 3));
 const QUICK = process.env.BENCH_QUICK === '1';
+const SECTIONS = ['ceiling', 'consume', 'memory', 'hotKey', 'http'];
+const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',').map((name) => name.trim()) : SECTIONS;
+for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: unknown section "${name}" (sections: ${SECTIONS.join(', ')})`);
 const FUNCTION = 'sliding_allow_v2';
 const KEYSPACE = 100_000;
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -767,6 +771,7 @@ async function main() {
   const targets = {};
   const seconds = {};
   const timed = async (name, run) => {
+    if (!ONLY.includes(name.split('+')[0])) return {};
     const began = performance.now();
     const value = await run();
     seconds[name] = Number(((performance.now() - began) / 1000).toFixed(1));
@@ -789,7 +794,7 @@ async function main() {
   const order = ['1 ceiling', '2 consume', '3 http', '4 memory', '5 hot key', '6 stacked'];
   rows.sort((a, b) => order.indexOf(a.section) - order.indexOf(b.section));
   const date = new Date().toISOString().slice(0, 10);
-  const info = { date, machine: machine(redisVersion), rounds: ROUNDS, quick: QUICK, totalSeconds: (performance.now() - startedAt) / 1000, sectionSeconds: seconds };
+  const info = { date, machine: machine(redisVersion), rounds: ROUNDS, quick: QUICK, sections: ONLY, totalSeconds: (performance.now() - startedAt) / 1000, sectionSeconds: seconds };
   const table = printTable(info);
   console.log(table);
   const failed = rows.filter((r) => r.result === 'FAIL').length;
@@ -798,7 +803,9 @@ async function main() {
 
   const dir = join(here, 'results');
   mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${QUICK ? 'quick-' : ''}${date}.json`);
+  // A short or partial run never overwrites the full run of the day.
+  const partial = ONLY.length < SECTIONS.length ? `only-${ONLY.join('-')}-` : '';
+  const file = join(dir, `${QUICK ? 'quick-' : ''}${partial}${date}.json`);
   writeFileSync(`${file}.tmp`, `${JSON.stringify({ ...info, table: rows, targets, ...results }, null, 2)}\n`);
   renameSync(`${file}.tmp`, file);
   console.log(`results: ${file}`);
