@@ -364,7 +364,7 @@ function isNumber(value: unknown): value is number {
   return typeof value === 'number';
 }
 
-/** The Lua's `read_decision`: the key count of the decision at list[at], or undefined when it is invalid. */
+/** The Lua's `decision_key_count`: the key count of the decision at list[at], or undefined when it is invalid. */
 function validManyDecision(keys: readonly string[], list: readonly unknown[], at: number, taken: number): number | undefined {
   const [nowMs, member, n] = [list[at], list[at + 1], list[at + 2]];
   if (!(isNumber(n) && n >= 1 && isWhole(n) && taken + n <= keys.length && at + 2 + 2 * n < list.length)) return undefined;
