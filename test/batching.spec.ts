@@ -74,6 +74,19 @@ describe('when decisions arrive together', () => {
     expect(batches.reduce((sum, keys) => sum + keys, 0)).toBe(99);
   });
 
+  it("batches decisions on the server's clock too: each reads Redis' TIME, and counts stay exact", async () => {
+    const limiter = limiterWith({ clock: 'server' });
+    const before = Date.now();
+    const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.consume('shared', { limit: 5, windowMs: 60_000 })));
+    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
+    expect(client.batches().length).toBeGreaterThan(0);
+    // The decisions' time travels as "*" in the batch's JSON, and Redis wrote its own clock.
+    expect(client.batchCalls().every((call) => call.args[call.keys + 1].startsWith('["*",'))).toBe(true);
+    const scores = (await admin.zrange('rl:shared', 0, '-1', 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
+    expect(scores).toHaveLength(5);
+    for (const score of scores) expect(Math.abs(score - before)).toBeLessThan(5000);
+  });
+
   it('never waits when nothing is in flight: calls made one after another go one by one', async () => {
     const limiter = limiterWith({});
     for (let i = 0; i < 20; i++) await limiter.consume('quiet', { limit: 50, windowMs: 60_000 });
