@@ -10,14 +10,22 @@
 // Every limit is keyed by the `x-client-id` header (one per autocannon connection) and high enough
 // that nothing is rejected. Reports `{ port }` over IPC once listening on 127.0.0.1; stops on SIGTERM
 // or when the parent goes away.
+//
+// With `guard` as fifth argument there is no HTTP: the app only initialises, reports `{ ready }`, and
+// answers each `{ run: n }` message by calling the route's guard n times (50 in flight, a new
+// request object and execution context each time, headers set on a stub response) with
+// `{ decisions, seconds, cpuSeconds }` — what the guard, its storage and the client cost, without
+// Express around them.
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
 
 const require = createRequire(import.meta.url);
 const { Controller, Get, Module } = require('@nestjs/common');
 const { APP_GUARD, NestFactory } = require('@nestjs/core');
+const { ExecutionContextHost } = require('@nestjs/core/helpers/execution-context-host');
 
-const [config, redisPort, limitArg, windowArg] = process.argv.slice(2);
+const [config, redisPort, limitArg, windowArg, mode = 'http'] = process.argv.slice(2);
 const port = Number(redisPort);
 const limit = Number(limitArg);
 const windowMs = Number(windowArg);
@@ -38,6 +46,8 @@ class BenchController {
 }
 
 const closers = [];
+/** The class of the route's guard, for the guard-only mode. */
+let guardClass;
 
 async function buildModule() {
   const routeDecorators = { hello: [Get('/')], stacked: [Get('/stacked')] };
@@ -46,7 +56,8 @@ async function buildModule() {
 
   if (config === 'ours' || config === 'ours-client') {
     // The run's copy of dist/ (see lib/package-snapshot.mjs), or dist/ itself when started by hand.
-    const { RateLimitModule, SlidingLimit } = require(process.env.BENCH_DIST ?? '../dist');
+    const { RateLimitModule, SlidingLimit, SlidingLimitGuard } = require(process.env.BENCH_DIST ?? '../dist');
+    guardClass = SlidingLimitGuard;
     const key = `header:${TRACKER_HEADER}`;
     routeDecorators.hello.push(SlidingLimit({ name: 'bench', limit, windowMs, key }));
     // Two stacked limits on one handler: one atomic call is the target.
@@ -88,6 +99,9 @@ async function buildModule() {
       }),
     );
     providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
+    // The APP_GUARD instance cannot be looked up; the guard-only mode uses one of its own.
+    if (mode === 'guard') providers.push(ThrottlerGuard);
+    guardClass = ThrottlerGuard;
   } else if (config !== 'none') {
     throw new Error(`unknown configuration ${config}`);
   }
@@ -100,8 +114,40 @@ async function buildModule() {
 }
 
 const app = await NestFactory.create(await buildModule(), { logger: ['error'] });
-await app.listen(0, '127.0.0.1');
-process.send({ port: app.getHttpServer().address().port });
+if (mode === 'guard') {
+  await app.init();
+  const guard = app.get(guardClass);
+  process.on('message', (message) => {
+    if (message?.run) runGuard(guard, message.run).then((result) => process.send(result));
+  });
+  process.send({ ready: true });
+} else {
+  await app.listen(0, '127.0.0.1');
+  process.send({ port: app.getHttpServer().address().port });
+}
+
+/** Calls the guard of `GET /` `count` times, 50 at a time, as Nest would for a request. */
+async function runGuard(guard, count) {
+  const response = { setHeader() {}, header() { return this; } };
+  let started = 0;
+  const one = () => {
+    const request = { headers: { [TRACKER_HEADER]: `c${started % 50}` }, ip: '127.0.0.1', method: 'GET', url: '/' };
+    const context = new ExecutionContextHost([request, response, () => {}], BenchController, BenchController.prototype.hello);
+    context.setType('http');
+    return guard.canActivate(context);
+  };
+  const worker = async () => {
+    while (started < count) {
+      started++;
+      await one();
+    }
+  };
+  const cpuBefore = process.cpuUsage();
+  const began = performance.now();
+  await Promise.all(Array.from({ length: 50 }, worker));
+  const cpu = process.cpuUsage(cpuBefore);
+  return { decisions: count, seconds: (performance.now() - began) / 1000, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+}
 
 let closing = false;
 async function close() {

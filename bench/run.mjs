@@ -396,10 +396,11 @@ const HTTP_CONFIGS = [
   { id: 'nestjs-redis', label: '@nestjs/throttler + @nestjs-redis/throttler-storage', packages: ['@nestjs/throttler', '@nestjs-redis/throttler-storage', 'redis'] },
 ];
 
-function startApp(config, redisPort) {
+/** Starts http-app.mjs for `config`: listening on a port, or with `mode` 'guard' the guard alone (no HTTP). */
+function startApp(config, redisPort, mode = 'http') {
   return new Promise((resolve, reject) => {
     const child = track(
-      fork(join(here, 'http-app.mjs'), [config, String(redisPort), String(HTTP.limit), String(HTTP.windowMs)], {
+      fork(join(here, 'http-app.mjs'), [config, String(redisPort), String(HTTP.limit), String(HTTP.windowMs), mode], {
         execArgv: [],
         env: { ...process.env, BENCH_DIST: DIST },
         stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
@@ -561,6 +562,8 @@ async function sectionHttp(redisPort, stats) {
     }
   }
 
+  await guardAlone(redisPort);
+
   // 6. Stacked limits on one handler: round trips per request, counted by the server.
   log('6/6 stacked limits: Redis round trips per request');
   if (apps.ours) {
@@ -605,6 +608,63 @@ async function sectionHttp(redisPort, stats) {
   }
   for (const app of Object.values(apps)) await stopChild(app.child);
   return targets;
+}
+
+/** One guard-only measurement: `decisions` calls of the app's guard, 50 in flight (see http-app.mjs). */
+function runGuard(app, decisions) {
+  return new Promise((resolve) => {
+    app.child.once('message', resolve);
+    app.child.send({ run: decisions });
+  });
+}
+
+/**
+ * The guards without HTTP: each configuration's guard called in its own process, 50 in flight,
+ * configurations interleaved in slices as above. What Express costs per request (most of it) is
+ * left out, so this shows what the guard, its storage and its Redis client cost.
+ */
+async function guardAlone(redisPort) {
+  const configs = HTTP_CONFIGS.filter((c) => c.id !== 'none' && c.id !== 'ours-client');
+  log(`3/6 HTTP: the guards alone (no HTTP), ${configs.map((c) => c.id).join(', ')}`);
+  const apps = {};
+  for (const config of configs) {
+    try {
+      apps[config.id] = await startApp(config.id, redisPort, 'guard');
+    } catch (error) {
+      log(`  ${config.id} (guard alone): ${error.message.split('\n')[0]}`);
+    }
+  }
+  if (!apps.ours) return;
+  const ids = Object.keys(apps);
+  const size = QUICK ? 5_000 : 20_000;
+  for (const id of ids) await runGuard(apps[id], size);
+  const samples = Object.fromEntries(ids.map((id) => [id, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    const sums = Object.fromEntries(ids.map((id) => [id, { decisions: 0, seconds: 0, cpuSeconds: 0 }]));
+    for (let slice = 0; slice < 3; slice++) {
+      for (let k = 0; k < ids.length; k++) {
+        const id = ids[(k + slice + round) % ids.length];
+        const r = await runGuard(apps[id], size);
+        for (const name of ['decisions', 'seconds', 'cpuSeconds']) sums[id][name] += r[name];
+      }
+    }
+    for (const id of ids) samples[id][round] = { perSecond: sums[id].decisions / sums[id].seconds, cpuMicros: (sums[id].cpuSeconds * 1e6) / sums[id].decisions };
+  }
+  for (const app of Object.values(apps)) await stopChild(app.child);
+  results.sections.guardAlone = { decisionsPerSlice: size, inFlight: 50, samples };
+
+  const metric = (id, name) => samples[id].map((r) => r[name]);
+  const med = (id, name) => spread(metric(id, name)).median;
+  for (const config of configs.filter((c) => c.id !== 'ours' && apps[c.id])) {
+    row('3 http', `guard alone (no HTTP, 50 in flight): our guard / ${config.label}, decisions/s`, {
+      spread: spread(ratios(metric('ours', 'perSecond'), metric(config.id, 'perSecond'))),
+      absolute: `${compact(med('ours', 'perSecond'))}/s vs ${compact(med(config.id, 'perSecond'))}/s`,
+    });
+    row('3 http', `guard alone (no HTTP, 50 in flight): our guard / ${config.label}, CPU per decision`, {
+      spread: spread(ratios(metric('ours', 'cpuMicros'), metric(config.id, 'cpuMicros'))),
+      absolute: `${med('ours', 'cpuMicros').toFixed(1)} µs vs ${med(config.id, 'cpuMicros').toFixed(1)} µs`,
+    });
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
