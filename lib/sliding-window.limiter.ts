@@ -8,7 +8,7 @@ import { CircuitBreakers } from './limiter/circuit-breakers';
 import { numericNow, type NowMs } from './limiter/clock';
 import { DegradedModeLog } from './limiter/degraded-mode-log';
 import { peekByCounting, policyOutcome } from './limiter/fallback-outcomes';
-import { activateVersion, ActiveVersion, FunctionRouting } from './limiter/function-routing';
+import { activateVersion, ActiveVersion, canaryInEffect, FunctionRouting } from './limiter/function-routing';
 import { GroupedDecisions } from './limiter/grouped-decisions';
 import { Insurance } from './limiter/insurance';
 import type { LimiterBackend } from './limiter/limiter-backend';
@@ -414,8 +414,8 @@ export class SlidingWindowLimiter {
 
   private async buildRouting(selection: FunctionSelection, policy: LoadFunctionsPolicy): Promise<FunctionRouting> {
     const stable = await this.activate(selection.functionName, policy);
-    const { canary } = selection;
-    if (!canary || canary.percent <= 0 || canary.functionName === selection.functionName) return new FunctionRouting(stable);
+    const canary = canaryInEffect(selection);
+    if (!canary) return new FunctionRouting(stable);
     return new FunctionRouting(stable, await this.activate(canary.functionName, policy), canary.percent);
   }
 

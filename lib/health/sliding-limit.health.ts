@@ -4,6 +4,7 @@ import { ModuleRef } from '@nestjs/core';
 import type { HealthIndicatorService } from '@nestjs/terminus';
 import type { Redis } from 'ioredis';
 import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { canaryInEffect } from '../limiter/function-routing';
 import { withTimeout } from '../limiter/with-timeout';
 import type { RateLimitConnection } from '../nest/rate-limit-connection';
 import { RATE_LIMIT_CONNECTION } from '../rate-limit.constants';
@@ -142,7 +143,8 @@ export class SlidingLimitHealthIndicator {
   /** The contracts of the active function and of the canary (in that order), each once. */
   private expectedContracts(): FunctionContract[] {
     const names = [this.limiter.functionName];
-    const canary = this.limiter.canary;
+    // Before start-up the limiter reports its canary as configured, which may take no traffic.
+    const canary = canaryInEffect({ functionName: this.limiter.functionName, canary: this.limiter.canary });
     if (canary) names.push(canary.functionName);
     const contracts = names.map(findFunctionContract);
     return contracts.filter((contract, i): contract is FunctionContract => contract !== undefined && contracts.indexOf(contract) === i);

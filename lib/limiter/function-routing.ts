@@ -3,13 +3,19 @@ import type { LuaRunner } from '../redis/lua-runner';
 import { CANARY_BUCKETS, canaryBucket } from './canary-bucket';
 import { clockFor, type Clock } from './clock';
 import type { LimiterBackend } from './limiter-backend';
-import type { ClockSource, FunctionSelection, LoadFunctionsPolicy } from './sliding-window-limiter.interfaces';
+import type { CanarySplit, ClockSource, FunctionSelection, LoadFunctionsPolicy } from './sliding-window-limiter.interfaces';
 
 /** A function version ready to be called: its contract, the runner that calls it, its clock. */
 export interface ActiveVersion {
   readonly contract: FunctionContract;
   readonly runner: LuaRunner;
   readonly now: Clock;
+}
+
+/** The canary of `selection` that takes traffic: none when it is at 0 % or names the stable function. */
+export function canaryInEffect(selection: FunctionSelection): CanarySplit | undefined {
+  const { canary } = selection;
+  return canary && canary.percent > 0 && canary.functionName !== selection.functionName ? canary : undefined;
 }
 
 /** Makes `contract` callable on `backend` (loading or verifying its Lua per `policy`), with its clock. */

@@ -89,6 +89,20 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     expect(custom['redis-limits'].status).toBe('up');
   });
 
+  it('ignores a canary that takes no traffic (0 %), before the limiter has started too', async () => {
+    await limiterOn(); // loads rate_limit_v2 only
+    const client = new Redis(server.url);
+    opened.push(client);
+    await client.ping();
+    const idle = new SlidingWindowLimiter({ client, logger: silent, canary: { functionName: 'sliding_allow_v1', percent: 0 } });
+    limiters.push(idle);
+
+    expect(idle.canary).toEqual({ functionName: 'sliding_allow_v1', percent: 0 }); // not started: as configured
+    const { rateLimit } = await indicatorFor(client, idle).isHealthy();
+    expect(rateLimit.message).toBeUndefined();
+    expect(rateLimit).toMatchObject({ status: 'up', functions: ['sliding_allow_v2'] });
+  });
+
   it('checks the canary too: down naming the function, its library, the node and the load command when it is missing', async () => {
     const { indicator } = await limiterOn({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 10 } });
     expect((await indicator.isHealthy()).rateLimit).toMatchObject({ status: 'up', functions: ['sliding_allow_v2', 'sliding_allow_v1'] });
