@@ -1,6 +1,5 @@
 import Redis, { Cluster, ClusterNode, RedisOptions } from 'ioredis';
 import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
-import { errorKindOf } from '../redis/error-kind';
 import { masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { parseRedisMajorVersion, toText } from '../redis/reply';
 import type { ConnectionTarget } from './cli-options';
@@ -133,12 +132,6 @@ export function connectionError(target: ConnectionTarget, cause: Error): CliErro
     `cannot reach Redis at ${describeTarget(target)} (${firstLine(message)}); ${how}, that Redis is running, and --timeout if the network is slow`,
     { cause },
   );
-}
-
-/** True when a command failed because Redis went away or did not answer in time. */
-export function isConnectionFailure(error: unknown): boolean {
-  const kind = errorKindOf(error);
-  return kind === 'connection' || kind === 'timeout';
 }
 
 function toClusterNode(seed: string): ClusterNode {

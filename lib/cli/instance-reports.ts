@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { INSTANCE_REPORT_MATCH, InstanceReport, parseInstanceReport, prefixOfReportKey } from '../metrics/instance-report';
 import { nodeAddress } from '../redis/redis-nodes';
-import { isConnectionFailure } from './connection';
+import { isUnanswered } from '../redis/error-kind';
 
 /** A live report, with where it was found. */
 export interface FoundReport {
@@ -68,7 +68,7 @@ function getOneByOne(node: Redis, keys: readonly string[]): Promise<(string | nu
   return Promise.all(
     keys.map((key) =>
       node.get(key).catch((error: unknown) => {
-        if (isConnectionFailure(error)) throw error;
+        if (isUnanswered(error)) throw error;
         return '';
       }),
     ),

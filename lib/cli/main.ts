@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isUnanswered } from '../redis/error-kind';
 import { nodeAddress } from '../redis/redis-nodes';
 import { CliOptions, CommandName, parseCommandLine, USAGE } from './cli-options';
 import type { CliIo } from './cli-io';
@@ -11,7 +12,7 @@ import { listCommand } from './commands/list';
 import { loadCommand } from './commands/load';
 import { readDumpFile, restoreCommand } from './commands/restore';
 import { statusCommand } from './commands/status';
-import { connectionError, connectionFlags, isConnectionFailure, openConnection, secretsOf } from './connection';
+import { connectionError, connectionFlags, openConnection, secretsOf } from './connection';
 import { CliError, EXIT_CODE_NAMES, ExitCode } from './exit-codes';
 import { redactSecrets } from '../util/redact';
 import { requireBundledVersion, requireLibraryArgument } from './version-arg';
@@ -106,7 +107,7 @@ async function run(options: CliOptions): Promise<CommandOutcome> {
 
 function toCliError(error: unknown, options: CliOptions | undefined): CliError {
   if (error instanceof CliError) return error;
-  if (options && isConnectionFailure(error)) return connectionError(options.target, error as Error);
+  if (options && isUnanswered(error)) return connectionError(options.target, error as Error);
   return new CliError(ExitCode.Failed, `unexpected failure: ${messageOf(error)}`, { cause: error });
 }
 

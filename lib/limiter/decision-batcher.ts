@@ -3,7 +3,7 @@ import calculateSlot from 'cluster-key-slot';
 // that fakes timers must not leave batched decisions waiting forever.
 import { setImmediate } from 'node:timers';
 import type { AllowCall, CallOutcome } from '../redis/contracts/function-contract';
-import { errorKindOf } from '../redis/error-kind';
+import { errorKindOf, isUnanswered } from '../redis/error-kind';
 import type { ActiveVersion } from './function-routing';
 import type { DecisionChannel } from './grouped-decisions';
 
@@ -115,8 +115,7 @@ export class DecisionBatcher {
 
   /** Redis answered with an error: each decision on its own. Redis did not answer: they all failed. */
   private afterFailure(version: ActiveVersion, lane: readonly QueuedDecision[], error: unknown): void {
-    const kind = errorKindOf(error);
-    if (kind === 'timeout' || kind === 'connection' || kind === 'function_not_loaded') {
+    if (isUnanswered(error) || errorKindOf(error) === 'function_not_loaded') {
       for (const decision of lane) decision.reject(error);
       return;
     }

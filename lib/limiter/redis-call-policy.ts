@@ -1,5 +1,5 @@
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { errorKindOf } from '../redis/error-kind';
+import { isUnanswered } from '../redis/error-kind';
 import { messageOf } from '../redis/reply';
 import type { CircuitBreaker } from './circuit-breaker';
 import type { CircuitBreakers } from './circuit-breakers';
@@ -41,8 +41,7 @@ export class RedisCallPolicy {
 
   /** A failed attempt: rethrow what Redis answered, retry what it did not (within `retries`). */
   private afterFailure<T>(error: unknown, attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number, decisions: number): Promise<T> {
-    const kind = errorKindOf(error);
-    if (kind !== 'timeout' && kind !== 'connection') {
+    if (!isUnanswered(error)) {
       // Redis answered, if with an error: it is up.
       breaker.onSuccess();
       return Promise.reject(error);

@@ -19,3 +19,9 @@ export function errorKindOf(error: unknown): LimiterErrorKind {
   if (REDIS_ERROR_CODE.test(message)) return 'redis';
   return 'other';
 }
+
+/** True when a call failed because Redis went away or did not answer in time (not an error reply). */
+export function isUnanswered(error: unknown): boolean {
+  const kind = errorKindOf(error);
+  return kind === 'connection' || kind === 'timeout';
+}

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { nodeAddress } from '../../redis/redis-nodes';
 import type { Command } from '../command';
-import { isConnectionFailure } from '../connection';
+import { isUnanswered } from '../../redis/error-kind';
 import { CliError, ExitCode } from '../exit-codes';
 import { formatTable, plural } from '../format';
 import { readInstanceReports } from '../instance-reports';
@@ -72,7 +72,7 @@ export const deleteCommand: Command = async ({ options, masters, suggest }) => {
       await node.call('FUNCTION', 'DELETE', library);
       return { node: address, result: 'deleted' };
     } catch (error) {
-      if (isConnectionFailure(error)) throw error;
+      if (isUnanswered(error)) throw error;
       if (isLibraryNotFound(error)) return { node: address, result: 'absent' };
       return { node: address, result: 'failed', error: (error as Error).message };
     }

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { nodeAddress } from '../../redis/redis-nodes';
 import { isFunctionNameTaken, isLibraryAlreadyExists } from '../../redis/reply';
 import type { Command } from '../command';
-import { isConnectionFailure } from '../connection';
+import { isUnanswered } from '../../redis/error-kind';
 import { ExitCode } from '../exit-codes';
 import { formatTable } from '../format';
 import { librariesOf } from '../../redis/loaded-libraries';
@@ -48,7 +48,7 @@ export const loadCommand: Command = async ({ options, masters, suggest }) => {
       }
       return { node: address, result: current ? 'replaced' : 'loaded' };
     } catch (error) {
-      if (isConnectionFailure(error)) throw error;
+      if (isUnanswered(error)) throw error;
       return { node: address, result: 'failed', error: (error as Error).message };
     }
   };

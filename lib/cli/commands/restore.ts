@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
 import { nodeAddress } from '../../redis/redis-nodes';
 import type { Command } from '../command';
-import { isConnectionFailure } from '../connection';
+import { isUnanswered } from '../../redis/error-kind';
 import { CliError, ExitCode } from '../exit-codes';
 import { formatTable } from '../format';
 import { librariesOf } from '../../redis/loaded-libraries';
@@ -38,7 +38,7 @@ export const restoreCommand: Command = async ({ options, masters }) => {
     try {
       await node.call('FUNCTION', 'RESTORE', payload, policy);
     } catch (cause) {
-      if (isConnectionFailure(cause)) throw cause;
+      if (isUnanswered(cause)) throw cause;
       error = (cause as Error).message;
     }
     const libraries = (await librariesOf(node)).map((library) => library.name);
