@@ -107,12 +107,12 @@ export interface RateLimitModuleOptions extends LimiterSettings {
   defaultLimit?: SlidingLimitOptions;
 }
 
-/** Module options after validation, with every default applied. */
+/** Module options after validation, with the module's own defaults applied. */
 export interface ResolvedRateLimitOptions {
   redis?: string | RedisOptions;
   client?: RedisConnection;
   backend?: LimiterBackend;
-  /** Options for the limiter, without the client. */
+  /** The limiter settings as given, without the client; the limiter applies their defaults (`LIMITER_DEFAULTS`). */
   limiter: LimiterSettings;
   global: boolean;
   headers: RateLimitHeaderStyle;
