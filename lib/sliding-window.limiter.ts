@@ -323,7 +323,7 @@ export class SlidingWindowLimiter {
     const blocked = cache?.get(keys[0], rules[0], nowMs as number);
     if (blocked) {
       this.metrics.recordBlockedLocally(functionName);
-      return Promise.resolve({ allowed: false, limits: blocked.limits, functionName });
+      return Promise.resolve({ allowed: false, limits: [blocked], functionName });
     }
     return this.decisions.decide(version, keys, rules, nowMs).then(
       (outcome) => {

@@ -99,7 +99,7 @@ describe('local block cache', () => {
     for (const key of ['a', 'b', 'c']) cache.set(key, rule, 0, rejected);
     expect(cache.size).toBe(2);
     expect(cache.get('a', rule, 1)).toBeUndefined();
-    expect(cache.get('c', rule, 1)).toMatchObject({ allowed: false, limits: [{ retryAfterMs: 999, resetMs: 999 }] });
+    expect(cache.get('c', rule, 1)).toMatchObject({ allowed: false, retryAfterMs: 999, resetMs: 999 });
     expect(cache.get('c', { limit: 2, windowMs: 1000 }, 1)).toBeUndefined();
     expect(cache.get('c', rule, 1000)).toBeUndefined();
   });

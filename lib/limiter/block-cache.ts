@@ -1,5 +1,5 @@
 import type { SlidingLimitRule } from './sliding-window-limiter.interfaces';
-import type { CallOutcome, LimitOutcome } from '../redis/contracts/function-contract';
+import type { LimitOutcome } from '../redis/contracts/function-contract';
 
 interface Blocked {
   /** The limit and window the rejection was for: the same key limited differently is another matter. */
@@ -28,8 +28,8 @@ export class BlockCache {
 
   constructor(private readonly maxEntries: number) {}
 
-  /** The rejection of `key` under `rule` still in force at `nowMs`, with its times brought up to date. */
-  get(key: string, rule: SlidingLimitRule, nowMs: number): CallOutcome | undefined {
+  /** The limit's state of a rejection of `key` under `rule` still in force at `nowMs`, its times brought up to date. */
+  get(key: string, rule: SlidingLimitRule, nowMs: number): LimitOutcome | undefined {
     if (this.entries.size === 0) return undefined;
     const blocked = this.entries.get(key);
     if (!blocked || blocked.limit !== rule.limit || blocked.windowMs !== rule.windowMs) return undefined;
@@ -39,10 +39,7 @@ export class BlockCache {
       return undefined;
     }
     const { state } = blocked;
-    return {
-      allowed: false,
-      limits: [{ ...state, retryAfterMs: blocked.until - nowMs, resetMs: Math.max(0, state.resetMs - (nowMs - blocked.decidedAt)) }],
-    };
+    return { ...state, retryAfterMs: blocked.until - nowMs, resetMs: Math.max(0, state.resetMs - (nowMs - blocked.decidedAt)) };
   }
 
   /** Records a rejection of `key` under `rule`, decided at `nowMs` with the limit in `state`. */
