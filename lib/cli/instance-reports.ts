@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import { INSTANCE_REPORT_MATCH, InstanceReport, parseInstanceReport, prefixOfReportKey } from '../metrics/instance-report';
-import { nodeAddress } from '../redis/redis-nodes';
 import { isUnanswered } from '../redis/error-kind';
+import { nodeAddress } from '../redis/redis-nodes';
+import { messageOf } from '../redis/reply';
 
 /** A live report, with where it was found. */
 export interface FoundReport {
@@ -42,7 +43,7 @@ async function readFromNode(node: Redis, prefix: string | undefined): Promise<Re
     cursor = String(next);
     if (keys.length === 0) continue;
     const values = await node.mget(...keys).catch((error: unknown) => {
-      if (/CROSSSLOT/.test(String((error as Error)?.message))) return getOneByOne(node, keys);
+      if (/CROSSSLOT/.test(messageOf(error))) return getOneByOne(node, keys);
       throw error;
     });
     keys.forEach((key, i) => {

@@ -21,7 +21,7 @@ export class DeadlineQueue {
   private readonly tickMarks: number[] = [];
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(readonly timeoutMs: number) {}
 
   /** Calls `onTimeout` once the timeout has passed, unless {@link settle} is called first. Returns the call's number. */
   track(onTimeout: () => void): number {

@@ -141,7 +141,6 @@ export function describeRedisErrorPolicyProblems(policy: unknown, label: string)
   return [`${label} must be one of ${REDIS_ERROR_POLICIES.join(', ')}, got ${describeValue(policy)}`];
 }
 
-
 /** Problems of a canary split. */
 export function describeCanaryProblems(canary: unknown, label: string): string[] {
   if (typeof canary !== 'object' || canary === null) return [`${label} must be { functionName, percent }, got ${describeValue(canary)}`];
@@ -154,7 +153,7 @@ export function describeCanaryProblems(canary: unknown, label: string): string[]
 }
 
 /** True when the value looks like an ioredis Redis or Cluster client. */
-export function isRedisConnection(value: unknown): value is RedisConnection {
+function isRedisConnection(value: unknown): value is RedisConnection {
   const candidate = value as { fcall?: unknown; evalsha?: unknown } | null;
   return typeof candidate === 'object' && candidate !== null && typeof candidate.fcall === 'function' && typeof candidate.evalsha === 'function';
 }

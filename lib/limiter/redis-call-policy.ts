@@ -18,7 +18,7 @@ export class RedisCallPolicy {
   private readonly deadlines: DeadlineQueue;
 
   constructor(
-    private readonly timeoutMs: number,
+    timeoutMs: number,
     private readonly retries: number,
     private readonly breakers: CircuitBreakers,
     private readonly isConnected: () => boolean,
@@ -69,7 +69,7 @@ export class RedisCallPolicy {
         this.deadlines.settle(seq);
         this.afterFailure(error, attempt, breaker, attempts, decisions).then(resolve, reject);
       };
-      const seq = this.deadlines.track(() => fail(timeoutError(this.timeoutMs)));
+      const seq = this.deadlines.track(() => fail(timeoutError(this.deadlines.timeoutMs)));
       attempt().then((result) => {
         if (settled) return;
         settled = true;

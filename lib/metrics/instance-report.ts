@@ -50,7 +50,6 @@ export function prefixOfReportKey(key: string, instanceId: string): string | und
   return key.endsWith(suffix) ? key.slice(0, key.length - suffix.length) : undefined;
 }
 
-
 /**
  * Parses a report as stored in Redis. Anything that is not a well-formed report (another program's
  * key, a truncated value, a report from an incompatible version) gives undefined; it never throws.
