@@ -162,13 +162,11 @@ export class SlidingWindowModel {
     let at = 0;
     let taken = 0;
     while (at < list.length) {
-      const n = validManyDecision(keys, list, at, taken);
-      if (n === undefined) throw new ModelReplyError(INVALID_ARGUMENTS);
-      // As sliding_allow_v2 takes them: now_ms, member, max_skew_ms, then the (window, limit) pairs.
-      const pairs = list.slice(at + 3, at + 3 + 2 * n) as number[];
-      decisions.push({ keys: keys.slice(taken, taken + n), args: [numberText(list[at]), list[at + 1] as string, args[0], ...pairs.map(numberText)] });
-      at += 3 + 2 * n;
-      taken += n;
+      const decision = manyDecisionAt(keys, list, at, taken, args[0]);
+      if (!decision) throw new ModelReplyError(INVALID_ARGUMENTS);
+      decisions.push(decision);
+      at += 3 + 2 * decision.keys.length;
+      taken += decision.keys.length;
     }
     if (taken !== keys.length) throw new ModelReplyError(INVALID_ARGUMENTS);
     // A CLOCKSKEW of one decision is the reply of the call; the ones before it stay recorded.
@@ -364,15 +362,20 @@ function isNumber(value: unknown): value is number {
   return typeof value === 'number';
 }
 
-/** The Lua's `decision_key_count`: the key count of the decision at list[at], or undefined when it is invalid. */
-function validManyDecision(keys: readonly string[], list: readonly unknown[], at: number, taken: number): number | undefined {
+/**
+ * The Lua's `decision_key_count`: the decision at list[at] as sliding_allow_v2 takes it (its keys, and
+ * now_ms, member, max_skew_ms, then the window and limit pairs as text), or undefined when it is invalid.
+ */
+function manyDecisionAt(keys: readonly string[], list: readonly unknown[], at: number, taken: number, maxSkewArg: string): { keys: string[]; args: string[] } | undefined {
   const [nowMs, member, n] = [list[at], list[at + 1], list[at + 2]];
   if (!(isNumber(n) && n >= 1 && isWhole(n) && taken + n <= keys.length && at + 2 + 2 * n < list.length)) return undefined;
   if (!(nowMs === '*' || (isNumber(nowMs) && isTime(nowMs))) || typeof member !== 'string' || member === '') return undefined;
   const pairs = list.slice(at + 3, at + 3 + 2 * n);
-  if (!pairs.every(isNumber) || !parseLimits(pairs.map(numberText), 0, n)) return undefined;
-  if (n > 1 && hasRepeatedKey(keys.slice(taken, taken + n))) return undefined;
-  return n;
+  if (!pairs.every(isNumber)) return undefined;
+  const pairTexts = pairs.map(numberText);
+  const ownKeys = keys.slice(taken, taken + n);
+  if (!parseLimits(pairTexts, 0, n) || (n > 1 && hasRepeatedKey(ownKeys))) return undefined;
+  return { keys: ownKeys, args: [numberText(nowMs), member, maxSkewArg, ...pairTexts] };
 }
 
 function hasRepeatedKey(keys: readonly string[]): boolean {
