@@ -12,13 +12,14 @@
 // or when the parent goes away.
 //
 // With `guard` as fifth argument there is no HTTP: the app only initialises, reports `{ ready }`, and
-// answers each `{ run: n }` message by calling the route's guard n times (50 in flight, a new
-// request object and execution context each time, headers set on a stub response) with
+// answers each `{ run: n, inFlight }` message by calling the route's guard n times (`inFlight` at a
+// time, a new request object and execution context each time, headers set on a stub response) with
 // `{ decisions, seconds, cpuSeconds }` — what the guard, its storage and the client cost, without
-// Express around them.
+// Express around them — or with `{ error }` when a call failed: every message gets one reply, so the
+// parent never waits for an answer that will not come.
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
-import { performance } from 'node:perf_hooks';
+import { drive } from './lib/measure.mjs';
 
 const require = createRequire(import.meta.url);
 const { Controller, Get, Module } = require('@nestjs/common');
@@ -118,7 +119,11 @@ if (mode === 'guard') {
   await app.init();
   const guard = app.get(guardClass);
   process.on('message', (message) => {
-    if (message?.run) runGuard(guard, message.run).then((result) => process.send(result));
+    if (!message?.run) return;
+    runGuard(guard, message.run, message.inFlight ?? 50).then(
+      (result) => process.send(result),
+      (error) => process.send({ error: error instanceof Error ? error.message : String(error) }),
+    );
   });
   process.send({ ready: true });
 } else {
@@ -126,27 +131,27 @@ if (mode === 'guard') {
   process.send({ port: app.getHttpServer().address().port });
 }
 
-/** Calls the guard of `GET /` `count` times, 50 at a time, as Nest would for a request. */
-async function runGuard(guard, count) {
+/**
+ * Calls the guard of `GET /` `count` times, `inFlight` at a time, as Nest would for a request (one
+ * key per concurrent caller, like one per autocannon connection). Bounded in time as well (60 s,
+ * half the parent's wait), so a stuck storage still gets an answer back. Nothing should be rejected
+ * or throw with a limit nothing reaches: either fails the run instead of being averaged in.
+ */
+async function runGuard(guard, count, inFlight) {
   const response = { setHeader() {}, header() { return this; } };
-  let started = 0;
-  const one = () => {
-    const request = { headers: { [TRACKER_HEADER]: `c${started % 50}` }, ip: '127.0.0.1', method: 'GET', url: '/' };
+  const call = (i) => {
+    const request = { headers: { [TRACKER_HEADER]: `c${i % inFlight}` }, ip: '127.0.0.1', method: 'GET', url: '/' };
     const context = new ExecutionContextHost([request, response, () => {}], BenchController, BenchController.prototype.hello);
     context.setType('http');
     return guard.canActivate(context);
   };
-  const worker = async () => {
-    while (started < count) {
-      started++;
-      await one();
-    }
-  };
   const cpuBefore = process.cpuUsage();
-  const began = performance.now();
-  await Promise.all(Array.from({ length: 50 }, worker));
+  // No warm-up inside a run: the parent warms every guard up with a run of its own.
+  const r = await drive({ inFlight, warmupMs: 0, durationMs: 60_000, maxOps: count, call });
   const cpu = process.cpuUsage(cpuBefore);
-  return { decisions: count, seconds: (performance.now() - began) / 1000, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+  if (r.errors > 0) throw new Error(`${r.errors} of ${r.calls} guard calls failed, first: ${r.firstError?.stack ?? r.firstError}`);
+  if (r.rejected > 0) throw new Error(`${r.rejected} of ${r.calls} guard calls rejected the request (the limit is meant to be out of reach)`);
+  return { decisions: r.calls, seconds: r.seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }
 
 let closing = false;

@@ -1,14 +1,16 @@
 // npm run bench: the performance report of issue 6, against the built package (dist/).
 //
-// Starts its own redis-server on a free loopback port (no persistence), runs six sections, prints one
-// table and writes bench/results/<YYYY-MM-DD>.json. Every comparison is a ratio of two measurements
+// Starts its own redis-server on a free loopback port (no persistence), runs the sections below, prints
+// one table and writes bench/results/<YYYY-MM-DD>.json. Every comparison is a ratio of two measurements
 // taken next to each other (A/B/A/B…, order rotated per round), over ROUNDS rounds: the table shows
 // the median ratio and its spread (min–max), absolute numbers only next to their ratios.
 // Every child (redis-server, redis-benchmark, the Nest apps) is stopped at the end, on Ctrl-C, on a
 // failure and by a watchdog.
 //
-// Environment: BENCH_ROUNDS (default 3), BENCH_QUICK=1 (short durations, for trying the harness),
-// BENCH_ONLY=consume,http (run only these sections: ceiling, consume, memory, hotKey, http).
+// Environment: BENCH_ROUNDS (an integer, at least 3: a median and its spread need three; default 3),
+// BENCH_QUICK=1 (short durations, for trying the harness), BENCH_ONLY=consume,http (run only these
+// sections, of: ceiling, consume, memory, hotKey, http — which also measures the stacked limits,
+// table section 6 — and guard, the guards alone without HTTP, table section "3 guard").
 import { execFileSync, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -17,24 +19,24 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { compact, drive, percentile, ratios, spread } from './lib/measure.mjs';
+import { compact, drive, interleaved, metricsOf, percentile, ratios, spread } from './lib/measure.mjs';
 import { snapshotDist } from './lib/package-snapshot.mjs';
 import { installCleanup, runCommand, startRedis, stopAll, stopChild, track } from './lib/processes.mjs';
-import { callsDelta, commandCalls, monitor, scriptCalls, scriptMicros } from './lib/redis-stats.mjs';
+import { callsDelta, commandCalls, commandStats, monitor, scriptCalls, scriptMicros } from './lib/redis-stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const require = createRequire(import.meta.url);
 const Redis = require('ioredis').default;
 
-const ROUNDS = Math.max(3, Number(process.env.BENCH_ROUNDS ?? 3));
+const ROUNDS = roundsFromEnv();
 // A full run takes about 70 s per round here: the watchdog allows 15 min up to 5 rounds, 2.5 min more per round after.
 installCleanup((15 + 2.5 * Math.max(0, ROUNDS - 5)) * 60_000);
 const DIST = await snapshotDist(root);
 const { SlidingWindowLimiter } = require(DIST);
 
 const QUICK = process.env.BENCH_QUICK === '1';
-const SECTIONS = ['ceiling', 'consume', 'memory', 'hotKey', 'http'];
+const SECTIONS = ['ceiling', 'consume', 'memory', 'hotKey', 'http', 'guard'];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',').map((name) => name.trim()) : SECTIONS;
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: unknown section "${name}" (sections: ${SECTIONS.join(', ')})`);
 const FUNCTION = 'sliding_allow_v2';
@@ -47,6 +49,9 @@ const LOOP = { slices: 3, warmupMs: 30, sliceMs: QUICK ? 80 : 200, maxOps: 500_0
 const IN_FLIGHT = [1, 64, 256];
 // Section 3: autocannon per configuration and round.
 const HTTP = { connections: 50, seconds: QUICK ? 2 : 5, warmupSeconds: 1, limit: 1_000_000, windowMs: 1_000 };
+// Section 3, the guards alone: per configuration and round, `slices` runs of `decisions` guard calls,
+// as many in flight as HTTP has connections; a run that gets no answer within `timeoutMs` fails.
+const GUARD = { inFlight: HTTP.connections, decisions: QUICK ? 5_000 : 20_000, slices: 3, timeoutMs: 120_000 };
 
 // Section 5: the limiter configurations of the hot-key attack. THE PLACE FOR `blockCache`: when
 // SlidingWindowLimiterOptions has `blockCache`, the "on" variant is added below automatically (and
@@ -74,6 +79,15 @@ function row(section, what, { value, spread: s, unit = '×', digits = 3, absolut
   const range = s ? `${format(s.min)}–${format(s.max)}` : '';
   const result = pass === undefined ? '' : pass ? 'PASS' : 'FAIL';
   rows.push({ section, what, value: shown, range, absolute: note || absolute, target, result, samples: s?.samples });
+}
+
+/** BENCH_ROUNDS, checked like BENCH_ONLY: a typo fails here, not as a watchdog after 1 ms or as 3 rounds. */
+function roundsFromEnv() {
+  const raw = (process.env.BENCH_ROUNDS ?? '').trim();
+  if (raw === '') return 3;
+  const rounds = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!(rounds >= 3)) throw new Error(`BENCH_ROUNDS: "${raw}" is not an integer of at least 3 (a median and its spread need three rounds)`);
+  return rounds;
 }
 
 function declaresBlockCache() {
@@ -162,17 +176,11 @@ async function sectionCeiling(port, client) {
   const names = Object.keys(variants);
   await client.config('RESETSTAT');
   for (let round = 0; round < ROUNDS; round++) {
-    for (let k = 0; k < names.length; k++) {
-      const name = names[(k + round) % names.length];
-      samples[name][round] = await variants[name]();
-    }
+    for (const name of interleaved(names, 1, round)) samples[name][round] = await variants[name]();
   }
   const med = Object.fromEntries(names.map((name) => [name, spread(samples[name]).median]));
   // Where Redis spends a decision: the function's total time and the commands it runs inside.
-  const usec = {};
-  for (const match of (await client.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
-    usec[match[1]] = { calls: Number(match[2]), usec: Number(match[3]) };
-  }
+  const usec = await commandStats(client);
   const fcall = usec.fcall;
   const inner = Object.entries(usec).filter(([name]) => name !== 'fcall' && name !== 'info' && !name.startsWith('config'));
   const innerUsec = inner.reduce((sum, [, v]) => sum + v.usec, 0);
@@ -208,7 +216,7 @@ const KEY_CASES = [
   { id: 'reject', label: 'hot key rejecting', limit: 10, windowMs: 600_000, key: () => 'full' },
 ];
 
-async function sectionConsume(port, plain, autoPipelined) {
+async function sectionConsume(plain, autoPipelined) {
   log('2/6 consume(): bare fcall, ours, rate-limiter-flexible; auto-pipelining off/on');
   const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
   const limiters = {};
@@ -287,17 +295,14 @@ async function sectionConsume(port, plain, autoPipelined) {
         // Fine-grained alternation (A B C D E, B C D E A, …) so that bursts of other work on the
         // machine hit every variant alike; a round's rate per variant = its calls / its time.
         const totals = Object.fromEntries(variantNames.map((name) => [name, { counted: 0, seconds: 0 }]));
-        for (let slice = 0; slice < LOOP.slices; slice++) {
-          for (let k = 0; k < variantNames.length; k++) {
-            const name = variantNames[(k + slice + round) % variantNames.length];
-            const r = await drive({ inFlight, warmupMs: LOOP.warmupMs, durationMs: LOOP.sliceMs, maxOps: LOOP.maxOps, call: perCase[c.id][name] });
-            if (r.errors > 0) throw new Error(`section 2 ${name} ${cell}: ${r.errors} errors, first: ${r.firstError?.stack ?? r.firstError}`);
-            totals[name].counted += r.counted;
-            totals[name].seconds += r.seconds;
-            outcomes[cell][name].admitted += r.admitted;
-            outcomes[cell][name].rejected += r.rejected;
-            outcomes[cell][name].degraded += r.degraded;
-          }
+        for (const name of interleaved(variantNames, LOOP.slices, round)) {
+          const r = await drive({ inFlight, warmupMs: LOOP.warmupMs, durationMs: LOOP.sliceMs, maxOps: LOOP.maxOps, call: perCase[c.id][name] });
+          if (r.errors > 0) throw new Error(`section 2 ${name} ${cell}: ${r.errors} errors, first: ${r.firstError?.stack ?? r.firstError}`);
+          totals[name].counted += r.counted;
+          totals[name].seconds += r.seconds;
+          outcomes[cell][name].admitted += r.admitted;
+          outcomes[cell][name].rejected += r.rejected;
+          outcomes[cell][name].degraded += r.degraded;
         }
         for (const name of variantNames) samples[cell][name][round] = totals[name].counted / totals[name].seconds;
       }
@@ -305,16 +310,16 @@ async function sectionConsume(port, plain, autoPipelined) {
     log(`  round ${round + 1}/${ROUNDS} done`);
   }
   // Redis time per decision (all script calls' time / decisions), each variant on its own over the
-  // 100k keys at 64 in flight: what one decision costs the server, batched or not.
+  // 100k keys at 64 in flight: what one decision costs the server, batched or not. Variants take
+  // turns within a round (order rotated per round), so each ratio pairs runs made together.
   const keysCase = KEY_CASES.find((c) => c.id === 'keys');
-  const redisMicros = {};
-  for (const name of ['bare', 'ours', 'oursUnbatched', 'rlf']) {
-    redisMicros[name] = [];
-    for (let round = 0; round < ROUNDS; round++) {
+  const timedVariants = ['bare', 'ours', 'oursUnbatched', 'rlf'];
+  const redisMicros = Object.fromEntries(timedVariants.map((name) => [name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of interleaved(timedVariants, 1, round)) {
       await plain.config('RESETSTAT');
       const r = await drive({ inFlight: 64, warmupMs: 0, durationMs: QUICK ? 100 : 300, maxOps: LOOP.maxOps, call: perCase.keys[name] });
-      const usec = scriptMicros(await plain.info('commandstats'));
-      redisMicros[name].push(usec / (r.admitted + r.rejected));
+      redisMicros[name][round] = scriptMicros(await commandStats(plain)) / (r.admitted + r.rejected);
     }
   }
   for (const limiter of Object.values(limiters)) limiter.close?.();
@@ -386,7 +391,8 @@ async function sectionConsume(port, plain, autoPipelined) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// 3. and 6. HTTP: the same route with no guard, our guard and @nestjs/throttler + two Redis storages.
+// 3. and 6. HTTP: the same route with no guard, our guard and @nestjs/throttler + two Redis storages;
+//    then (section `guard`) the same guards called without HTTP.
 
 const HTTP_CONFIGS = [
   { id: 'none', label: 'no guard', packages: [] },
@@ -467,11 +473,14 @@ async function autocannonRun(url, options, sink = httpSink()) {
   return summary(sink);
 }
 
-async function sectionHttp(redisPort, stats) {
-  log(`3/6 HTTP: autocannon, ${HTTP.connections} connections, ${HTTP.seconds} s × ${ROUNDS} rounds per configuration`);
+/**
+ * Starts http-app.mjs for each of `configs` (in `mode`, see startApp): `{ apps, unavailable }`, the
+ * second saying why a configuration is missing (a package not installed, or the app failed to start).
+ */
+async function startApps(configs, redisPort, mode = 'http') {
   const apps = {};
   const unavailable = {};
-  for (const config of HTTP_CONFIGS) {
+  for (const config of configs) {
     const missing = config.packages.filter((name) => {
       try {
         require.resolve(name);
@@ -485,25 +494,28 @@ async function sectionHttp(redisPort, stats) {
       continue;
     }
     try {
-      apps[config.id] = await startApp(config.id, redisPort);
+      apps[config.id] = await startApp(config.id, redisPort, mode);
     } catch (error) {
       unavailable[config.id] = `failed to start: ${error.message.split('\n')[0]}`;
-      log(`  ${config.id}: ${error.message}`);
+      log(`  ${config.id}${mode === 'http' ? '' : ` (${mode})`}: ${error.message}`);
     }
   }
+  return { apps, unavailable };
+}
+
+async function sectionHttp(redisPort, stats) {
+  log(`3/6 HTTP: autocannon, ${HTTP.connections} connections, ${HTTP.seconds} s × ${ROUNDS} rounds per configuration`);
+  const { apps, unavailable } = await startApps(HTTP_CONFIGS, redisPort);
   const ids = Object.keys(apps);
   for (const id of ids) await autocannonRun(`http://127.0.0.1:${apps[id].port}/`, { connections: HTTP.connections, seconds: HTTP.warmupSeconds });
   const samples = Object.fromEntries(ids.map((id) => [id, []]));
   for (let round = 0; round < ROUNDS; round++) {
     // Interleaved one-second slices (as in section 2), HTTP.seconds per configuration and round.
     const sinks = Object.fromEntries(ids.map((id) => [id, httpSink()]));
-    for (let slice = 0; slice < HTTP.seconds; slice++) {
-      for (let k = 0; k < ids.length; k++) {
-        const id = ids[(k + slice + round) % ids.length];
-        const cpuBefore = cpuSecondsOf(apps[id].child.pid);
-        await autocannonRun(`http://127.0.0.1:${apps[id].port}/`, { connections: HTTP.connections, seconds: 1 }, sinks[id]);
-        sinks[id].cpuSeconds += cpuSecondsOf(apps[id].child.pid) - cpuBefore;
-      }
+    for (const id of interleaved(ids, HTTP.seconds, round)) {
+      const cpuBefore = cpuSecondsOf(apps[id].child.pid);
+      await autocannonRun(`http://127.0.0.1:${apps[id].port}/`, { connections: HTTP.connections, seconds: 1 }, sinks[id]);
+      sinks[id].cpuSeconds += cpuSecondsOf(apps[id].child.pid) - cpuBefore;
     }
     for (const id of ids) {
       const r = summary(sinks[id]);
@@ -514,8 +526,7 @@ async function sectionHttp(redisPort, stats) {
   }
   results.sections.http = { settings: HTTP, key: 'header x-client-id, one value per autocannon connection', samples, unavailable };
 
-  const metric = (id, name) => samples[id].map((r) => r[name]);
-  const med = (id, name) => spread(metric(id, name)).median;
+  const { metric, med } = metricsOf(samples);
   const targets = {};
   const fmt = (id) => `${compact(med(id, 'rps'))} rps, p50 ${med(id, 'p50').toFixed(2)} / p99 ${med(id, 'p99').toFixed(2)} ms`;
   if (apps.none && apps.ours) {
@@ -561,8 +572,6 @@ async function sectionHttp(redisPort, stats) {
       row('3 http', `${config.label} / no guard, requests/s`, { spread: spread(ratios(metric(config.id, 'rps'), metric('none', 'rps'))) });
     }
   }
-
-  await guardAlone(redisPort);
 
   // 6. Stacked limits on one handler: round trips per request, counted by the server.
   log('6/6 stacked limits: Redis round trips per request');
@@ -610,57 +619,85 @@ async function sectionHttp(redisPort, stats) {
   return targets;
 }
 
-/** One guard-only measurement: `decisions` calls of the app's guard, 50 in flight (see http-app.mjs). */
+/**
+ * One guard-only run: `decisions` calls of the app's guard, GUARD.inFlight at a time (see
+ * http-app.mjs). Rejects when the app answers `{ error }`, exits, or gives no answer in time.
+ */
 function runGuard(app, decisions) {
-  return new Promise((resolve) => {
-    app.child.once('message', resolve);
-    app.child.send({ run: decisions });
+  const { child } = app;
+  return new Promise((resolve, reject) => {
+    const settle = (fn, value) => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      fn(value);
+    };
+    const onMessage = (message) => (message.error ? settle(reject, new Error(message.error)) : settle(resolve, message));
+    const onExit = (code, signal) => settle(reject, new Error(`exited with ${signal ?? code}\n${app.stderr().trim().split('\n').slice(0, 8).join('\n')}`.trim()));
+    const timer = setTimeout(() => settle(reject, new Error(`no answer within ${GUARD.timeoutMs / 1000} s`)), GUARD.timeoutMs);
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+    child.send({ run: decisions, inFlight: GUARD.inFlight });
   });
 }
 
 /**
- * The guards without HTTP: each configuration's guard called in its own process, 50 in flight,
- * configurations interleaved in slices as above. What Express costs per request (most of it) is
- * left out, so this shows what the guard, its storage and its Redis client cost.
+ * The guards without HTTP: each configuration's guard called in its own process, GUARD.inFlight at a
+ * time, configurations interleaved in slices as above. What Express costs per request (most of it) is
+ * left out, so this shows what the guard, its storage and its Redis client cost. Runs after the HTTP
+ * section has stopped its apps, so that no idle app shares the machine with it. A configuration whose
+ * run fails is stopped and left out; the others go on.
  */
-async function guardAlone(redisPort) {
+async function sectionGuard(redisPort) {
   const configs = HTTP_CONFIGS.filter((c) => c.id !== 'none' && c.id !== 'ours-client');
-  log(`3/6 HTTP: the guards alone (no HTTP), ${configs.map((c) => c.id).join(', ')}`);
-  const apps = {};
-  for (const config of configs) {
-    try {
-      apps[config.id] = await startApp(config.id, redisPort, 'guard');
-    } catch (error) {
-      log(`  ${config.id} (guard alone): ${error.message.split('\n')[0]}`);
-    }
-  }
-  if (!apps.ours) return;
+  log(`3/6 the guards alone (no HTTP, ${GUARD.inFlight} in flight): ${configs.map((c) => c.id).join(', ')}`);
+  const { apps, unavailable } = await startApps(configs, redisPort, 'guard');
+  const drop = async (id, error) => {
+    log(`  ${id} (guard alone): left out, ${error.message}`);
+    unavailable[id] = `failed: ${error.message.split('\n')[0]}`;
+    const { child } = apps[id];
+    delete apps[id];
+    await stopChild(child);
+  };
+  /** One run of `id`'s guard, or undefined once it has failed (and was dropped). */
+  const run = (id) => runGuard(apps[id], GUARD.decisions).catch((error) => drop(id, error));
+
+  // Warm-up: one run each (JIT, connections, the limiter's library load).
+  for (const id of Object.keys(apps)) await run(id);
   const ids = Object.keys(apps);
-  const size = QUICK ? 5_000 : 20_000;
-  for (const id of ids) await runGuard(apps[id], size);
   const samples = Object.fromEntries(ids.map((id) => [id, []]));
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < ROUNDS && apps.ours; round++) {
     const sums = Object.fromEntries(ids.map((id) => [id, { decisions: 0, seconds: 0, cpuSeconds: 0 }]));
-    for (let slice = 0; slice < 3; slice++) {
-      for (let k = 0; k < ids.length; k++) {
-        const id = ids[(k + slice + round) % ids.length];
-        const r = await runGuard(apps[id], size);
-        for (const name of ['decisions', 'seconds', 'cpuSeconds']) sums[id][name] += r[name];
-      }
+    for (const id of interleaved(ids, GUARD.slices, round)) {
+      if (!apps[id]) continue;
+      const r = await run(id);
+      if (!r) continue;
+      for (const name of ['decisions', 'seconds', 'cpuSeconds']) sums[id][name] += r[name];
     }
-    for (const id of ids) samples[id][round] = { perSecond: sums[id].decisions / sums[id].seconds, cpuMicros: (sums[id].cpuSeconds * 1e6) / sums[id].decisions };
+    for (const id of Object.keys(apps)) {
+      samples[id][round] = { perSecond: sums[id].decisions / sums[id].seconds, cpuMicros: (sums[id].cpuSeconds * 1e6) / sums[id].decisions };
+    }
   }
   for (const app of Object.values(apps)) await stopChild(app.child);
-  results.sections.guardAlone = { decisionsPerSlice: size, inFlight: 50, samples };
+  // Only configurations measured in every round are compared.
+  for (const id of ids) if (!apps[id]) delete samples[id];
+  results.sections.guardAlone = { decisionsPerSlice: GUARD.decisions, slices: GUARD.slices, inFlight: GUARD.inFlight, samples, unavailable };
 
-  const metric = (id, name) => samples[id].map((r) => r[name]);
-  const med = (id, name) => spread(metric(id, name)).median;
-  for (const config of configs.filter((c) => c.id !== 'ours' && apps[c.id])) {
-    row('3 http', `guard alone (no HTTP, 50 in flight): our guard / ${config.label}, decisions/s`, {
+  if (!apps.ours) {
+    row('3 guard', 'our guard / the others', { note: unavailable.ours });
+    return;
+  }
+  const { metric, med } = metricsOf(samples);
+  for (const config of configs.filter((c) => c.id !== 'ours')) {
+    if (!apps[config.id]) {
+      row('3 guard', `our guard / ${config.label}`, { note: unavailable[config.id] });
+      continue;
+    }
+    row('3 guard', `our guard / ${config.label}, decisions/s`, {
       spread: spread(ratios(metric('ours', 'perSecond'), metric(config.id, 'perSecond'))),
       absolute: `${compact(med('ours', 'perSecond'))}/s vs ${compact(med(config.id, 'perSecond'))}/s`,
     });
-    row('3 http', `guard alone (no HTTP, 50 in flight): our guard / ${config.label}, CPU per decision`, {
+    row('3 guard', `our guard / ${config.label}, CPU per decision`, {
       spread: spread(ratios(metric('ours', 'cpuMicros'), metric(config.id, 'cpuMicros'))),
       absolute: `${med('ours', 'cpuMicros').toFixed(1)} µs vs ${med(config.id, 'cpuMicros').toFixed(1)} µs`,
     });
@@ -802,7 +839,7 @@ function printTable(info) {
   out.push(
     `consume() = SlidingWindowLimiter defaults (${HAS_BLOCK_CACHE ? 'blockCache on, ' : ''}batch on); ratios ours / theirs; AP = ioredis enableAutoPipelining. ` +
       `HTTP: our guard = RateLimitModule.forRoot({ redis: url }) as in the quick start; ${HTTP.connections} connections, every limit keyed by an x-client-id header that differs per connection (${HTTP.connections} keys), ` +
-      `limit ${HTTP.limit} per ${HTTP.windowMs} ms (nothing rejected).`,
+      `limit ${HTTP.limit} per ${HTTP.windowMs} ms (nothing rejected). Guard: the same route's guard called alone, without HTTP, ${GUARD.inFlight} in flight.`,
   );
   out.push(line(header));
   out.push(columns.map((name) => '-'.repeat(widths[name])).join('-|-'));
@@ -841,10 +878,11 @@ async function main() {
   };
   try {
     await timed('ceiling', () => sectionCeiling(port, plain));
-    targets.consume = (await timed('consume', () => sectionConsume(port, plain, autoPipelined))).consume;
+    targets.consume = (await timed('consume', () => sectionConsume(plain, autoPipelined))).consume;
     Object.assign(targets, await timed('memory', () => sectionMemory(plain)));
     targets.hotKey = await timed('hotKey', () => sectionHotKey(port, plain, stats));
     targets.http = await timed('http+stacked', () => sectionHttp(port, stats));
+    await timed('guard', () => sectionGuard(port));
   } finally {
     plain.disconnect();
     autoPipelined.disconnect();
@@ -852,10 +890,10 @@ async function main() {
     await stopAll();
   }
 
-  const order = ['1 ceiling', '2 consume', '3 http', '4 memory', '5 hot key', '6 stacked'];
+  const order = ['1 ceiling', '2 consume', '3 http', '3 guard', '4 memory', '5 hot key', '6 stacked'];
   rows.sort((a, b) => order.indexOf(a.section) - order.indexOf(b.section));
   const date = new Date().toISOString().slice(0, 10);
-  const info = { date, machine: machine(redisVersion), rounds: ROUNDS, quick: QUICK, sections: ONLY, totalSeconds: (performance.now() - startedAt) / 1000, sectionSeconds: seconds };
+  const info = { date, machine: machine(redisVersion), rounds: ROUNDS, quick: QUICK, sectionsRun: ONLY, totalSeconds: (performance.now() - startedAt) / 1000, sectionSeconds: seconds };
   const table = printTable(info);
   console.log(table);
   const failed = rows.filter((r) => r.result === 'FAIL').length;

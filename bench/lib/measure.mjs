@@ -75,6 +75,25 @@ export async function drive({ inFlight, warmupMs, durationMs, maxOps, call }) {
   return { perSecond: counted / seconds, counted, calls: done, admitted, rejected, degraded, errors, firstError, seconds };
 }
 
+/**
+ * The order in which `ids` run in one round: `slices` passes over all of them, each pass starting one
+ * further on (A B C, B C A, …) and every round one further again, so that bursts of other work on the
+ * machine hit every variant alike and each ratio pairs measurements taken together.
+ */
+export function interleaved(ids, slices, round) {
+  const order = [];
+  for (let slice = 0; slice < slices; slice++) {
+    for (let k = 0; k < ids.length; k++) order.push(ids[(k + slice + round) % ids.length]);
+  }
+  return order;
+}
+
+/** For `samples[id][round] = { name: value, … }`: one value's rounds (`metric`) and their median (`med`). */
+export function metricsOf(samples) {
+  const metric = (id, name) => samples[id].map((r) => r[name]);
+  return { metric, med: (id, name) => median(metric(id, name)) };
+}
+
 /** `a / b` for every round. */
 export function ratios(a, b) {
   return a.map((value, i) => value / b[i]);

@@ -9,12 +9,26 @@ const Redis = require('ioredis').default;
 /** Commands that run a function or a script: one call each (a batch call carries several decisions). */
 export const SCRIPT_CALLS = ['fcall', 'fcall_ro', 'evalsha', 'evalsha_ro', 'eval', 'eval_ro'];
 
-/** `{ command: calls }` from INFO commandstats (subcommands as `config|get`). */
+/**
+ * `{ command: { calls, usec } }` from INFO commandstats text (subcommands as `config|get`): the one
+ * parser of that text, so every count and time in the report reads it alike.
+ */
+function parseCommandstats(text) {
+  const stats = {};
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    stats[match[1]] = { calls: Number(match[2]), usec: Number(match[3]) };
+  }
+  return stats;
+}
+
+/** INFO commandstats of the server `client` is connected to, parsed. */
+export async function commandStats(client) {
+  return parseCommandstats(await client.info('commandstats'));
+}
+
+/** `{ command: calls }` from INFO commandstats. */
 export async function commandCalls(client) {
-  const text = await client.info('commandstats');
-  const calls = {};
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]] = Number(match[2]);
-  return calls;
+  return Object.fromEntries(Object.entries(await commandStats(client)).map(([command, { calls }]) => [command, calls]));
 }
 
 /** `after - before`, per command, leaving out what the stats client itself sends. */
@@ -28,11 +42,9 @@ export function callsDelta(before, after) {
   return delta;
 }
 
-/** Microseconds Redis spent in function and script calls (what they run inside included), from INFO commandstats text. */
-export function scriptMicros(commandstats) {
-  let usec = 0;
-  for (const match of commandstats.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) if (SCRIPT_CALLS.includes(match[1])) usec += Number(match[2]);
-  return usec;
+/** Microseconds Redis spent in function and script calls (what they run inside included), from `commandStats()`. */
+export function scriptMicros(stats) {
+  return SCRIPT_CALLS.reduce((sum, command) => sum + (stats[command]?.usec ?? 0), 0);
 }
 
 export function scriptCalls(delta) {
