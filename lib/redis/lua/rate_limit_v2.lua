@@ -57,7 +57,7 @@
   the caller retries them one by one with the same members, which cannot count
   any of them twice.
 
-  Errors, before any write:
+  Errors, before the decision writes anything (in a batch, earlier decisions stay recorded):
     "ERR invalid arguments"  a missing or non-numeric argument, window or limit <= 0,
                              a fractional limit, a missing member, a repeated key;
                              in a batch also decisions that are not a JSON array of
@@ -236,7 +236,7 @@ local function allow_one(key, now_ms, member, max_skew_ms, window_ms, limit)
   -- ZADD adds nothing for a retry whose request is already recorded: counts stay exact.
   count = count + redis.call('ZADD', key, as_text('now', now_ms), member)
   -- Expire when the newest entry leaves the window, even if it is ahead of now_ms.
-  local reset_ms = math.ceil(math.max(newest or now_ms, now_ms) + window_ms - now_ms)
+  local reset_ms = math.ceil((newest or now_ms) + window_ms - now_ms)
   redis.call('PEXPIRE', key, number_arg('ttl', reset_ms))
   return 1, count, math.max(limit - count, 0), 0, reset_ms
 end
@@ -270,7 +270,7 @@ local function allow_all(reply, keys, now_ms, member, max_skew_ms, windows, limi
   for i = 1, n do
     if allowed == 1 then
       counts[i] = counts[i] + redis.call('ZADD', keys[i], as_text('now', now_ms), member)
-      newest[i] = math.max(newest[i] or now_ms, now_ms)
+      newest[i] = newest[i] or now_ms
       redis.call('PEXPIRE', keys[i], number_arg('ttl', math.ceil(newest[i] + windows[i] - now_ms)))
     end
     report(reply, allowed, keys[i], now_ms, windows[i], limits[i], counts[i], newest[i])
@@ -363,7 +363,8 @@ local function sliding_allow_many(keys, args)
     return invalid_arguments()
   end
   -- Every decision is checked before the first one writes. JSON values are typed already, so the
-  -- loop below reads them from `list` again rather than from copies.
+  -- loop below reads them from `list` again rather than from copies (only a decision of several keys
+  -- gathers its own, for allow_all).
   local size = #list
   local at, taken = 1, 0
   while at <= size do
