@@ -4,6 +4,7 @@ import { ClockSkewError, SlidingWindowLimiter, type SlidingLimitRule, type Slidi
 import { MemoryBackend } from '../lib/memory/memory-backend';
 import { useOwnRedisServer } from './support/own-redis';
 import { RecordingRedis } from './support/recording-redis';
+import { waitUntil } from './support/wait-for';
 
 /*
  * Batching (the `batch` option): decisions that arrive while calls are in flight go to Redis as one
@@ -75,16 +76,26 @@ describe('when decisions arrive together', () => {
   });
 
   it("batches decisions on the server's clock too: each reads Redis' TIME, and counts stay exact", async () => {
-    const limiter = limiterWith({ clock: 'server' });
     const before = Date.now();
-    const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.consume('shared', { limit: 5, windowMs: 60_000 })));
-    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
+    // The local clock is moved far away (2001-09-09): a score near `before` can only come from Redis.
+    const localNow = 1_000_000_000_000;
+    const spy = jest.spyOn(Date, 'now').mockReturnValue(localNow);
+    try {
+      const limiter = limiterWith({ clock: 'server' });
+      const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.consume('shared', { limit: 5, windowMs: 60_000 })));
+      expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
+    } finally {
+      spy.mockRestore();
+    }
     expect(client.batches().length).toBeGreaterThan(0);
     // The decisions' time travels as "*" in the batch's JSON, and Redis wrote its own clock.
     expect(client.batchCalls().every((call) => call.args[call.keys + 1].startsWith('["*",'))).toBe(true);
     const scores = (await admin.zrange('rl:shared', 0, '-1', 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
     expect(scores).toHaveLength(5);
-    for (const score of scores) expect(Math.abs(score - before)).toBeLessThan(5000);
+    for (const score of scores) {
+      expect(Math.abs(score - before)).toBeLessThan(5000);
+      expect(Math.abs(score - localNow)).toBeGreaterThan(86_400_000);
+    }
   });
 
   it('never waits when nothing is in flight: calls made one after another go one by one', async () => {
@@ -110,6 +121,39 @@ describe('when decisions arrive together', () => {
     } finally {
       jest.useRealTimers();
     }
+  });
+});
+
+describe('while the circuit breaker is open', () => {
+  it('answers each decision at once (fail fast) instead of holding it for a batch', async () => {
+    // A client of this test's own, disconnected for good once the limiter is ready (no reconnect, so
+    // nothing resets the breaker). Not made by own.connect, whose second disconnect would leave a timer.
+    const down = new RecordingRedis(own.server().url);
+    const limiter = limiterWith({ client: down });
+    try {
+      await limiter.init();
+    } finally {
+      down.disconnect();
+    }
+    await waitUntil(() => down.status === 'end');
+    // Three failures (the limiter's breaker threshold), one after another so none waits for a batch.
+    for (let i = 0; i < 3; i++) {
+      const outcome = await settle(limiter.consume('down', { limit: 5, windowMs: 60_000 }));
+      expect(outcome).toMatchObject({ error: 'RedisUnavailableError', message: 'Redis is not connected' });
+    }
+    down.clear();
+
+    // Decisions made together: from the second on, each finds one in flight and could wait for the
+    // batcher's flush, an immediate queued after this one. So this immediate sees the decisions that
+    // were answered without waiting for a flush.
+    const outcomes: unknown[] = [];
+    const answeredBeforeAnyFlush = new Promise<number>((resolve) => setImmediate(() => resolve(outcomes.length)));
+    const burst = Array.from({ length: 20 }, (_, i) => settle(limiter.consume(`down:${i}`, { limit: 5, windowMs: 60_000 })).then((outcome) => outcomes.push(outcome)));
+    expect(await answeredBeforeAnyFlush).toBe(20);
+    await Promise.all(burst);
+    expect(outcomes).toEqual(Array(20).fill({ error: 'RedisUnavailableError', message: expect.stringContaining('circuit breaker open') }));
+    // Nothing went to Redis while the breaker was open: no batch, and no single call either.
+    expect(down.sent).toEqual([]);
   });
 });
 

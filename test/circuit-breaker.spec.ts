@@ -10,22 +10,19 @@ describe('CircuitBreaker', () => {
     now = 1_735_660_800_000;
   });
 
-  it('counts a failed batch once per decision it carried: one onFailure(16) opens it', () => {
-    const batched = breaker();
-    batched.onFailure(16);
-    expect(batched.isClosed).toBe(false);
-    expect(batched.tryAcquire()).toBe(false);
-  });
-
-  it('stays closed below the threshold: onFailure(1) twice, then opens on the third', () => {
-    const single = breaker();
-    single.onFailure(1);
-    single.onFailure(1);
-    expect(single.isClosed).toBe(true);
-    expect(single.tryAcquire()).toBe(true);
-    single.onFailure(1);
-    expect(single.isClosed).toBe(false);
-    expect(single.tryAcquire()).toBe(false);
+  // A failed batch counts once per decision it carried (onFailure(16) alone opens it); failures add
+  // up across calls until they reach THRESHOLD (3).
+  it.each([
+    { failures: [16], open: true },
+    { failures: [1, 1], open: false },
+    { failures: [1, 1, 1], open: true },
+    { failures: [2], open: false },
+    { failures: [2, 1], open: true },
+  ])('onFailure($failures) leaves it open: $open', ({ failures, open }) => {
+    const subject = breaker();
+    for (const count of failures) subject.onFailure(count);
+    expect(subject.isClosed).toBe(!open);
+    expect(subject.tryAcquire()).toBe(!open);
   });
 
   it('after a batch opened it, lets one probe through once the cool-down has passed', () => {
@@ -38,5 +35,30 @@ describe('CircuitBreaker', () => {
     expect(batched.tryAcquire()).toBe(false);
     batched.onSuccess();
     expect(batched.isClosed).toBe(true);
+  });
+
+  it('reopens for a fresh cool-down when the probe fails', () => {
+    const subject = breaker();
+    subject.onFailure(THRESHOLD);
+    now += COOLDOWN_MS;
+    expect(subject.tryAcquire()).toBe(true); // the probe
+    subject.onFailure();
+    expect(subject.isClosed).toBe(false);
+    // The cool-down restarts from the probe's failure, not from the first opening.
+    now += COOLDOWN_MS - 1;
+    expect(subject.tryAcquire()).toBe(false);
+    now += 1;
+    expect(subject.tryAcquire()).toBe(true);
+    expect(subject.tryAcquire()).toBe(false);
+  });
+
+  it('reset() closes an open breaker at once, without waiting for the cool-down', () => {
+    const subject = breaker();
+    subject.onFailure(THRESHOLD);
+    expect(subject.tryAcquire()).toBe(false);
+    subject.reset();
+    expect(subject.isClosed).toBe(true);
+    expect(subject.tryAcquire()).toBe(true);
+    expect(subject.tryAcquire()).toBe(true); // closed, not half-open: every caller gets through
   });
 });

@@ -179,21 +179,19 @@ describe('SlidingWindowLimiter', () => {
 
   it('shares one ready listener among the limiters of a client, and leaves none once they close', async () => {
     const client = connectShared({ lazyConnect: true });
-    const warnings: Error[] = [];
-    const onWarning = (warning: Error) => warnings.push(warning);
-    process.on('warning', onWarning);
     try {
       const before = client.listenerCount('ready');
       // More than Node's 10 listeners per event, which used to print a leak warning.
       const limiters = Array.from({ length: 12 }, () => new SlidingWindowLimiter({ client, keyPrefix }));
       expect(client.listenerCount('ready')).toBe(before + 1);
+      // The condition Node's MaxListenersExceededWarning checks. Jest gives each test file its own
+      // `process`, so listening for the warning itself could never catch it.
+      expect(client.listenerCount('ready')).toBeLessThanOrEqual(client.getMaxListeners());
       const decisions = await Promise.all(limiters.map((limiter) => limiter.consume('shared', { limit: 20, windowMs: 10_000 })));
       expect(decisions.map((decision) => decision.remaining)).toEqual(Array.from({ length: 12 }, (_, i) => 19 - i));
       for (const limiter of limiters) limiter.close();
       expect(client.listenerCount('ready')).toBe(before);
-      expect(warnings.filter((warning) => warning.name === 'MaxListenersExceededWarning')).toEqual([]);
     } finally {
-      process.off('warning', onWarning);
       await client.quit();
     }
   });

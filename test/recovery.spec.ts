@@ -216,31 +216,57 @@ describe('loading and recovery (own redis-server)', () => {
       expect(await listLibraries(admin)).toEqual([expect.objectContaining({ name: LIBRARY_OF[version], code: BUNDLED[version] })]);
     });
 
-    it('a second flush between the reload and the retry: the call reloads again and succeeds, counted once', async () => {
-      // A client whose reload (FUNCTION LOAD) is followed at once by another FUNCTION FLUSH, before the retry.
-      let flushesAfterLoad = 1;
+    /**
+     * A client for a limiter whose FUNCTION LOAD (the reload) is followed at once by another FUNCTION
+     * FLUSH, before the call's retry, while `flushes.left` > 0; each such load takes one.
+     */
+    function clientFlushingAfterLoad(flushes: { left: number }): Redis {
       const client = connect();
       const call = client.call.bind(client) as (...args: unknown[]) => Promise<unknown>;
       (client as unknown as { call: typeof call }).call = async (...args) => {
         const reply = await call(...args);
-        if (String(args[0]).toUpperCase() === 'FUNCTION' && String(args[1]).toUpperCase() === 'LOAD' && flushesAfterLoad-- > 0) {
+        if (String(args[0]).toUpperCase() === 'FUNCTION' && String(args[1]).toUpperCase() === 'LOAD' && flushes.left-- > 0) {
           await admin.call('FUNCTION', 'FLUSH');
         }
         return reply;
       };
-      const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
+      return client;
+    }
+
+    it('a second flush between the reload and the retry: the call reloads again and succeeds, counted once', async () => {
+      const flushes = { left: 0 };
+      const limiter = new SlidingWindowLimiter({ client: clientFlushingAfterLoad(flushes), keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
       await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
-      flushesAfterLoad = 0;
       await limiter.init();
       await admin.call('FUNCTION', 'FLUSH');
-      flushesAfterLoad = 1;
+      flushes.left = 1;
 
       const decision = await limiter.consume('twice', { limit: 5, windowMs: 60_000 });
 
       expect(decision).toMatchObject({ allowed: true, remaining: 4 });
-      expect(flushesAfterLoad).toBeLessThan(0); // the flush after the first reload happened
+      expect(flushes.left).toBeLessThan(0); // the flush after the first reload happened
       expect(await admin.zcard('rl:twice')).toBe(1);
       expect(await listLibraries(admin)).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 })]);
+      limiter.close();
+    });
+
+    it('a flush after each of two reloads: the call gives up with FunctionNotLoadedError after two, counted nowhere', async () => {
+      const flushes = { left: 0 };
+      const limiter = new SlidingWindowLimiter({ client: clientFlushingAfterLoad(flushes), keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
+      await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
+      await limiter.init();
+      await admin.call('FUNCTION', 'FLUSH');
+      await admin.config('RESETSTAT');
+      flushes.left = 2;
+
+      await expect(limiter.consume('lost', { limit: 5, windowMs: 60_000 })).rejects.toThrow(FunctionNotLoadedError);
+
+      // The runner's limit (MAX_RELOADS in function-runner.ts): two reloads, each followed by a
+      // retry, and no third; a third reload would have found the library in place and succeeded.
+      expect((await commandStats(admin, 'function|load')).calls).toBe(2);
+      expect(await commandStats(admin, 'fcall')).toEqual({ calls: 3, failed: 3 });
+      expect(flushes.left).toBe(0);
+      expect(await admin.zcard('rl:lost')).toBe(0);
       limiter.close();
     });
 

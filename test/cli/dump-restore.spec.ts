@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { readLibrarySource } from '../../lib/redis/lua-library';
-import { parseFunctionList } from '../../lib/redis/reply';
 import { useOwnRedisServer } from '../support/own-redis';
+import { listLibraries } from '../support/redis-inspect';
 import type { RedisServer } from '../support/redis-server';
 import { runCli } from './run-cli';
 
@@ -12,8 +12,9 @@ const V1 = readLibrarySource('rate_limit_v1.lua');
 const V2 = readLibrarySource('rate_limit_v2.lua');
 const EXTRA = "#!lua name=extra_lib\nredis.register_function('extra_fn', function() return 1 end)";
 
-async function libraries(redis: Redis): Promise<Record<string, string | undefined>> {
-  return Object.fromEntries(parseFunctionList(await redis.call('FUNCTION', 'LIST', 'WITHCODE')).map((lib) => [lib.name, lib.code]));
+/** The code of each library of a node, by name; read by the test's own parser, not the CLI's. */
+async function libraries(redis: Redis): Promise<Record<string, string>> {
+  return Object.fromEntries((await listLibraries(redis)).map((library) => [library.name, library.code]));
 }
 
 describe('functions dump and restore (standalone)', () => {

@@ -1,13 +1,13 @@
 import Redis from 'ioredis';
 import { readLibrarySource } from '../../lib/redis/lua-library';
-import { parseFunctionList } from '../../lib/redis/reply';
 import { useOwnRedisServer } from '../support/own-redis';
+import { listLibraries, type LibraryInfo } from '../support/redis-inspect';
 import type { RedisServer } from '../support/redis-server';
 import { runCli } from './run-cli';
 
-/** FUNCTION LIST WITHCODE of a node, by library name. */
-async function libraries(redis: Redis): Promise<Record<string, { functions: string[]; code?: string }>> {
-  return Object.fromEntries(parseFunctionList(await redis.call('FUNCTION', 'LIST', 'WITHCODE')).map((lib) => [lib.name, lib]));
+/** FUNCTION LIST WITHCODE of a node, by library name; read by the test's own parser, not the CLI's. */
+async function libraries(redis: Redis): Promise<Record<string, LibraryInfo>> {
+  return Object.fromEntries((await listLibraries(redis)).map((library) => [library.name, library]));
 }
 
 const V1 = readLibrarySource('rate_limit_v1.lua');

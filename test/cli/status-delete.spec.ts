@@ -4,7 +4,7 @@ import { InstanceReporter } from '../../lib/metrics/instance-reporter';
 import { libraryNames } from '../support/redis-inspect';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { runCli } from './run-cli';
-import { sleep } from '../support/sleep';
+import { waitUntil } from '../support/wait-for';
 
 const rule = { limit: 3, windowMs: 60_000 };
 
@@ -164,10 +164,11 @@ describe('functions status and delete (standalone, reports from real limiters)',
     const reporter = new InstanceReporter({ limiter, client: redis, instanceId: 'short-lived', intervalMs: 100 });
     reporters.push(reporter);
     reporter.start();
-    await sleep(50);
+    await waitUntil(async () => (await redis.exists(reporter.key)) === 1, { timeoutMs: 2000 });
     expect((await runCli(['functions', 'delete', 'v1', '--url', url])).code).toBe(1);
     reporter.stop();
-    await sleep(400);
+    // Left to expire, not deleted: gone three intervals (300 ms) after its last write.
+    await waitUntil(async () => (await redis.exists(reporter.key)) === 0, { timeoutMs: 2000 });
     const run = await runCli(['functions', 'delete', 'v1', '--url', url]);
     expect(run.code).toBe(0);
     expect(await libraryNames(redis)).toEqual([]);

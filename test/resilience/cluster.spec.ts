@@ -71,13 +71,9 @@ function ownerOf(key: string, nodes: NodeEntry[]): number {
   return owner.port;
 }
 
-/** `calls` of one command from INFO commandstats (0 when never run). */
-async function commandCalls(node: Redis, command: string): Promise<number> {
-  return (await commandStats(node, command)).calls;
-}
-
+/** `calls` of one command on each node, from INFO commandstats (0 when never run). */
 async function callsOn(nodes: Redis[], command: string): Promise<number[]> {
-  return Promise.all(nodes.map((node) => commandCalls(node, command)));
+  return Promise.all(nodes.map(async (node) => (await commandStats(node, command)).calls));
 }
 
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
@@ -257,7 +253,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     const victim = masters()[0];
     const keys = Array.from({ length: 60 }, (_, i) => `flush:{id-${i}}`);
     expect(new Set(keys.map((key) => ownerOf(limiter.keyPrefix + key, topology))).size).toBe(3);
-    const loadsBefore = await commandCalls(victim, 'function|load');
+    const loadsBefore = (await commandStats(victim, 'function|load')).calls;
     const traffic = startTraffic(limiter, keys, { concurrency: 16, pauseMs: 1 });
 
     for (let i = 0; i < 3; i++) {
@@ -269,7 +265,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
 
     expect(seen.filter((s) => s.error !== undefined || s.degraded !== undefined)).toEqual([]);
     expect(seen.length).toBeGreaterThan(200);
-    expect(await commandCalls(victim, 'function|load')).toBeGreaterThan(loadsBefore);
+    expect((await commandStats(victim, 'function|load')).calls).toBeGreaterThan(loadsBefore);
     expect(parseFunctionList(await victim.call('FUNCTION', 'LIST', 'WITHCODE'))).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: V2_SOURCE })]);
     const entries = await Promise.all(keys.map((key) => client.zcard(limiter.keyPrefix + key)));
     expect(sum(entries)).toBe(seen.length);

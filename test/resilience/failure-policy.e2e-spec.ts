@@ -11,6 +11,7 @@ import { freePort } from '../support/free-port';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../support/redis-server';
 import { sleep } from '../support/sleep';
+import { waitFor } from '../support/wait-for';
 
 const WINDOW_MS = 60_000;
 /** Default timeoutMs is 250 per attempt, two attempts at most; the rest is HTTP and scheduling. */
@@ -181,15 +182,19 @@ describe.each(PLATFORMS)('the module starting while Redis is down (%s)', (platfo
   });
 });
 
-/** GETs `path` until Redis decides (the response carries rate-limit headers), within `timeoutMs`. */
-async function untilDecided(app: TestApp, path: string, timeoutMs: number): Promise<Response> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const response = await app.http().get(path);
-    if (response.headers['x-ratelimit-limit'] !== undefined) return response;
-    if (performance.now() > deadline) throw new Error(`${path} not decided by Redis within ${timeoutMs} ms: last answer ${response.status}`);
-    await sleep(50);
-  }
+/**
+ * GETs `path` until Redis decides (the response carries rate-limit headers), within `timeoutMs`.
+ * Only status and headers are kept, so a timeout names the last answer in a few lines.
+ */
+function untilDecided(app: TestApp, path: string, timeoutMs: number): Promise<Pick<Response, 'status' | 'headers'>> {
+  return waitFor(
+    async () => {
+      const { status, headers } = await app.http().get(path);
+      return { status, headers };
+    },
+    (response) => response.headers['x-ratelimit-limit'] !== undefined,
+    { timeoutMs, intervalMs: 50 },
+  );
 }
 
 function sec(ms: number): string {

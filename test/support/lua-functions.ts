@@ -1,11 +1,10 @@
 import type Redis from 'ioredis';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readLibrarySource } from '../../lib/redis/lua-library';
 import { rejectionOf } from './rejection';
 
-/** Source of a bundled library, read from lib/ like the package reads it from dist/. */
+/** Source of a bundled library, read by the package's own reader (from lib/ here; the built package reads dist/). */
 export function librarySource(version: 'v1' | 'v2'): string {
-  return readFileSync(join(__dirname, '..', '..', 'lib', 'redis', 'lua', `rate_limit_${version}.lua`), 'utf8');
+  return readLibrarySource(`rate_limit_${version}.lua`);
 }
 
 /**
