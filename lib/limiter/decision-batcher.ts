@@ -81,6 +81,7 @@ export class DecisionBatcher {
   };
 
   private send(version: ActiveVersion, lane: QueuedDecision[]): void {
+    // A lane only forms for a version with a batch function; `!batch` is there for the type.
     const { batch } = version.contract;
     if (!batch || lane.length === 1 || !this.channel.healthy(lane[0].call.keys[0])) {
       this.sendEach(version, lane);
