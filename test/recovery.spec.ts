@@ -233,12 +233,18 @@ describe('loading and recovery (own redis-server)', () => {
       return client;
     }
 
-    it('a second flush between the reload and the retry: the call reloads again and succeeds, counted once', async () => {
-      const flushes = { left: 0 };
+    /** A limiter started on the bundled v2, whose functions are then flushed: its next call must reload. */
+    async function startedThenFlushed(flushes: { left: number }): Promise<SlidingWindowLimiter> {
       const limiter = new SlidingWindowLimiter({ client: clientFlushingAfterLoad(flushes), keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
       await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
       await limiter.init();
       await admin.call('FUNCTION', 'FLUSH');
+      return limiter;
+    }
+
+    it('a second flush between the reload and the retry: the call reloads again and succeeds, counted once', async () => {
+      const flushes = { left: 0 };
+      const limiter = await startedThenFlushed(flushes);
       flushes.left = 1;
 
       const decision = await limiter.consume('twice', { limit: 5, windowMs: 60_000 });
@@ -252,10 +258,7 @@ describe('loading and recovery (own redis-server)', () => {
 
     it('a flush after each of two reloads: the call gives up with FunctionNotLoadedError after two, counted nowhere', async () => {
       const flushes = { left: 0 };
-      const limiter = new SlidingWindowLimiter({ client: clientFlushingAfterLoad(flushes), keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
-      await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
-      await limiter.init();
-      await admin.call('FUNCTION', 'FLUSH');
+      const limiter = await startedThenFlushed(flushes);
       await admin.config('RESETSTAT');
       flushes.left = 2;
 
