@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
+import { isUnanswered } from '../../redis/error-kind';
 import { nodeAddress } from '../../redis/redis-nodes';
 import type { Command } from '../command';
-import { isUnanswered } from '../../redis/error-kind';
 import { CliError, ExitCode } from '../exit-codes';
 import { formatTable, plural } from '../format';
 import { readInstanceReports } from '../instance-reports';

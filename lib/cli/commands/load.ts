@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
+import { isUnanswered } from '../../redis/error-kind';
 import { nodeAddress } from '../../redis/redis-nodes';
 import { isFunctionNameTaken, isLibraryAlreadyExists } from '../../redis/reply';
 import type { Command } from '../command';
-import { isUnanswered } from '../../redis/error-kind';
 import { ExitCode } from '../exit-codes';
 import { formatTable } from '../format';
 import { librariesOf } from '../../redis/loaded-libraries';

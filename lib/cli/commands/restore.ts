@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
+import { isUnanswered } from '../../redis/error-kind';
 import { nodeAddress } from '../../redis/redis-nodes';
 import type { Command } from '../command';
-import { isUnanswered } from '../../redis/error-kind';
 import { CliError, ExitCode } from '../exit-codes';
 import { formatTable } from '../format';
 import { librariesOf } from '../../redis/loaded-libraries';
