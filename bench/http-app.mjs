@@ -17,8 +17,13 @@
 // `{ decisions, seconds, cpuSeconds }` — what the guard, its storage and the client cost, without
 // Express around them — or with `{ error }` when a call failed: every message gets one reply, so the
 // parent never waits for an answer that will not come.
+//
+// In HTTP mode the app answers each `{ gc: true }` message with `{ gc: { pauseMs, count, longestMs } }`:
+// its garbage-collection pauses since it started (`longestMs`: since the previous such message), so
+// the parent can tell a tail the route causes from one the runtime's pauses cause.
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { drive } from './lib/measure.mjs';
 
 const require = createRequire(import.meta.url);
@@ -127,8 +132,31 @@ if (mode === 'guard') {
   });
   process.send({ ready: true });
 } else {
+  const gc = watchGarbageCollection();
+  process.on('message', (message) => {
+    if (message?.gc) process.send({ gc: gc.read() });
+  });
   await app.listen(0, '127.0.0.1');
   process.send({ port: app.getHttpServer().address().port });
+}
+
+/** Adds up the main thread's GC pauses as Node reports them (`gc` performance entries). */
+function watchGarbageCollection() {
+  const totals = { pauseMs: 0, count: 0, longestMs: 0 };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      totals.pauseMs += entry.duration;
+      totals.count += 1;
+      totals.longestMs = Math.max(totals.longestMs, entry.duration);
+    }
+  }).observe({ entryTypes: ['gc'] });
+  return {
+    read() {
+      const snapshot = { ...totals };
+      totals.longestMs = 0;
+      return snapshot;
+    },
+  };
 }
 
 /**

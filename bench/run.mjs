@@ -49,6 +49,8 @@ const LOOP = { slices: 3, warmupMs: 30, sliceMs: QUICK ? 80 : 200, maxOps: 500_0
 const IN_FLIGHT = [1, 64, 256];
 // Section 3: autocannon per configuration and round.
 const HTTP = { connections: 50, seconds: QUICK ? 2 : 5, warmupSeconds: 1, limit: 1_000_000, windowMs: 1_000 };
+// Section 3 again with one connection: the latency a route's guard adds when no request queues.
+const ONE_CONNECTION = { seconds: QUICK ? 1 : 3 };
 // Section 3, the guards alone: per configuration and round, `slices` runs of `decisions` guard calls,
 // as many in flight as HTTP has connections; a run that gets no answer within `timeoutMs` fails.
 const GUARD = { inFlight: HTTP.connections, decisions: QUICK ? 5_000 : 20_000, slices: 3, timeoutMs: 120_000 };
@@ -428,7 +430,7 @@ function startApp(config, redisPort, mode = 'http') {
 
 /** A bucket that several autocannon runs add to: 2xx count, time, latencies of 2xx responses. */
 function httpSink() {
-  return { ok: 0, seconds: 0, cpuSeconds: 0, non2xx: 0, errors: 0, count: 0, latencies: new Float64Array(1_000_000) };
+  return { ok: 0, seconds: 0, cpuSeconds: 0, gcMs: 0, gcLongestMs: 0, non2xx: 0, errors: 0, count: 0, latencies: new Float64Array(1_000_000) };
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
@@ -444,6 +446,9 @@ function summary(sink) {
     rps: sink.ok / sink.seconds,
     // The app's own CPU per answered request: steadier than requests/s on a shared machine.
     cpuMicros: (sink.cpuSeconds * 1e6) / sink.ok,
+    // The app's garbage-collection pauses: every request in the app waits through them.
+    gcMsPerSecond: sink.gcMs / sink.seconds,
+    gcLongestMs: sink.gcLongestMs,
     ok: sink.ok,
     non2xx: sink.non2xx,
     errors: sink.errors,
@@ -471,6 +476,42 @@ async function autocannonRun(url, options, sink = httpSink()) {
   sink.non2xx += result.non2xx;
   sink.errors += result.errors + result.timeouts;
   return summary(sink);
+}
+
+/** The GC pauses of an app in HTTP mode so far; `longestMs` since the previous call (see http-app.mjs). */
+async function gcOf(app) {
+  return (await askApp(app, { gc: true }, 10_000)).gc;
+}
+
+/** One second of autocannon at `app`'s `GET /`, added to `sink` with the app's CPU time and GC pauses over it. */
+async function httpSlice(app, sink, connections) {
+  const gcBefore = await gcOf(app);
+  const cpuBefore = cpuSecondsOf(app.child.pid);
+  await autocannonRun(`http://127.0.0.1:${app.port}/`, { connections, seconds: 1 }, sink);
+  sink.cpuSeconds += cpuSecondsOf(app.child.pid) - cpuBefore;
+  const gcAfter = await gcOf(app);
+  sink.gcMs += gcAfter.pauseMs - gcBefore.pauseMs;
+  sink.gcLongestMs = Math.max(sink.gcLongestMs, gcAfter.longestMs);
+}
+
+/**
+ * `ROUNDS` rounds of `seconds` one-second slices per app at `connections`, interleaved (as in
+ * section 2): `samples[id][round]` = summary().
+ */
+async function httpRounds(apps, seconds, connections) {
+  const ids = Object.keys(apps);
+  const samples = Object.fromEntries(ids.map((id) => [id, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    const sinks = Object.fromEntries(ids.map((id) => [id, httpSink()]));
+    for (const id of interleaved(ids, seconds, round)) await httpSlice(apps[id], sinks[id], connections);
+    for (const id of ids) {
+      const r = summary(sinks[id]);
+      if (r.non2xx > 0 || r.errors > 0) log(`  warning: ${id} round ${round + 1}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+      samples[id][round] = r;
+    }
+    log(`  round ${round + 1}/${ROUNDS} done (${connections} connection${connections === 1 ? '' : 's'})`);
+  }
+  return samples;
 }
 
 /**
@@ -508,40 +549,53 @@ async function sectionHttp(redisPort, stats) {
   const { apps, unavailable } = await startApps(HTTP_CONFIGS, redisPort);
   const ids = Object.keys(apps);
   for (const id of ids) await autocannonRun(`http://127.0.0.1:${apps[id].port}/`, { connections: HTTP.connections, seconds: HTTP.warmupSeconds });
-  const samples = Object.fromEntries(ids.map((id) => [id, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    // Interleaved one-second slices (as in section 2), HTTP.seconds per configuration and round.
-    const sinks = Object.fromEntries(ids.map((id) => [id, httpSink()]));
-    for (const id of interleaved(ids, HTTP.seconds, round)) {
-      const cpuBefore = cpuSecondsOf(apps[id].child.pid);
-      await autocannonRun(`http://127.0.0.1:${apps[id].port}/`, { connections: HTTP.connections, seconds: 1 }, sinks[id]);
-      sinks[id].cpuSeconds += cpuSecondsOf(apps[id].child.pid) - cpuBefore;
-    }
-    for (const id of ids) {
-      const r = summary(sinks[id]);
-      if (r.non2xx > 0 || r.errors > 0) log(`  warning: ${id} round ${round + 1}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-      samples[id][round] = r;
-    }
-    log(`  round ${round + 1}/${ROUNDS} done`);
-  }
-  results.sections.http = { settings: HTTP, key: 'header x-client-id, one value per autocannon connection', samples, unavailable };
+  const samples = await httpRounds(apps, HTTP.seconds, HTTP.connections);
+  log(`  the same routes with 1 connection, ${ONE_CONNECTION.seconds} s × ${ROUNDS} rounds per configuration`);
+  // The user's-client variant only repeats `ours` here; left out to keep the run short.
+  const oneConnection = await httpRounds(Object.fromEntries(Object.entries(apps).filter(([id]) => id !== 'ours-client')), ONE_CONNECTION.seconds, 1);
+  results.sections.http = {
+    settings: { ...HTTP, oneConnectionSeconds: ONE_CONNECTION.seconds },
+    key: 'header x-client-id, one value per autocannon connection',
+    samples,
+    oneConnection,
+    unavailable,
+  };
 
-  const { metric, med } = metricsOf(samples);
+  const http = metricsOf(samples);
+  const { metric, med } = http;
+  const one = metricsOf(oneConnection);
+  // `id` minus `other` in latency percentiles, round by round, from `m` = metricsOf(…); returns them.
+  const latencyRows = (m, id, other, label, { percentiles = ['p99'], suffix = `, ${HTTP.connections} connections`, target = false } = {}) =>
+    Object.fromEntries(
+      percentiles.map((p) => {
+        const difference = spread(m.metric(id, p).map((v, i) => v - m.metric(other, p)[i]));
+        row('3 http', `${label}, ${p} latency${suffix}`, {
+          spread: difference,
+          unit: 'ms',
+          digits: 2,
+          absolute: `${id} ${m.med(id, p).toFixed(2)} ms vs ${other} ${m.med(other, p).toFixed(2)} ms`,
+          ...(target && p === 'p99' ? { target: '≤ +1 ms', pass: difference.median <= 1 } : {}),
+        });
+        return [p, difference];
+      }),
+    );
   const targets = {};
   const fmt = (id) => `${compact(med(id, 'rps'))} rps, p50 ${med(id, 'p50').toFixed(2)} / p99 ${med(id, 'p99').toFixed(2)} ms`;
   if (apps.none && apps.ours) {
     const vsNone = spread(ratios(metric('ours', 'rps'), metric('none', 'rps')));
-    const p99 = spread(metric('ours', 'p99').map((v, i) => v - samples.none[i].p99));
-    const p50 = spread(metric('ours', 'p50').map((v, i) => v - samples.none[i].p50));
     targets.vsNone = vsNone;
-    targets.p99 = p99;
-    row('3 http', 'our guard / no guard, requests/s', { spread: vsNone, absolute: `ours ${fmt('ours')}`, target: '≥ 0.92×', pass: vsNone.median >= 0.92 });
-    row('3 http', 'our guard − no guard, p99 latency', { spread: p99, unit: 'ms', digits: 2, absolute: `none ${fmt('none')}`, target: '≤ +1 ms', pass: p99.median <= 1 });
-    row('3 http', 'our guard − no guard, p50 latency', { spread: p50, unit: 'ms', digits: 2 });
+    row('3 http', 'our guard / no guard, requests/s', { spread: vsNone, absolute: `ours ${fmt('ours')}, none ${fmt('none')}`, target: '≥ 0.92×', pass: vsNone.median >= 0.92 });
+    targets.p99 = latencyRows(http, 'ours', 'none', 'our guard − no guard', { percentiles: ['p99', 'p50'], target: true }).p99;
+    latencyRows(one, 'ours', 'none', 'our guard − no guard', { percentiles: ['p99', 'p50'], suffix: ', 1 connection' });
     const cpu = spread(ratios(metric('ours', 'cpuMicros'), metric('none', 'cpuMicros')));
     row('3 http', 'our guard / no guard, app CPU per request', {
       spread: cpu,
       absolute: `${med('ours', 'cpuMicros').toFixed(0)} µs vs ${med('none', 'cpuMicros').toFixed(0)} µs`,
+    });
+    const gcPauses = (id) => `${id} ${med(id, 'gcMsPerSecond').toFixed(0)} ms/s (longest ${med(id, 'gcLongestMs').toFixed(1)} ms)`;
+    row('3 http', 'our guard / no guard, app GC pauses per second of load', {
+      spread: spread(ratios(metric('ours', 'gcMsPerSecond'), metric('none', 'gcMsPerSecond'))),
+      absolute: `${gcPauses('ours')} vs ${gcPauses('none')}`,
     });
   } else {
     row('3 http', 'our guard / no guard', { note: unavailable.ours ?? unavailable.none, pass: false, target: '≥ 0.92×' });
@@ -568,6 +622,8 @@ async function sectionHttp(redisPort, stats) {
       spread: spread(ratios(metric('ours', 'cpuMicros'), metric(config.id, 'cpuMicros'))),
       absolute: `${med('ours', 'cpuMicros').toFixed(0)} µs vs ${med(config.id, 'cpuMicros').toFixed(0)} µs`,
     });
+    latencyRows(http, 'ours', config.id, `our guard − ${config.label}`);
+    latencyRows(one, 'ours', config.id, `our guard − ${config.label}`, { suffix: ', 1 connection' });
     if (apps.none) {
       row('3 http', `${config.label} / no guard, requests/s`, { spread: spread(ratios(metric(config.id, 'rps'), metric('none', 'rps'))) });
     }
@@ -620,10 +676,10 @@ async function sectionHttp(redisPort, stats) {
 }
 
 /**
- * One guard-only run: `decisions` calls of the app's guard, GUARD.inFlight at a time (see
- * http-app.mjs). Rejects when the app answers `{ error }`, exits, or gives no answer in time.
+ * Sends `message` to an app started by startApp and resolves with its one reply. Rejects when the app
+ * answers `{ error }`, exits, or gives no answer within `timeoutMs`.
  */
-function runGuard(app, decisions) {
+function askApp(app, message, timeoutMs) {
   const { child } = app;
   return new Promise((resolve, reject) => {
     const settle = (fn, value) => {
@@ -632,13 +688,18 @@ function runGuard(app, decisions) {
       child.off('exit', onExit);
       fn(value);
     };
-    const onMessage = (message) => (message.error ? settle(reject, new Error(message.error)) : settle(resolve, message));
+    const onMessage = (reply) => (reply.error ? settle(reject, new Error(reply.error)) : settle(resolve, reply));
     const onExit = (code, signal) => settle(reject, new Error(`exited with ${signal ?? code}\n${app.stderr().trim().split('\n').slice(0, 8).join('\n')}`.trim()));
-    const timer = setTimeout(() => settle(reject, new Error(`no answer within ${GUARD.timeoutMs / 1000} s`)), GUARD.timeoutMs);
+    const timer = setTimeout(() => settle(reject, new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
     child.on('message', onMessage);
     child.once('exit', onExit);
-    child.send({ run: decisions, inFlight: GUARD.inFlight });
+    child.send(message);
   });
+}
+
+/** One guard-only run: `decisions` calls of the app's guard, GUARD.inFlight at a time (see http-app.mjs). */
+function runGuard(app, decisions) {
+  return askApp(app, { run: decisions, inFlight: GUARD.inFlight }, GUARD.timeoutMs);
 }
 
 /**
