@@ -910,7 +910,7 @@ function printTable(info) {
   out.push(`nestjs-sliding-limit benchmark — ${info.date}, ${info.machine.nproc} × ${info.machine.cpu}, Node ${info.machine.node}, Redis ${info.machine.redis}, ${ROUNDS} rounds, total ${info.totalSeconds.toFixed(0)} s, load average ${info.machine.loadAverageAtStart[0]} at start / ${info.machine.loadAverageAtEnd[0]} at end`);
   out.push(
     `consume() = SlidingWindowLimiter defaults (${HAS_BLOCK_CACHE ? 'blockCache on, ' : ''}batch on); ratios ours / theirs; AP = ioredis enableAutoPipelining. ` +
-      `HTTP: our guard = RateLimitModule.forRoot({ redis: url }) as in the quick start; ${HTTP.connections} connections, every limit keyed by an x-client-id header that differs per connection (${HTTP.connections} keys), ` +
+      `HTTP: our guard = RateLimitModule.forRoot({ redis: url }) as in the quick start; ${HTTP.connections} connections (1 in the "1 connection" rows), every limit keyed by an x-client-id header that differs per connection (${HTTP.connections} keys), ` +
       `limit ${HTTP.limit} per ${HTTP.windowMs} ms (nothing rejected). Guard: the same route's guard called alone, without HTTP, ${GUARD.inFlight} in flight.`,
   );
   out.push(line(header));
