@@ -18,7 +18,7 @@
 // Express around them — or with `{ error }` when a call failed: every message gets one reply, so the
 // parent never waits for an answer that will not come.
 //
-// In HTTP mode the app answers each `{ gc: true }` message with `{ gc: { pauseMs, count, longestMs } }`:
+// In HTTP mode the app answers each `{ gc: true }` message with `{ gc: { pauseMs, longestMs } }`:
 // its garbage-collection pauses since it started (`longestMs`: since the previous such message), so
 // the parent can tell a tail the route causes from one the runtime's pauses cause.
 import 'reflect-metadata';
@@ -142,11 +142,10 @@ if (mode === 'guard') {
 
 /** Adds up the main thread's GC pauses as Node reports them (`gc` performance entries). */
 function watchGarbageCollection() {
-  const totals = { pauseMs: 0, count: 0, longestMs: 0 };
+  const totals = { pauseMs: 0, longestMs: 0 };
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       totals.pauseMs += entry.duration;
-      totals.count += 1;
       totals.longestMs = Math.max(totals.longestMs, entry.duration);
     }
   }).observe({ entryTypes: ['gc'] });

@@ -30,15 +30,15 @@ const require = createRequire(import.meta.url);
 const Redis = require('ioredis').default;
 
 const ROUNDS = roundsFromEnv();
+const QUICK = process.env.BENCH_QUICK === '1';
+const SECTIONS = ['ceiling', 'consume', 'memory', 'hotKey', 'http', 'guard'];
+const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',').map((name) => name.trim()) : SECTIONS;
+for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: unknown section "${name}" (sections: ${SECTIONS.join(', ')})`);
 // A full run takes about 70 s per round here: the watchdog allows 15 min up to 5 rounds, 2.5 min more per round after.
 installCleanup((15 + 2.5 * Math.max(0, ROUNDS - 5)) * 60_000);
 const DIST = await snapshotDist(root);
 const { SlidingWindowLimiter } = require(DIST);
 
-const QUICK = process.env.BENCH_QUICK === '1';
-const SECTIONS = ['ceiling', 'consume', 'memory', 'hotKey', 'http', 'guard'];
-const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',').map((name) => name.trim()) : SECTIONS;
-for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: unknown section "${name}" (sections: ${SECTIONS.join(', ')})`);
 const FUNCTION = 'sliding_allow_v2';
 const KEYSPACE = 100_000;
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -416,7 +416,11 @@ function startApp(config, redisPort, mode = 'http') {
     );
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
-    const timer = setTimeout(() => reject(new Error(`app "${config}" did not start within 30 s\n${stderr}`)), 30_000);
+    const timer = setTimeout(() => {
+      reject(new Error(`app "${config}" did not start within 30 s\n${stderr}`));
+      // Not left running (and loading the machine) until the end of the whole run.
+      stopChild(child);
+    }, 30_000);
     child.once('message', (message) => {
       clearTimeout(timer);
       resolve({ child, port: message.port, stderr: () => stderr });
@@ -575,7 +579,8 @@ async function sectionHttp(redisPort, redisPid, stats) {
   const latencyRows = (m, id, other, label, { percentiles = ['p99'], suffix = `, ${HTTP.connections} connections`, target = false } = {}) =>
     Object.fromEntries(
       percentiles.map((p) => {
-        const difference = spread(m.metric(id, p).map((v, i) => v - m.metric(other, p)[i]));
+        const others = m.metric(other, p);
+        const difference = spread(m.metric(id, p).map((v, i) => v - others[i]));
         row('3 http', `${label}, ${p} latency${suffix}`, {
           spread: difference,
           unit: 'ms',
@@ -587,7 +592,10 @@ async function sectionHttp(redisPort, redisPid, stats) {
       }),
     );
   // The app's and Redis' CPU per request together: what a request costs the machine, load generator aside.
-  const cpuWithRedis = (id) => metric(id, 'cpuMicros').map((app, i) => app + metric(id, 'redisCpuMicros')[i]);
+  const cpuWithRedis = (id) => {
+    const redis = metric(id, 'redisCpuMicros');
+    return metric(id, 'cpuMicros').map((app, i) => app + redis[i]);
+  };
   const cpuWithRedisRow = (id, other, label) => {
     const parts = (x) => `${x} ${med(x, 'cpuMicros').toFixed(0)} + ${med(x, 'redisCpuMicros').toFixed(0)} µs`;
     row('3 http', `${label}, app + Redis CPU per request`, { spread: spread(ratios(cpuWithRedis(id), cpuWithRedis(other))), absolute: `${parts(id)} vs ${parts(other)}` });
@@ -704,13 +712,9 @@ function askApp(app, message, timeoutMs) {
     const timer = setTimeout(() => settle(reject, new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
     child.on('message', onMessage);
     child.once('exit', onExit);
-    child.send(message);
+    // A child that exited while no question was pending: the channel is closed and no 'exit' follows.
+    child.send(message, (error) => error && settle(reject, error));
   });
-}
-
-/** One guard-only run: `decisions` calls of the app's guard, GUARD.inFlight at a time (see http-app.mjs). */
-function runGuard(app, decisions) {
-  return askApp(app, { run: decisions, inFlight: GUARD.inFlight }, GUARD.timeoutMs);
 }
 
 /**
@@ -731,8 +735,8 @@ async function sectionGuard(redisPort) {
     delete apps[id];
     await stopChild(child);
   };
-  /** One run of `id`'s guard, or undefined once it has failed (and was dropped). */
-  const run = (id) => runGuard(apps[id], GUARD.decisions).catch((error) => drop(id, error));
+  /** One run of `id`'s guard (GUARD.decisions calls, see http-app.mjs), or undefined once it has failed (and was dropped). */
+  const run = (id) => askApp(apps[id], { run: GUARD.decisions, inFlight: GUARD.inFlight }, GUARD.timeoutMs).catch((error) => drop(id, error));
 
   // Warm-up: one run each (JIT, connections, the limiter's library load).
   for (const id of Object.keys(apps)) await run(id);
@@ -941,7 +945,7 @@ async function main() {
   const targets = {};
   const seconds = {};
   const timed = async (name, run) => {
-    if (!ONLY.includes(name.split('+')[0])) return {};
+    if (!ONLY.includes(name.split('+')[0])) return undefined;
     const began = performance.now();
     const value = await run();
     seconds[name] = Number(((performance.now() - began) / 1000).toFixed(1));
@@ -950,7 +954,7 @@ async function main() {
   };
   try {
     await timed('ceiling', () => sectionCeiling(port, plain));
-    targets.consume = (await timed('consume', () => sectionConsume(plain, autoPipelined))).consume;
+    targets.consume = (await timed('consume', () => sectionConsume(plain, autoPipelined)))?.consume;
     Object.assign(targets, await timed('memory', () => sectionMemory(plain)));
     targets.hotKey = await timed('hotKey', () => sectionHotKey(port, plain, stats));
     targets.http = await timed('http+stacked', () => sectionHttp(port, redis.pid, stats));

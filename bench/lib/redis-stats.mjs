@@ -10,20 +10,15 @@ const Redis = require('ioredis').default;
 export const SCRIPT_CALLS = ['fcall', 'fcall_ro', 'evalsha', 'evalsha_ro', 'eval', 'eval_ro'];
 
 /**
- * `{ command: { calls, usec } }` from INFO commandstats text (subcommands as `config|get`): the one
- * parser of that text, so every count and time in the report reads it alike.
+ * `{ command: { calls, usec } }` from INFO commandstats of the server `client` is connected to
+ * (subcommands as `config|get`): the one parser of that text, so every count and time reads it alike.
  */
-function parseCommandstats(text) {
+export async function commandStats(client) {
   const stats = {};
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+  for (const match of (await client.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
     stats[match[1]] = { calls: Number(match[2]), usec: Number(match[3]) };
   }
   return stats;
-}
-
-/** INFO commandstats of the server `client` is connected to, parsed. */
-export async function commandStats(client) {
-  return parseCommandstats(await client.info('commandstats'));
 }
 
 /** `{ command: calls }` from INFO commandstats. */
