@@ -150,7 +150,8 @@ describe('RateLimitModule.forRoot options', () => {
           RateLimitModule.forRoot({ redis: { host: '127.0.0.1', port: frozen.port, password: PASSWORD }, loadFunctions: 'verify', timeoutMs: 300 }),
         ]);
         // Without the bound, bootstrap would wait for ever (ioredis queues commands until it connects).
-        expect(error).toMatchObject({ name: 'RedisUnavailableError', reason: 'timeout' });
+        // The bound is max(timeoutMs, 2 s), not timeoutMs (300).
+        expect(error).toMatchObject({ name: 'RedisUnavailableError', reason: 'timeout', message: 'Redis did not answer within 2000 ms' });
         expect(printed(error)).not.toContain(PASSWORD);
         // The start-up bound: 1 to 1.25 × max(timeoutMs, 2 s).
         expect(Date.now() - started).toBeLessThan(5000);

@@ -217,10 +217,12 @@ describe('loading and recovery (own redis-server)', () => {
     });
 
     /**
-     * A client for a limiter whose FUNCTION LOAD (the reload) is followed at once by another FUNCTION
-     * FLUSH, before the call's retry, while `flushes.left` > 0; each such load takes one.
+     * A limiter started on the bundled v2, whose functions are then flushed: its next call must
+     * reload. Its client follows each of the next `reloadsToFlush` reloads (FUNCTION LOAD) at once
+     * with another FUNCTION FLUSH, before the call's retry; each reload takes one from `flushes.left`.
      */
-    function clientFlushingAfterLoad(flushes: { left: number }): Redis {
+    async function startedThenFlushed(reloadsToFlush: number): Promise<{ limiter: SlidingWindowLimiter; flushes: { left: number } }> {
+      const flushes = { left: 0 }; // none during start-up
       const client = connect();
       const call = client.call.bind(client) as (...args: unknown[]) => Promise<unknown>;
       (client as unknown as { call: typeof call }).call = async (...args) => {
@@ -230,22 +232,16 @@ describe('loading and recovery (own redis-server)', () => {
         }
         return reply;
       };
-      return client;
-    }
-
-    /** A limiter started on the bundled v2, whose functions are then flushed: its next call must reload. */
-    async function startedThenFlushed(flushes: { left: number }): Promise<SlidingWindowLimiter> {
-      const limiter = new SlidingWindowLimiter({ client: clientFlushingAfterLoad(flushes), keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
+      const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
       await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
       await limiter.init();
       await admin.call('FUNCTION', 'FLUSH');
-      return limiter;
+      flushes.left = reloadsToFlush;
+      return { limiter, flushes };
     }
 
     it('a second flush between the reload and the retry: the call reloads again and succeeds, counted once', async () => {
-      const flushes = { left: 0 };
-      const limiter = await startedThenFlushed(flushes);
-      flushes.left = 1;
+      const { limiter, flushes } = await startedThenFlushed(1);
 
       const decision = await limiter.consume('twice', { limit: 5, windowMs: 60_000 });
 
@@ -257,10 +253,8 @@ describe('loading and recovery (own redis-server)', () => {
     });
 
     it('a flush after each of two reloads: the call gives up with FunctionNotLoadedError after two, counted nowhere', async () => {
-      const flushes = { left: 0 };
-      const limiter = await startedThenFlushed(flushes);
+      const { limiter, flushes } = await startedThenFlushed(2);
       await admin.config('RESETSTAT');
-      flushes.left = 2;
 
       await expect(limiter.consume('lost', { limit: 5, windowMs: 60_000 })).rejects.toThrow(FunctionNotLoadedError);
 

@@ -139,11 +139,7 @@ describe('the connection RateLimitModule opens', () => {
     await app.close();
 
     const { hostname, port } = new URL(sharedRedisUrl());
-    app = await startTestApp({
-      platform: 'express',
-      controllers: [AuthController],
-      rateLimitModule: RateLimitModule.forRoot({ redis: { host: hostname, port: Number(port), enableAutoPipelining: true }, keyPrefix: uniquePrefix() }),
-    });
+    app = await startTestApp({ platform: 'express', controllers: [AuthController], options: { redis: { host: hostname, port: Number(port), enableAutoPipelining: true } } });
     expect(openedClient(app).options.enableAutoPipelining).toBe(true);
     await app.http().post('/auth/login').expect(201);
   });
