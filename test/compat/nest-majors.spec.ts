@@ -1,7 +1,8 @@
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 
 /*
@@ -10,6 +11,9 @@ import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
  * loads it through Node's require(esm)) and runs a limited route end to end.
  */
 const ROOT = join(__dirname, '..', '..');
+// Asynchronous, not execFileSync: a worker blocked for the ~40 s of installs could neither time the
+// test out nor finish what earlier files in it left closing, and jest then force-kills it at the end.
+const run = promisify(execFile);
 const COMBINATIONS = [
   { nest: '10', ioredis: '5' },
   { nest: '12', ioredis: '6' },
@@ -18,35 +22,34 @@ const COMBINATIONS = [
 describe('NestJS and ioredis majors beside the dev ones', () => {
   let tarball: string;
   let packDir: string;
-  beforeAll(() => {
+  beforeAll(async () => {
     packDir = mkdtempSync(join(tmpdir(), 'nsl-pack-'));
-    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' })) as [
-      { filename: string },
-    ];
+    const { stdout } = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' });
+    const [packed] = JSON.parse(stdout) as [{ filename: string }];
     tarball = join(packDir, packed.filename);
   });
   afterAll(() => rmSync(packDir, { recursive: true, force: true }));
 
-  it.each(COMBINATIONS)('NestJS $nest with ioredis $ioredis: limits a route and answers 429', ({ nest, ioredis }) => {
+  it.each(COMBINATIONS)('NestJS $nest with ioredis $ioredis: limits a route and answers 429', async ({ nest, ioredis }) => {
     const dir = mkdtempSync(join(tmpdir(), `nsl-nest${nest}-`));
     try {
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `compat-nest${nest}`, private: true }));
-      execFileSync(
+      await run(
         'npm',
         [
           'install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error',
           `@nestjs/common@${nest}`, `@nestjs/core@${nest}`, `@nestjs/platform-express@${nest}`,
           'reflect-metadata@0.2', 'rxjs@7', `ioredis@${ioredis}`, tarball,
         ],
-        { cwd: dir, stdio: 'pipe' },
+        { cwd: dir },
       );
       copyFileSync(join(__dirname, 'nest-app.mjs'), join(dir, 'nest-app.mjs'));
-      const output = execFileSync(process.execPath, ['nest-app.mjs'], {
+      const { stdout } = await run(process.execPath, ['nest-app.mjs'], {
         cwd: dir,
         encoding: 'utf8',
         env: { ...process.env, REDIS_URL: sharedRedisUrl(), KEY_PREFIX: uniquePrefix(`nest${nest}`) },
       });
-      const result = JSON.parse(output.trim().split('\n').pop() as string) as {
+      const result = JSON.parse(stdout.trim().split('\n').pop() as string) as {
         answers: { status: number; remaining: string | null; retryAfter: string | null }[];
         functionName: string;
         mode: string;
