@@ -131,15 +131,22 @@ function headings(doc) {
     const atx = line.match(/^ {0,3}(#{1,6})\s+(.*?)(?:\s+#+\s*)?$/);
     if (atx) return add(atx[1].length, atx[2], i + 1);
     const next = doc.lines[i + 1];
-    if (line.trim() && !doc.inCode[i + 1] && next !== undefined && /^ {0,3}(=+|-+)\s*$/.test(next) &&
-        !/^\s*([-*+]|\d+\.|\|)\s/.test(line) && !line.trim().startsWith('|')) {
+    if (
+      line.trim() &&
+      !doc.inCode[i + 1] &&
+      next !== undefined &&
+      /^ {0,3}(=+|-+)\s*$/.test(next) &&
+      !/^\s*([-*+]|\d+\.|\|)\s/.test(line) &&
+      !line.trim().startsWith('|')
+    ) {
       add(next.trim()[0] === '=' ? 1 : 2, line.trim(), i + 1);
     }
   });
   // Explicit HTML anchors also count.
   doc.lines.forEach((line, i) => {
     if (doc.inCode[i]) return;
-    for (const m of line.matchAll(/<a\s+(?:name|id)="([^"]+)"/g)) out.push({ level: 0, text: m[1], slug: m[1], line: i + 1 });
+    for (const m of line.matchAll(/<a\s+(?:name|id)="([^"]+)"/g))
+      out.push({ level: 0, text: m[1], slug: m[1], line: i + 1 });
   });
   doc.headings = out;
   return out;
@@ -236,7 +243,8 @@ function checkLineLength(doc) {
 function checkDocStructure(doc) {
   const rel = path.relative(ROOT, doc.file);
   const first = doc.lines.findIndex((l) => l.trim() !== '');
-  if (first === -1 || !/^# \S/.test(doc.lines[first])) report(rel, first + 1 || 1, 'a docs file starts with a "# Title"');
+  if (first === -1 || !/^# \S/.test(doc.lines[first]))
+    report(rel, first + 1 || 1, 'a docs file starts with a "# Title"');
   const sections = headings(doc).filter((h) => h.level === 2);
   if (sections.length < 3) return;
   const top = sections[0].line - 1; // lines before the first `##`
@@ -246,11 +254,16 @@ function checkDocStructure(doc) {
     for (const target of linksOf(doc.lines[i])) if (target.startsWith('#')) linked.add(target.slice(1).toLowerCase());
   }
   if (linked.size === 0) {
-    report(rel, sections[0].line, `no table of contents: list links to its ${sections.length} "##" sections before the first`);
+    report(
+      rel,
+      sections[0].line,
+      `no table of contents: list links to its ${sections.length} "##" sections before the first`,
+    );
     return;
   }
   for (const s of sections) {
-    if (!linked.has(s.slug)) report(rel, s.line, `section "${s.text}" is missing from the table of contents (#${s.slug})`);
+    if (!linked.has(s.slug))
+      report(rel, s.line, `section "${s.text}" is missing from the table of contents (#${s.slug})`);
   }
 }
 
@@ -274,7 +287,8 @@ function collectSnippets(doc) {
     if (lang !== 'ts' && lang !== 'typescript') continue;
     const before = (doc.lines[block.start - 1] ?? '').trim();
     if (before.startsWith('<!--') && /not compiled/i.test(before)) {
-      if (!NOT_COMPILED.test(before)) report(rel, block.start, 'write "<!-- not compiled: <reason> -->" to skip a snippet');
+      if (!NOT_COMPILED.test(before))
+        report(rel, block.start, 'write "<!-- not compiled: <reason> -->" to skip a snippet');
       continue;
     }
     const name = `${rel.replace(/\.md$/, '').replace(/[^A-Za-z0-9]+/g, '-')}-${block.start + 1}.ts`;
@@ -317,7 +331,8 @@ function compileSnippets(snippets) {
   const { fileExists, readFile, getSourceFile, directoryExists } = host;
   host.fileExists = (f) => virtual.has(path.normalize(f)) || fileExists.call(host, f);
   host.readFile = (f) => virtual.get(path.normalize(f))?.text ?? readFile.call(host, f);
-  host.directoryExists = (d) => path.normalize(d) === SNIPPET_DIR || (directoryExists ? directoryExists.call(host, d) : ts.sys.directoryExists(d));
+  host.directoryExists = (d) =>
+    path.normalize(d) === SNIPPET_DIR || (directoryExists ? directoryExists.call(host, d) : ts.sys.directoryExists(d));
   host.getSourceFile = (f, languageVersion, onError, shouldCreate) => {
     const snippet = virtual.get(path.normalize(f));
     if (snippet) {
@@ -325,7 +340,11 @@ function compileSnippets(snippets) {
         return ts.createSourceFile(f, snippet.text, languageVersion, true, ts.ScriptKind.TS);
       } catch (error) {
         // The parser can assert on odd fragments (a decorator before a statement): report, go on.
-        report(snippet.rel, snippet.fenceLine, `snippet cannot be parsed by TypeScript: ${error.message.split('\n')[0]}`);
+        report(
+          snippet.rel,
+          snippet.fenceLine,
+          `snippet cannot be parsed by TypeScript: ${error.message.split('\n')[0]}`,
+        );
         failed.add(snippet);
         return ts.createSourceFile(f, 'export {};\n', languageVersion, true, ts.ScriptKind.TS);
       }
@@ -373,7 +392,9 @@ problems.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
 for (const p of problems) console.error(`${p.file}:${p.line}: ${p.message}`);
 const files = checked.length + linksOnly.length;
 if (problems.length > 0) {
-  console.error(`check-docs: ${problems.length} problem(s); ${files} files, ${linkCount} links, ${compiled} of ${snippets.length} snippets OK`);
+  console.error(
+    `check-docs: ${problems.length} problem(s); ${files} files, ${linkCount} links, ${compiled} of ${snippets.length} snippets OK`,
+  );
   process.exit(1);
 }
 console.log(`check-docs: ${files} files, ${linkCount} links, ${snippets.length} snippets OK`);
