@@ -1,78 +1,54 @@
 // The public API of nestjs-sliding-limit. Nothing outside this file is part of it.
 
 // Limiter
-export { SlidingWindowLimiter } from './sliding-window.limiter';
-export type {
-  CanarySplit,
-  ClockSource,
-  DecisionOptions,
-  ExecutionMode,
-  FunctionSelection,
-  KeyedSlidingLimitRule,
-  LoadFunctionsPolicy,
-  MultiRateLimitDecision,
-  RateLimitDecision,
-  RateLimitState,
-  RedisConnection,
-  RedisErrorPolicy,
-  SlidingLimitRule,
-  SlidingWindowLimiterOptions,
-} from './limiter/sliding-window-limiter.interfaces';
+export { SlidingWindowLimiter } from './limiter/sliding-window.limiter';
+export type { CanarySplit, FunctionSelection } from './core/function-selection';
+export type { ClockSource, DecisionOptions, RedisErrorPolicy, SlidingWindowLimiterOptions } from './limiter/sliding-window-limiter.interfaces';
+export type { ExecutionMode, LoadFunctionsPolicy } from './core/lua-runner';
+export type { KeyedSlidingLimitRule, SlidingLimitRule } from './core/limit-rule';
+export type { MultiRateLimitDecision, RateLimitDecision, RateLimitState } from './core/decisions';
+export type { RedisConnection } from './core/redis-connection';
 export type { LimiterLogger } from './limiter/degraded-mode-log';
-export type { FunctionCallMetrics, LimiterErrorKind } from './metrics/limiter-metrics';
-export type { LimiterBackend, KeyCommands } from './limiter/limiter-backend';
+export type { FunctionCallMetrics, LimiterErrorKind } from './core/call-metrics';
+export type { LimiterBackend, KeyCommands } from './core/limiter-backend';
 
 // Operations: metrics and instance reports
 export { registerPrometheusMetrics, DEFAULT_PROMETHEUS_PREFIX, type PrometheusExport, type PrometheusExportOptions } from './metrics/prometheus';
-export { InstanceReporter, DEFAULT_REPORT_INTERVAL_MS, type InstanceReporterOptions } from './metrics/instance-reporter';
-export { parseInstanceReport, instanceReportKey, type InstanceReport } from './metrics/instance-report';
+export { InstanceReporter, type InstanceReporterOptions, type ReportedLimiter } from './limiter/instance-reporter';
+export { DEFAULT_REPORT_INTERVAL_MS } from './core/instance-report';
+export { parseInstanceReport, instanceReportKey, type InstanceReport } from './core/instance-report';
 export { LIMITER_DEFAULTS } from './limiter/limiter-options';
-export { MAX_LIMIT, MAX_WINDOW_MS } from './limiter/limit-rule';
+export { MAX_LIMIT, MAX_WINDOW_MS } from './core/limit-rule';
 
 // Redis side
 export { DEFAULT_FUNCTION_NAME, FUNCTION_VERSIONS, KNOWN_FUNCTION_NAMES } from './redis/function-versions';
-export type { AllowCall, BatchFunction, CallOutcome, FunctionContract, LimitOutcome } from './redis/contracts/function-contract';
+export type { AllowCall, BatchFunction, CallOutcome, FunctionContract, LimitOutcome } from './core/function-contract';
 export { LUA_DIR } from './redis/lua-library';
 
 // Errors
-export { SlidingLimitError } from './errors/sliding-limit.error';
-export { RateLimitConfigError } from './errors/rate-limit-config.error';
-export { FunctionNotLoadedError } from './errors/function-not-loaded.error';
-export { FunctionCodeMismatchError } from './errors/function-code-mismatch.error';
-export { FunctionNameTakenError } from './errors/function-name-taken.error';
-export { ClockSkewError } from './errors/clock-skew.error';
-export { UnexpectedReplyError } from './errors/unexpected-reply.error';
-export { RedisUnavailableError } from './errors/redis-unavailable.error';
+export { SlidingLimitError } from './core/errors/sliding-limit.error';
+export { RateLimitConfigError } from './core/errors/rate-limit-config.error';
+export { FunctionNotLoadedError } from './core/errors/function-not-loaded.error';
+export { FunctionCodeMismatchError } from './core/errors/function-code-mismatch.error';
+export { FunctionNameTakenError } from './core/errors/function-name-taken.error';
+export { ClockSkewError } from './core/errors/clock-skew.error';
+export { UnexpectedReplyError } from './core/errors/unexpected-reply.error';
+export { RedisUnavailableError } from './core/errors/redis-unavailable.error';
 
 // Nest integration
-export { RateLimitModule } from './rate-limit.module';
+export { RateLimitModule } from './nest/rate-limit.module';
 export type {
   RateLimitModuleAsyncOptions,
   RateLimitModuleExtras,
   RateLimitModuleForRootOptions,
   RateLimitOptionsFactory,
-} from './rate-limit.module-definition';
-export type {
-  RateLimitErrorBodyStyle,
-  RateLimitHeaderStyle,
-  RateLimitKey,
-  RateLimitKeyFunction,
-  RateLimitKeyValue,
-  RateLimitModuleOptions,
-  RateLimitRequest,
-  ResolvedRateLimitOptions,
-  SlidingLimitOptions,
-} from './rate-limit.options';
-export {
-  DEFAULT_KEY,
-  DEFAULT_KEY_PREFIX,
-  RATE_LIMIT_CONNECTION,
-  RATE_LIMIT_OPTIONS,
-  SKIP_RATE_LIMIT_METADATA,
-  SLIDING_LIMIT_METADATA,
-} from './rate-limit.constants';
-export { SkipRateLimit, SlidingLimit } from './sliding-limit.decorator';
-export { SlidingLimitGuard, type RateLimitHttpContext } from './sliding-limit.guard';
+} from './nest/rate-limit.module-definition';
+export type { RateLimitErrorBodyStyle, RateLimitHeaderStyle, RateLimitModuleOptions, ResolvedRateLimitOptions, SlidingLimitOptions } from './nest/rate-limit.options';
+export type { RateLimitKey, RateLimitKeyFunction, RateLimitKeyValue, RateLimitRequest } from './nest/rate-limit-key';
+export { DEFAULT_KEY, RATE_LIMIT_CONNECTION, RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from './nest/rate-limit.constants';
+export { DEFAULT_KEY_PREFIX } from './core/constants';
+export { SkipRateLimit, SlidingLimit } from './nest/sliding-limit.decorator';
+export { SlidingLimitGuard, type RateLimitHttpContext } from './nest/sliding-limit.guard';
 export { InjectSlidingLimiter } from './nest/inject-sliding-limiter';
 export { SlidingLimitPlans } from './nest/rate-limit-plans';
 export type { CompiledLimit, HandlerPlan } from './nest/limit-plan';
@@ -83,7 +59,7 @@ export {
   TOO_MANY_REQUESTS_MESSAGE,
   TooManyRequestsException,
   type TooManyRequestsDetails,
-} from './errors/too-many-requests.exception';
+} from './nest/too-many-requests.exception';
 
 // Testing kit
 export { RateLimitTestingModule, type RateLimitTestingOptions } from './testing/rate-limit-testing.module';

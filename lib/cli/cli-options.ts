@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { describeRedisUrlProblems } from '../util/redis-url';
+import { describeRedisUrlProblems } from '../core/redis-url';
 import { CliError, ExitCode } from './exit-codes';
 
 /** The `functions` subcommands. */

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { RedisConnection } from '../core/redis-connection';
 import type { CliOptions } from './cli-options';
 import type { ExitCode } from './exit-codes';
 

@@ -1,10 +1,10 @@
 import Redis, { Cluster, ClusterNode, RedisOptions } from 'ioredis';
-import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { RedisConnection } from '../core/redis-connection';
 import { masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { parseRedisMajorVersion, toText } from '../redis/reply';
 import type { ConnectionTarget } from './cli-options';
 import { CliError, ExitCode } from './exit-codes';
-import { redactUrl } from '../util/redact';
+import { redactUrl } from '../core/redact';
 import { closeConnection } from '../redis/close-connection';
 
 /** An open connection and the clients of every master. */

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { INSTANCE_REPORT_MATCH, InstanceReport, parseInstanceReport, prefixOfReportKey } from '../metrics/instance-report';
+import { INSTANCE_REPORT_MATCH, InstanceReport, parseInstanceReport, prefixOfReportKey } from '../core/instance-report';
 import { isUnanswered } from '../redis/error-kind';
 import { nodeAddress } from '../redis/redis-nodes';
 import { messageOf } from '../redis/reply';

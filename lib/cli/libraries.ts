@@ -1,6 +1,6 @@
 import { readLibrarySource } from '../redis/lua-library';
 import { FUNCTION_VERSIONS, functionNamesOf } from '../redis/function-versions';
-import type { FunctionContract } from '../redis/contracts/function-contract';
+import type { FunctionContract } from '../core/function-contract';
 
 /** The bundled contract of a library name, if this package ships it. */
 export function bundledContractOf(libraryName: string): FunctionContract | undefined {

@@ -14,7 +14,7 @@ import { readDumpFile, restoreCommand } from './commands/restore';
 import { statusCommand } from './commands/status';
 import { connectionError, connectionFlags, openConnection, secretsOf } from './connection';
 import { CliError, EXIT_CODE_NAMES, ExitCode } from './exit-codes';
-import { redactSecrets } from '../util/redact';
+import { redactSecrets } from '../core/redact';
 import { requireBundledVersion, requireLibraryArgument } from './version-arg';
 import { messageOf } from '../redis/reply';
 

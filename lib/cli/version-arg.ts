@@ -1,4 +1,4 @@
-import type { FunctionContract } from '../redis/contracts/function-contract';
+import type { FunctionContract } from '../core/function-contract';
 import { FUNCTION_VERSIONS, functionNamesOf } from '../redis/function-versions';
 import { CliError, ExitCode } from './exit-codes';
 

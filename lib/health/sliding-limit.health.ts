@@ -3,18 +3,18 @@ import { ModuleRef } from '@nestjs/core';
 // Types only: erased from the build. @nestjs/terminus is an optional peer dependency, loaded on demand.
 import type { HealthIndicatorService } from '@nestjs/terminus';
 import type { Redis } from 'ioredis';
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { canaryInEffect } from '../limiter/function-routing';
 import { withTimeout } from '../limiter/with-timeout';
 import type { RateLimitConnection } from '../nest/rate-limit-connection';
-import { RATE_LIMIT_CONNECTION } from '../rate-limit.constants';
-import type { FunctionContract } from '../redis/contracts/function-contract';
+import { RATE_LIMIT_CONNECTION } from '../nest/rate-limit.constants';
+import type { FunctionContract } from '../core/function-contract';
 import { loadCommandFor } from '../redis/function-loader';
 import { findFunctionContract } from '../redis/function-versions';
 import { librariesOf } from '../redis/loaded-libraries';
 import { isCluster, masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { messageOf } from '../redis/reply';
-import { SlidingWindowLimiter } from '../sliding-window.limiter';
+import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 
 /** How long one health check may wait for a node, by default: below a Kubernetes probe's 1 s default. */
 export const DEFAULT_HEALTH_TIMEOUT_MS = 500;

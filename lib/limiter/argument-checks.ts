@@ -1,7 +1,9 @@
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
-import { describeRuleProblems, describeValue, isValidRule } from './limit-rule';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { describeRuleProblems, isValidRule } from '../core/limit-rule';
+import { describeValue } from '../core/value-checks';
 import { describeRedisErrorPolicyProblems, isRedisErrorPolicy } from './limiter-options';
-import type { DecisionOptions, KeyedSlidingLimitRule } from './sliding-window-limiter.interfaces';
+import type { DecisionOptions } from './sliding-window-limiter.interfaces';
+import type { KeyedSlidingLimitRule } from '../core/limit-rule';
 
 /*
  * Checks of the limiter's method arguments. They run on every call, so the valid case allocates

@@ -1,5 +1,5 @@
-import type { SlidingLimitRule } from './sliding-window-limiter.interfaces';
-import type { LimitOutcome } from '../redis/contracts/function-contract';
+import type { SlidingLimitRule } from '../core/limit-rule';
+import type { LimitOutcome } from '../core/function-contract';
 
 interface Blocked {
   /** The limit and window the rejection was for: the same key limited differently is another matter. */

@@ -1,7 +1,7 @@
-import type { FunctionContract } from '../redis/contracts/function-contract';
-import { SERVER_TIME } from '../redis/contracts/function-contract';
+import type { FunctionContract } from '../core/function-contract';
+import { SERVER_TIME } from '../core/function-contract';
 import { parseServerTimeMs } from '../redis/reply';
-import type { KeyCommands } from './limiter-backend';
+import type { KeyCommands } from '../core/limiter-backend';
 import type { ClockSource } from './sliding-window-limiter.interfaces';
 
 /** "now" as a function argument: epoch ms, or {@link SERVER_TIME} for the function to read TIME itself. */

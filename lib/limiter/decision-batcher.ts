@@ -2,10 +2,10 @@ import calculateSlot from 'cluster-key-slot';
 // The timers module's own setImmediate: fake timers (jest, sinon) replace the global one, and a test
 // that fakes timers must not leave batched decisions waiting forever.
 import { setImmediate } from 'node:timers';
-import type { AllowCall, CallOutcome } from '../redis/contracts/function-contract';
+import type { AllowCall, CallOutcome } from '../core/function-contract';
 import { errorKindOf, isUnanswered } from '../redis/error-kind';
 import type { ActiveVersion } from './function-routing';
-import type { DecisionChannel } from './grouped-decisions';
+import type { DecisionChannel } from './decision-channel';
 
 /** A decision waiting for its batch, and how to settle its caller. */
 interface QueuedDecision {

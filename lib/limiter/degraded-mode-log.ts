@@ -1,3 +1,4 @@
+import type { FallbackKind } from '../core/call-metrics';
 import { messageOf } from '../redis/reply';
 
 /** Where the limiter reports degraded mode: Nest's `Logger` fits, so does `console`. */
@@ -5,9 +6,6 @@ export interface LimiterLogger {
   log(message: string): void;
   warn(message: string): void;
 }
-
-/** How a decision was made without Redis. */
-export type FallbackKind = 'allow' | 'deny' | 'insurance';
 
 /**
  * Logs degraded mode once when it starts, then a summary per interval while it lasts, then once when

@@ -1,7 +1,7 @@
-import type { CallOutcome, LimitOutcome } from '../redis/contracts/function-contract';
+import type { CallOutcome, LimitOutcome } from '../core/function-contract';
 import { toInteger } from '../redis/reply';
-import type { KeyCommands } from './limiter-backend';
-import type { SlidingLimitRule } from './sliding-window-limiter.interfaces';
+import type { KeyCommands } from '../core/limiter-backend';
+import type { SlidingLimitRule } from '../core/limit-rule';
 
 /**
  * The outcome the `onRedisError` policy gives when Redis cannot decide. The counts are unknown: a

@@ -1,9 +1,11 @@
-import type { FunctionContract } from '../redis/contracts/function-contract';
-import type { LuaRunner } from '../redis/lua-runner';
+import type { FunctionContract } from '../core/function-contract';
+import type { LuaRunner } from '../core/lua-runner';
 import { CANARY_BUCKETS, canaryBucket } from './canary-bucket';
 import { clockFor, type Clock } from './clock';
-import type { LimiterBackend } from './limiter-backend';
-import type { CanarySplit, ClockSource, FunctionSelection, LoadFunctionsPolicy } from './sliding-window-limiter.interfaces';
+import type { LimiterBackend } from '../core/limiter-backend';
+import type { CanarySplit, FunctionSelection } from '../core/function-selection';
+import type { ClockSource } from './sliding-window-limiter.interfaces';
+import type { LoadFunctionsPolicy } from '../core/lua-runner';
 
 /** A function version ready to be called: its contract, the runner that calls it, its clock. */
 export interface ActiveVersion {

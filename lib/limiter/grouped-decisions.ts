@@ -1,28 +1,11 @@
-import type { CallOutcome, LimitOutcome } from '../redis/contracts/function-contract';
+import type { CallOutcome, LimitOutcome } from '../core/function-contract';
 import { callGroups } from './call-groups';
 import type { NowMs } from './clock';
 import { DecisionBatcher } from './decision-batcher';
 import type { ActiveVersion } from './function-routing';
-import type { KeyCommands } from './limiter-backend';
+import type { DecisionChannel } from './decision-channel';
 import type { MemberIdSource } from './member-ids';
-import type { SlidingLimitRule } from './sliding-window-limiter.interfaces';
-
-/** Where decisions are sent: the store's commands and how a call to it is made. */
-export interface DecisionChannel {
-  readonly commands: KeyCommands;
-  /** True on a Redis Cluster: one call may only touch keys of one slot. */
-  readonly clustered: boolean;
-  /**
-   * Runs one call (with timeouts, retries and a circuit breaker, for Redis); `routeKey` is one of its
-   * keys, `decisions` how many decisions it carries (default 1).
-   */
-  call<T>(attempt: () => Promise<T>, routeKey: string, decisions?: number): Promise<T>;
-  /**
-   * Whether calls to the node of `routeKey` go through normally. While it fails (a circuit breaker
-   * open or probing), decisions go one per call, so that a probe holds one decision, not a batch.
-   */
-  healthy(routeKey: string): boolean;
-}
+import type { SlidingLimitRule } from '../core/limit-rule';
 
 /**
  * Decides a request's keys in as few calls as the contract and the cluster allow (see

@@ -1,9 +1,10 @@
 import { MemoryBackend } from '../memory/memory-backend';
-import type { CallOutcome, FunctionContract } from '../redis/contracts/function-contract';
+import type { CallOutcome, FunctionContract } from '../core/function-contract';
 import { activateVersion, type ActiveVersion } from './function-routing';
 import { GroupedDecisions } from './grouped-decisions';
 import type { MemberIdSource } from './member-ids';
-import type { ClockSource, SlidingLimitRule } from './sliding-window-limiter.interfaces';
+import type { ClockSource } from './sliding-window-limiter.interfaces';
+import type { SlidingLimitRule } from '../core/limit-rule';
 
 /**
  * The per-process insurance limiter: the package's reference model of the Lua functions on a bounded

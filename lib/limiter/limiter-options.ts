@@ -1,17 +1,12 @@
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
-import { DEFAULT_KEY_PREFIX } from '../rate-limit.constants';
-import { describeReportSettingsProblems } from '../metrics/instance-reporter';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { DEFAULT_KEY_PREFIX } from '../core/constants';
+import { describeReportSettingsProblems } from './instance-reporter';
 import { DEFAULT_FUNCTION_NAME, describeFunctionNameProblems } from '../redis/function-versions';
-import { describeValue, isWholeNumberIn } from './limit-rule';
-import type { LimiterBackend } from './limiter-backend';
-import type {
-  ClockSource,
-  ExecutionMode,
-  LoadFunctionsPolicy,
-  RedisConnection,
-  RedisErrorPolicy,
-  SlidingWindowLimiterOptions,
-} from './sliding-window-limiter.interfaces';
+import { describeValue, isWholeNumberIn } from '../core/value-checks';
+import type { LimiterBackend } from '../core/limiter-backend';
+import type { ClockSource, RedisErrorPolicy, SlidingWindowLimiterOptions } from './sliding-window-limiter.interfaces';
+import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
+import type { RedisConnection } from '../core/redis-connection';
 
 /** Defaults of the limiter's settings. */
 export const LIMITER_DEFAULTS = {

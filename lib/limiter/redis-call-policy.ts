@@ -1,4 +1,4 @@
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../core/errors/redis-unavailable.error';
 import { isUnanswered } from '../redis/error-kind';
 import { messageOf } from '../redis/reply';
 import type { CircuitBreaker } from './circuit-breaker';

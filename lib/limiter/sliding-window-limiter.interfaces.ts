@@ -1,9 +1,8 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { CanarySplit } from '../core/function-selection';
+import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
+import type { RedisConnection } from '../core/redis-connection';
 import type { LimiterLogger } from './degraded-mode-log';
-import type { LimiterBackend } from './limiter-backend';
-
-/** An ioredis connection: a standalone `Redis` client or a `Cluster`. */
-export type RedisConnection = Redis | Cluster;
+import type { LimiterBackend } from '../core/limiter-backend';
 
 /** Where the limiter takes "now" from. */
 export type ClockSource =
@@ -13,24 +12,6 @@ export type ClockSource =
   | 'server'
   /** A function returning epoch milliseconds; use it to control time in tests. */
   | (() => number);
-
-/** How the limiter makes sure the Redis side has its Lua. */
-export type LoadFunctionsPolicy =
-  /** Load the bundled library when it is missing, and again after a "Function not found" (default). */
-  | 'auto'
-  /** Fail at start-up, naming what is missing and the command that loads it. */
-  | 'verify'
-  /** Trust the server; load nothing, check nothing. */
-  | 'off';
-
-/** Which Redis mechanism runs the Lua. */
-export type ExecutionMode =
-  /** Functions on Redis 7 or newer, scripts below (default). */
-  | 'auto'
-  /** `FCALL` of the versioned Redis Function. */
-  | 'function'
-  /** `EVALSHA` of the same Lua as a script, with `NOSCRIPT` fallback: for Redis 5 and 6. */
-  | 'script';
 
 /** What a decision does when Redis cannot make it (timeout, connection down, circuit open, error reply). */
 export type RedisErrorPolicy =
@@ -45,80 +26,6 @@ export type RedisErrorPolicy =
 export interface DecisionOptions {
   /** Overrides the limiter's `onRedisError` for this call (e.g. `deny` on a money-moving endpoint). */
   onRedisError?: RedisErrorPolicy;
-}
-
-/** One limit: at most `limit` requests in any window of `windowMs` milliseconds. */
-export interface SlidingLimitRule {
-  /** Requests allowed per window: a whole number ≥ 1. */
-  limit: number;
-  /** Window length in milliseconds: a whole number ≥ 1. */
-  windowMs: number;
-}
-
-/** A limit applied to one key, as passed to {@link SlidingWindowLimiter.consumeAll}. */
-export interface KeyedSlidingLimitRule extends SlidingLimitRule {
-  /** The limited identity, without the limiter's key prefix. */
-  key: string;
-}
-
-/** The outcome of one limit for one request. */
-export interface RateLimitDecision {
-  /** Whether this request was admitted (and recorded). */
-  allowed: boolean;
-  /** The configured limit. */
-  limit: number;
-  /** Requests the window can still take. */
-  remaining: number;
-  /** 0 when allowed; otherwise milliseconds until a retry can be admitted (never earlier than a slot frees). */
-  retryAfterMs: number;
-  /** Milliseconds until the window holds no entry and the full limit is available again. */
-  resetMs: number;
-  /** The Redis function that decided (for example `sliding_allow_v2`). */
-  functionName: string;
-  /**
-   * Set when Redis did not decide: `allow` / `deny` by the `onRedisError` policy, `insurance` by the
-   * per-process in-memory limiter. Absent on a normal decision.
-   */
-  degraded?: 'allow' | 'deny' | 'insurance';
-}
-
-/** What {@link SlidingWindowLimiter.peek} reports: the state of a key without recording anything. */
-export interface RateLimitState extends RateLimitDecision {
-  /** Entries currently in the window. `allowed` says whether a `consume` now would be admitted. */
-  count: number;
-}
-
-/** The outcome of several limits checked together in one atomic decision. */
-export interface MultiRateLimitDecision {
-  /** True only when every limit had room; then the request is recorded under every key, otherwise under none. */
-  allowed: boolean;
-  /** 0 when allowed; otherwise the longest wait among the limits that are full. */
-  retryAfterMs: number;
-  /** The Redis function that decided. */
-  functionName: string;
-  /** One decision per rule, in the order given. `allowed` is false for the limits that were full. */
-  limits: RateLimitDecision[];
-  /** Set when Redis did not decide; see {@link RateLimitDecision.degraded}. */
-  degraded?: 'allow' | 'deny' | 'insurance';
-}
-
-/**
- * A share of traffic sent to a candidate version. The split is sticky per key: a key always goes to
- * the same version for a given share, so no client flips between versions inside one window.
- */
-export interface CanarySplit {
-  /** The candidate function, e.g. `sliding_allow_v2`. */
-  functionName: string;
-  /** Share of keys sent to it, from 0 to 100 (two decimals are honoured). */
-  percent: number;
-}
-
-/** Which functions a limiter calls: a stable one, and optionally a canary with a share of the keys. */
-export interface FunctionSelection {
-  /** The stable function. */
-  functionName: string;
-  /** The candidate and its share, or none. */
-  canary?: CanarySplit;
 }
 
 /** Options of {@link SlidingWindowLimiter}. */

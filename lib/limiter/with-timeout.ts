@@ -1,4 +1,4 @@
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../core/errors/redis-unavailable.error';
 
 /** The error of a call Redis did not answer in time. */
 export function timeoutError(ms: number): RedisUnavailableError {

@@ -1,9 +1,9 @@
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
-import { describeValue } from '../limiter/limit-rule';
-import type { KeyCommands, LimiterBackend } from '../limiter/limiter-backend';
-import type { LoadFunctionsPolicy } from '../limiter/sliding-window-limiter.interfaces';
-import type { FunctionContract } from '../redis/contracts/function-contract';
-import type { LuaRunner } from '../redis/lua-runner';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { describeValue } from '../core/value-checks';
+import type { KeyCommands, LimiterBackend } from '../core/limiter-backend';
+import type { LoadFunctionsPolicy } from '../core/lua-runner';
+import type { FunctionContract } from '../core/function-contract';
+import type { LuaRunner } from '../core/lua-runner';
 import { SlidingWindowModel, type ModelEntry } from './sliding-window-model';
 
 /** Options of {@link MemoryBackend}. */

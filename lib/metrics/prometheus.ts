@@ -1,9 +1,9 @@
 import type * as PromClient from 'prom-client';
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
-import { describeValue } from '../limiter/limit-rule';
-import type { SlidingWindowLimiter } from '../sliding-window.limiter';
-import { LATENCY_BUCKETS_MS } from './latency-histogram';
-import type { FunctionCallMetrics } from './limiter-metrics';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { describeValue } from '../core/value-checks';
+import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
+import type { FunctionCallMetrics } from '../core/call-metrics';
 
 /**
  * The parts of a prom-client `Registry` this export needs. Structural, so that these declarations

@@ -1,5 +1,5 @@
 import { Inject } from '@nestjs/common';
-import { SlidingWindowLimiter } from '../sliding-window.limiter';
+import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 
 /**
  * Injects the module's {@link SlidingWindowLimiter}, for limits decided in code (count only failed

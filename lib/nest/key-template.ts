@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { describeValue } from '../limiter/limit-rule';
-import type { RateLimitKey, RateLimitKeyValue, RateLimitRequest } from '../rate-limit.options';
+import { describeValue } from '../core/value-checks';
+import type { RateLimitKey, RateLimitKeyValue, RateLimitRequest } from './rate-limit-key';
 import { toKeySegment } from './key-value';
 
 /** What a compiled key reads a request through. */

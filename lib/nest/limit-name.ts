@@ -1,4 +1,4 @@
-import { describeValue } from '../limiter/limit-rule';
+import { describeValue } from '../core/value-checks';
 
 /**
  * A limit name ends up in a Redis key and, quoted, in the IETF `RateLimit-Policy` header, so it is

@@ -1,7 +1,8 @@
 import type { Type } from '@nestjs/common';
 import type { DecisionOptions, RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
-import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from '../rate-limit.constants';
-import { describeLimitProblems, type RateLimitKey, type ResolvedRateLimitOptions, type SlidingLimitOptions } from '../rate-limit.options';
+import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from './rate-limit.constants';
+import { describeLimitProblems, type ResolvedRateLimitOptions, type SlidingLimitOptions } from './rate-limit.options';
+import { type RateLimitKey } from './rate-limit-key';
 import { compileKey, type CompiledKey } from './key-template';
 import { policyHeaderValue } from './rate-limit-headers';
 

@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
-import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { RedisConnection } from '../core/redis-connection';
 import { closeConnection } from '../redis/close-connection';
-import type { ResolvedRateLimitOptions } from '../rate-limit.options';
+import type { ResolvedRateLimitOptions } from './rate-limit.options';
 
 /** The limiter's connection, and whether the module opened it (and so must close it). */
 export interface RateLimitConnection {

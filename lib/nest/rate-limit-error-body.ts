@@ -1,6 +1,6 @@
 import { HttpStatus } from '@nestjs/common';
-import { TOO_MANY_REQUESTS_MESSAGE, type TooManyRequestsDetails } from '../errors/too-many-requests.exception';
-import type { RateLimitErrorBodyStyle } from '../rate-limit.options';
+import { TOO_MANY_REQUESTS_MESSAGE, type TooManyRequestsDetails } from './too-many-requests.exception';
+import type { RateLimitErrorBodyStyle } from './rate-limit.options';
 
 /** Content type of an RFC 9457 problem details body. */
 export const PROBLEM_JSON = 'application/problem+json';

@@ -1,5 +1,5 @@
-import type { MultiRateLimitDecision, RateLimitDecision } from '../limiter/sliding-window-limiter.interfaces';
-import type { RateLimitHeaderStyle } from '../rate-limit.options';
+import type { MultiRateLimitDecision, RateLimitDecision } from '../core/decisions';
+import type { RateLimitHeaderStyle } from './rate-limit.options';
 
 /** A header to send, value already a string (Express and Fastify then behave the same). */
 export type HeaderEntry = readonly [name: string, value: string];

@@ -1,9 +1,10 @@
 import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
-import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants';
-import type { RateLimitKey, ResolvedRateLimitOptions } from '../rate-limit.options';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { RATE_LIMIT_OPTIONS } from './rate-limit.constants';
+import type { RateLimitKey } from './rate-limit-key';
+import type { ResolvedRateLimitOptions } from './rate-limit.options';
 import type { CompiledKey } from './key-template';
 import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan } from './limit-plan';
 

@@ -1,7 +1,7 @@
 import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
-import { TooManyRequestsException } from '../errors/too-many-requests.exception';
-import type { RateLimitErrorBodyStyle } from '../rate-limit.options';
+import { TooManyRequestsException } from './too-many-requests.exception';
+import type { RateLimitErrorBodyStyle } from './rate-limit.options';
 import { PROBLEM_JSON, tooManyRequestsBody } from './rate-limit-error-body';
 
 /**

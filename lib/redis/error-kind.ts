@@ -1,7 +1,7 @@
-import { ClockSkewError } from '../errors/clock-skew.error';
-import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import type { LimiterErrorKind } from '../metrics/limiter-metrics';
+import { ClockSkewError } from '../core/errors/clock-skew.error';
+import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
+import { RedisUnavailableError } from '../core/errors/redis-unavailable.error';
+import type { LimiterErrorKind } from '../core/call-metrics';
 import { messageOf } from './reply';
 
 const CONNECTION_ERROR = /ECONNREFUSED|ECONNRESET|EPIPE|ENOTCONN|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue|ClusterAllFailedError|Failed to refresh slots cache|CLUSTERDOWN|TRYAGAIN|LOADING/i;

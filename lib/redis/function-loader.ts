@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
-import { FunctionCodeMismatchError } from '../errors/function-code-mismatch.error';
-import { FunctionNameTakenError } from '../errors/function-name-taken.error';
-import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
-import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
-import type { FunctionContract } from './contracts/function-contract';
+import { FunctionCodeMismatchError } from '../core/errors/function-code-mismatch.error';
+import { FunctionNameTakenError } from '../core/errors/function-name-taken.error';
+import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
+import type { LoadFunctionsPolicy } from '../core/lua-runner';
+import type { RedisConnection } from '../core/redis-connection';
+import type { FunctionContract } from '../core/function-contract';
 import { readLibrarySource } from './lua-library';
 import { librariesOf } from './loaded-libraries';
 import { isFunctionNameTaken, isLibraryAlreadyExists } from './reply';

@@ -1,8 +1,9 @@
-import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
-import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
-import type { FunctionContract } from './contracts/function-contract';
+import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
+import type { LoadFunctionsPolicy } from '../core/lua-runner';
+import type { RedisConnection } from '../core/redis-connection';
+import type { FunctionContract } from '../core/function-contract';
 import { FunctionLoader, loadCommandFor } from './function-loader';
-import type { LuaRunner } from './lua-runner';
+import type { LuaRunner } from '../core/lua-runner';
 import { isFunctionNotFound } from './reply';
 
 /** Reloads (each followed by a retry) one call may wait for before it reports the function missing. */

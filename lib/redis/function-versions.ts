@@ -1,6 +1,6 @@
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
-import { describeValue } from '../limiter/limit-rule';
-import type { FunctionContract } from './contracts/function-contract';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { describeValue } from '../core/value-checks';
+import type { FunctionContract } from '../core/function-contract';
 import { V1_CONTRACT } from './contracts/v1.contract';
 import { V2_CONTRACT } from './contracts/v2.contract';
 

@@ -1,4 +1,4 @@
-import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { RedisConnection } from '../core/redis-connection';
 
 /** The callbacks of every limiter on one client, and the one `ready` listener that runs them. */
 interface SharedReadyListener {

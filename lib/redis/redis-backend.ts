@@ -1,10 +1,11 @@
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
-import type { KeyCommands, LimiterBackend } from '../limiter/limiter-backend';
-import type { ExecutionMode, LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
-import type { FunctionContract } from './contracts/function-contract';
+import type { KeyCommands, LimiterBackend } from '../core/limiter-backend';
+import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
+import type { RedisConnection } from '../core/redis-connection';
+import type { FunctionContract } from '../core/function-contract';
 import { FunctionRunner } from './function-runner';
-import type { LuaRunner } from './lua-runner';
+import type { LuaRunner } from '../core/lua-runner';
 import { isCluster, masterNodes } from './redis-nodes';
 import { onClientReady } from './ready-listeners';
 import { parseRedisMajorVersion } from './reply';

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
+import type { RedisConnection } from '../core/redis-connection';
 
 /** True for an ioredis `Cluster`. */
 export function isCluster(connection: RedisConnection): connection is Cluster {

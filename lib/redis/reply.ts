@@ -1,4 +1,4 @@
-import { UnexpectedReplyError } from '../errors/unexpected-reply.error';
+import { UnexpectedReplyError } from '../core/errors/unexpected-reply.error';
 
 /*
  * Replies are parsed here so that every shape a user's client may produce is accepted:

@@ -1,9 +1,10 @@
-import { FunctionNotLoadedError } from '../errors/function-not-loaded.error';
-import type { LoadFunctionsPolicy, RedisConnection } from '../limiter/sliding-window-limiter.interfaces';
-import type { FunctionContract } from './contracts/function-contract';
+import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
+import type { LoadFunctionsPolicy } from '../core/lua-runner';
+import type { RedisConnection } from '../core/redis-connection';
+import type { FunctionContract } from '../core/function-contract';
 import { functionNamesOf } from './function-versions';
 import { LuaScript, readLibrarySource, toScript } from './lua-library';
-import type { LuaRunner } from './lua-runner';
+import type { LuaRunner } from '../core/lua-runner';
 import { masterNodes, nodeAddress } from './redis-nodes';
 import { isNoScript, toInteger } from './reply';
 

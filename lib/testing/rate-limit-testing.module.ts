@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { MemoryBackend } from '../memory/memory-backend';
-import { RateLimitModule } from '../rate-limit.module';
-import type { RateLimitModuleForRootOptions } from '../rate-limit.module-definition';
+import { RateLimitModule } from '../nest/rate-limit.module';
+import type { RateLimitModuleForRootOptions } from '../nest/rate-limit.module-definition';
 import { TestClock } from './test-clock';
 
 /**

@@ -1,5 +1,5 @@
-import { RateLimitConfigError } from '../errors/rate-limit-config.error';
-import { describeValue } from '../limiter/limit-rule';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { describeValue } from '../core/value-checks';
 
 /** Where a {@link TestClock} starts unless told otherwise: 2025-01-01T00:00:00Z. */
 export const DEFAULT_TEST_START_TIME = Date.UTC(2025, 0, 1);

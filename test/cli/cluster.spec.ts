@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { SlidingWindowLimiter } from '../../lib';
-import { InstanceReporter } from '../../lib/metrics/instance-reporter';
+import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { nodeAddress } from '../../lib/redis/redis-nodes';
 import { parseFunctionList } from '../../lib/redis/reply';

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { SlidingWindowLimiter } from '../../lib';
-import { InstanceReporter } from '../../lib/metrics/instance-reporter';
+import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { libraryNames } from '../support/redis-inspect';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { runCli } from './run-cli';

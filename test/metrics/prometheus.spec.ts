@@ -6,7 +6,7 @@ import Redis from 'ioredis';
 import { OpenMetricsContentType, Registry, register as globalRegister } from 'prom-client';
 import ts from 'typescript';
 import { RateLimitConfigError, SlidingWindowLimiter } from '../../lib';
-import { LATENCY_BUCKETS_MS } from '../../lib/metrics/latency-histogram';
+import { LATENCY_BUCKETS_MS } from '../../lib/core/latency-histogram';
 import { registerPrometheusMetrics } from '../../lib/metrics/prometheus';
 import { connectShared, uniquePrefix } from '../support/test-redis';
 

@@ -1,10 +1,10 @@
-import type { LimiterErrorKind } from '../../metrics/limiter-metrics';
+import type { LimiterErrorKind } from '../../core/call-metrics';
 import type { Command } from '../command';
 import { ExitCode } from '../exit-codes';
 import { formatAge, formatRate, formatTable, plural, rateOf } from '../format';
 import { FoundReport, readInstanceReports } from '../instance-reports';
 import { versionOfFunction } from '../libraries';
-import { DEFAULT_REPORT_INTERVAL_MS, REPORT_TTL_INTERVALS } from '../../metrics/instance-reporter';
+import { DEFAULT_REPORT_INTERVAL_MS, REPORT_TTL_INTERVALS } from '../../core/instance-report';
 
 /** What the live instances do with one function name, summed over their reports. */
 export interface FunctionStatus {

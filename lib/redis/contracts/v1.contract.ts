@@ -1,5 +1,5 @@
 import { toIntegerArray } from '../reply';
-import type { FunctionContract } from './function-contract';
+import type { FunctionContract } from '../../core/function-contract';
 
 /**
  * rate_limit_v1 / sliding_allow_v1, the articles' contract:

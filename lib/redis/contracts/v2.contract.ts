@@ -1,6 +1,6 @@
-import type { SlidingLimitRule } from '../../limiter/sliding-window-limiter.interfaces';
+import type { SlidingLimitRule } from '../../core/limit-rule';
 import { toIntegerArray } from '../reply';
-import type { CallOutcome, FunctionContract, LimitOutcome } from './function-contract';
+import type { CallOutcome, FunctionContract, LimitOutcome } from '../../core/function-contract';
 
 /** Integers per limit in a v2 reply: count, remaining, retry_after_ms, reset_ms. */
 const STRIDE = 4;

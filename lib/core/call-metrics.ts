@@ -1,0 +1,26 @@
+import type { LatencySummary } from './latency-histogram';
+
+/** Why a call failed, as counted in the metrics. */
+export const LIMITER_ERROR_KINDS = ['timeout', 'connection', 'function_not_loaded', 'clock_skew', 'redis', 'other'] as const;
+
+export type LimiterErrorKind = (typeof LIMITER_ERROR_KINDS)[number];
+
+/** Counters of one function name. */
+export interface FunctionCallMetrics {
+  functionName: string;
+  /** Decisions asked of Redis (consume and consumeAll calls that reached it, or failed trying). */
+  calls: number;
+  allowed: number;
+  /** Rejections, including those of the block cache. */
+  rejected: number;
+  /** Rejections made by the local block cache, without a Redis call. */
+  blockedLocally?: number;
+  /** Failed calls by kind. */
+  errors: Partial<Record<LimiterErrorKind, number>>;
+  /** Decisions made without Redis, by how: the onRedisError policy or the insurance limiter. */
+  fallbacks?: Partial<Record<FallbackKind, number>>;
+  latencyMs: LatencySummary;
+}
+
+/** How a decision was made without Redis. */
+export type FallbackKind = 'allow' | 'deny' | 'insurance';

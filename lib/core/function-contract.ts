@@ -1,0 +1,76 @@
+import type { SlidingLimitRule } from './limit-rule';
+
+/** The `now_ms` argument that asks a function to read the server's clock (TIME) itself. */
+export const SERVER_TIME = '*';
+
+/** Arguments of one allow call: every rule applies to the key at the same index. */
+export interface AllowCall {
+  keys: readonly string[];
+  rules: readonly SlidingLimitRule[];
+  nowMs: number | typeof SERVER_TIME;
+  member: string;
+  maxClockSkewMs: number;
+}
+
+/** What a function reply says about one limit. */
+export interface LimitOutcome {
+  allowed: boolean;
+  count: number;
+  remaining: number;
+  retryAfterMs: number;
+  resetMs: number;
+}
+
+/** A function reply, decoded. */
+export interface CallOutcome {
+  allowed: boolean;
+  limits: LimitOutcome[];
+}
+
+/**
+ * A function deciding several independent requests in one call, each exactly as the allow function
+ * would, one after the other in the order given.
+ */
+export interface BatchFunction {
+  /** What FCALL takes. */
+  readonly name: string;
+  /** ARGV of one call; its KEYS are the calls' keys, concatenated in the same order. */
+  arguments(calls: readonly AllowCall[]): (string | number)[];
+  /** The outcome of every call, in order. */
+  parseReply(reply: unknown, calls: readonly AllowCall[]): CallOutcome[];
+}
+
+/**
+ * Everything the limiter knows about one shipped library version: its names, the
+ * arguments its functions take and the replies they give. Adding a version means adding
+ * one contract and one .lua file; nothing else in the limiter changes.
+ */
+export interface FunctionContract {
+  /** Short name used by operators, e.g. `v2`. */
+  readonly version: string;
+  /** Library name (`#!lua name=`), what FUNCTION DELETE takes. */
+  readonly libraryName: string;
+  /** File under `redis/lua/`. */
+  readonly sourceFile: string;
+  /** The deciding function, what FCALL takes and what `functionName` selects. */
+  readonly allowFunction: string;
+  /** A read-only function registered with `no-writes`, when the version has one. */
+  readonly peekFunction?: string;
+  /** Whether one call decides several keys atomically. */
+  readonly multiKey: boolean;
+  /** Whether the functions accept {@link SERVER_TIME} as `now_ms`. */
+  readonly readsServerClock: boolean;
+  /**
+   * Whether a rejection's retry-after is exactly when a slot frees (not an upper bound): only then may
+   * the limiter's block cache reject locally until that time.
+   */
+  readonly exactRetryAfter: boolean;
+
+  /** When the version has one, the function the limiter batches decisions with. */
+  readonly batch?: BatchFunction;
+
+  allowArguments(call: AllowCall): (string | number)[];
+  parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;
+  peekArguments?(nowMs: number | typeof SERVER_TIME, rules: readonly SlidingLimitRule[]): (string | number)[];
+  parsePeekReply?(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;
+}

@@ -1,0 +1,18 @@
+/**
+ * A share of traffic sent to a candidate version. The split is sticky per key: a key always goes to
+ * the same version for a given share, so no client flips between versions inside one window.
+ */
+export interface CanarySplit {
+  /** The candidate function, e.g. `sliding_allow_v2`. */
+  functionName: string;
+  /** Share of keys sent to it, from 0 to 100 (two decimals are honoured). */
+  percent: number;
+}
+
+/** Which functions a limiter calls: a stable one, and optionally a canary with a share of the keys. */
+export interface FunctionSelection {
+  /** The stable function. */
+  functionName: string;
+  /** The candidate and its share, or none. */
+  canary?: CanarySplit;
+}

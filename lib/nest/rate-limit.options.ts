@@ -1,0 +1,180 @@
+import type { RateLimitKey } from './rate-limit-key';
+import type { RedisOptions } from 'ioredis';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { describeRuleProblems } from '../core/limit-rule';
+import { describeValue } from '../core/value-checks';
+import { describeRedisUrlProblems } from '../core/redis-url';
+import type { LimiterBackend } from '../core/limiter-backend';
+import {
+  describeLimiterSettingsProblems,
+  describeRedisErrorPolicyProblems,
+  definedOnly,
+  describeClientProblems,
+  LIMITER_SETTING_NAMES,
+  pickLimiterSettings,
+  type LimiterSettings,
+} from '../limiter/limiter-options';
+import type { RedisConnection } from '../core/redis-connection';
+import type { RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
+import type { SlidingLimitRule } from '../core/limit-rule';
+import { DEFAULT_KEY } from './rate-limit.constants';
+import { describeKeyProblems } from './key-template';
+import { describeNameProblems } from './limit-name';
+
+/** Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key`. */
+export interface SlidingLimitOptions extends SlidingLimitRule {
+  /** Who is counted. Default: the module's `key` (itself `'ip'` by default). */
+  key?: RateLimitKey;
+  /**
+   * Names the limit: it becomes the Redis key's namespace (`rl:<name>:…`, shared by every route using
+   * the name), the IETF policy name, and lets a handler limit replace the class limit of the same name.
+   * Letters, digits, `_`, `-`, `.`; at most 64 characters. Unnamed limits count per route.
+   */
+  name?: string;
+  /**
+   * What this limit does when Redis cannot decide, overriding the module's `onRedisError` (e.g. `deny`
+   * on a money-moving endpoint). With stacked limits the strictest applies: `throw`, then `deny`.
+   */
+  onRedisError?: RedisErrorPolicy;
+}
+
+/** Which rate-limit headers responses carry. `Retry-After` is always sent on a 429. */
+export type RateLimitHeaderStyle =
+  /** `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (default). */
+  | 'legacy'
+  /** The IETF draft's structured fields `RateLimit-Policy` and `RateLimit`. */
+  | 'draft'
+  /** Both of the above. */
+  | 'both'
+  /** No rate-limit headers. */
+  | 'none';
+
+/** The body of a 429. */
+export type RateLimitErrorBodyStyle =
+  /** `{ statusCode, message, error }`, like Nest's built-in HttpExceptions (default). */
+  | 'nest'
+  /** An RFC 9457 `application/problem+json` body. */
+  | 'problem';
+
+/**
+ * Options of `RateLimitModule.forRoot` / `forRootAsync`: the connection, every limiter setting of
+ * {@link SlidingWindowLimiterOptions} (passed through), and how the guard answers.
+ */
+export interface RateLimitModuleOptions extends LimiterSettings {
+  /** A Redis URL or ioredis options; the module creates the connection and closes it on shutdown. */
+  redis?: string | RedisOptions;
+  /** An existing ioredis `Redis` or `Cluster`; the module never closes it. Exclusive with `redis` and `backend`. */
+  client?: RedisConnection;
+  /** Advanced: decisions in this backend instead of Redis (used by `RateLimitTestingModule`). */
+  backend?: LimiterBackend;
+  /** Register {@link SlidingLimitGuard} as an APP_GUARD for every route. Default `true`. */
+  global?: boolean;
+  /** Rate-limit headers. Default `'legacy'`. */
+  headers?: RateLimitHeaderStyle;
+  /** 429 body. Default `'nest'`. */
+  errorBody?: RateLimitErrorBodyStyle;
+  /** Key of limits that name none. Default `'ip'`. */
+  key?: RateLimitKey;
+  /** Limit applied to routes with no `@SlidingLimit` on handler or class (and no `@SkipRateLimit`). Default none. */
+  defaultLimit?: SlidingLimitOptions;
+}
+
+/** Module options after validation, with the module's own defaults applied. */
+export interface ResolvedRateLimitOptions {
+  redis?: string | RedisOptions;
+  client?: RedisConnection;
+  backend?: LimiterBackend;
+  /** The limiter settings as given, without the client; the limiter applies their defaults (`LIMITER_DEFAULTS`). */
+  limiter: LimiterSettings;
+  global: boolean;
+  headers: RateLimitHeaderStyle;
+  errorBody: RateLimitErrorBodyStyle;
+  key: RateLimitKey;
+  defaultLimit?: SlidingLimitOptions;
+}
+
+const NEST_DEFAULTS = {
+  global: true,
+  headers: 'legacy',
+  errorBody: 'nest',
+  key: DEFAULT_KEY,
+} as const;
+
+const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['legacy', 'draft', 'both', 'none'];
+const ERROR_BODY_STYLES: readonly RateLimitErrorBodyStyle[] = ['nest', 'problem'];
+const KNOWN_OPTIONS = new Set<string>([
+  'redis', 'client', 'backend', ...LIMITER_SETTING_NAMES,
+  'global', 'headers', 'errorBody', 'key', 'defaultLimit',
+]);
+
+/**
+ * Validates module options and applies defaults: the one place this happens. Every problem is
+ * reported together, each naming its option; the limiter's settings (`functionName`, `mode`, …) are
+ * checked with the limiter's own rules, so both report the same messages.
+ */
+export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new RateLimitConfigError([`RateLimitModule options must be an object, got ${describeValue(options)}`]);
+  }
+  const raw = options as RateLimitModuleOptions;
+  const problems: string[] = [];
+
+  for (const name of Object.keys(raw)) {
+    if (!KNOWN_OPTIONS.has(name)) problems.push(`unknown option ${name}; known options: ${[...KNOWN_OPTIONS].join(', ')}`);
+  }
+  const hasRedis = raw.redis !== undefined;
+  const hasClient = raw.client !== undefined;
+  const connections = [hasRedis, hasClient, raw.backend !== undefined].filter(Boolean).length;
+  if (connections !== 1) {
+    problems.push(connections > 1
+      ? 'set only one of redis, client and backend'
+      : 'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client (an ioredis Redis or Cluster)');
+  }
+  if (hasRedis && typeof raw.redis !== 'string' && (typeof raw.redis !== 'object' || raw.redis === null)) {
+    problems.push(`redis must be a URL string or ioredis options, got ${describeValue(raw.redis)}`);
+  }
+  if (typeof raw.redis === 'string') problems.push(...describeRedisUrlProblems(raw.redis, 'redis'));
+  if (hasClient) problems.push(...describeClientProblems(raw.client));
+  if (raw.global !== undefined && typeof raw.global !== 'boolean') {
+    problems.push(`global must be true or false, got ${describeValue(raw.global)}`);
+  }
+  if (raw.headers !== undefined && !HEADER_STYLES.includes(raw.headers)) {
+    problems.push(`headers must be one of ${HEADER_STYLES.join(', ')}, got ${describeValue(raw.headers)}`);
+  }
+  if (raw.errorBody !== undefined && !ERROR_BODY_STYLES.includes(raw.errorBody)) {
+    problems.push(`errorBody must be one of ${ERROR_BODY_STYLES.join(', ')}, got ${describeValue(raw.errorBody)}`);
+  }
+  if (raw.key !== undefined) problems.push(...describeKeyProblems(raw.key, 'key'));
+  if (raw.defaultLimit !== undefined) problems.push(...describeLimitProblems(raw.defaultLimit, 'defaultLimit'));
+  const settings = pickLimiterSettings(raw as Record<string, unknown>);
+  problems.push(...describeLimiterSettingsProblems(settings));
+  if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
+
+  return {
+    ...NEST_DEFAULTS,
+    ...definedOnly({
+      redis: raw.redis,
+      client: raw.client,
+      backend: raw.backend,
+      global: raw.global,
+      headers: raw.headers,
+      errorBody: raw.errorBody,
+      key: raw.key,
+      defaultLimit: raw.defaultLimit,
+    }),
+    // The limiter applies its own defaults (keyPrefix `rl:` among them).
+    limiter: settings,
+  };
+}
+
+/** Problems of one `@SlidingLimit`-shaped value (rule, key and name), each prefixed with `label`. */
+export function describeLimitProblems(value: unknown, label: string): string[] {
+  const problems = describeRuleProblems(value, label);
+  if (typeof value !== 'object' || value === null) return problems;
+  const { key, name, onRedisError } = value as SlidingLimitOptions;
+  if (key !== undefined) problems.push(...describeKeyProblems(key, `${label}.key`));
+  if (name !== undefined) problems.push(...describeNameProblems(name, `${label}.name`));
+  if (onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${label}.onRedisError`));
+  return problems;
+}
+

@@ -1,0 +1,213 @@
+import { ForbiddenException, Injectable, Logger, ServiceUnavailableException, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { TooManyRequestsException } from './too-many-requests.exception';
+import type { KeyedSlidingLimitRule } from '../core/limit-rule';
+import type { MultiRateLimitDecision } from '../core/decisions';
+import type { CompiledLimit, HandlerPlan } from './limit-plan';
+import { tooManyRequestsBody } from './rate-limit-error-body';
+import { rateLimitHeaders, retryAfterSeconds, writeHeaders, type HeaderEntry } from './rate-limit-headers';
+import { SlidingLimitPlans } from './rate-limit-plans';
+import type { RateLimitRequest } from './rate-limit-key';
+import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+
+/**
+ * Requests already counted, per plan, shared by every guard instance: a guard registered globally and
+ * again with @UseGuards (a separate instance) counts a request once. A WeakMap rather than a mark on
+ * the request: Express gives every request a map of its own (it swaps the prototype), so each
+ * property added to one builds a new hidden class — measured slower than the WeakMap entry.
+ */
+const counted = new WeakMap<object, HandlerPlan | Set<HandlerPlan>>();
+
+/** What canActivate answers when nothing needs deciding: one settled promise, shared. */
+const ALLOWED = Promise.resolve(true);
+
+/** The request (and response, when the transport has one) a guard works with. */
+export interface RateLimitHttpContext {
+  request: RateLimitRequest;
+  /** Express `Response`, Fastify `FastifyReply`, or undefined where there is nothing to set headers on. */
+  response?: unknown;
+}
+
+/**
+ * Enforces `@SlidingLimit` (and the module's `defaultLimit`). Registered for every route when the
+ * module option `global` is true; otherwise use `@UseGuards(SlidingLimitGuard)`.
+ *
+ * All limits of a handler are decided in one atomic Redis call: a request rejected by any is counted
+ * by none. Allowed requests get rate-limit headers; rejected ones a {@link TooManyRequestsException}
+ * with `Retry-After`.
+ *
+ * Outside HTTP (GraphQL, WebSockets, microservices) it never touches a response and, unless a
+ * subclass overrides {@link getRequestResponse}, lets the call through. Subclass it to adapt — see
+ * the README ("GraphQL, WebSockets and other transports") for GraphQL and WebSocket versions.
+ */
+@Injectable()
+export class SlidingLimitGuard implements CanActivate {
+  protected readonly logger = new Logger('SlidingLimitGuard');
+  private readonly warnedUnsupported = new WeakSet<HandlerPlan>();
+
+  constructor(
+    protected readonly limiter: SlidingWindowLimiter,
+    protected readonly plans: SlidingLimitPlans,
+  ) {}
+
+  canActivate(context: ExecutionContext): Promise<boolean> {
+    // Runs for every request: a promise chain without async functions, so a request costs one hop
+    // (the limiter's) rather than one per await. A synchronous error becomes a rejected promise.
+    try {
+      const plan = this.plans.get(context.getClass(), context.getHandler());
+      if (plan.limits.length === 0) return ALLOWED;
+
+      const http = this.getRequestResponse(context);
+      if (!http) {
+        this.warnUnsupported(context, plan);
+        return ALLOWED;
+      }
+      if (this.alreadyCounted(http.request, plan)) return ALLOWED;
+
+      const rules = this.rulesFor(plan, http.request, context);
+      if (Array.isArray(rules)) return this.decide(context, plan, http, rules);
+      return rules.then((resolved) => this.decide(context, plan, http, resolved));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private decide(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext, rules: KeyedSlidingLimitRule[]): Promise<boolean> {
+    return this.limiter.consumeAll(rules, plan.decisionOptions).then((decision) => this.apply(context, plan, http.response, decision));
+  }
+
+  private apply(context: ExecutionContext, plan: HandlerPlan, response: unknown, decision: MultiRateLimitDecision): boolean {
+    if (decision.degraded) {
+      // Redis did not decide: no counts to report, and a denial is the server's fault, not the client's.
+      if (!decision.allowed) this.throwUnavailable(response, decision);
+      return true;
+    }
+    this.setHeaders(response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
+    if (!decision.allowed) this.throwRateLimited(context, decision, plan);
+    return true;
+  }
+
+  /**
+   * The request and response of an HTTP call; undefined in other contexts. Override to limit
+   * GraphQL (`GqlExecutionContext.create(context).getContext().req`) or WebSockets (the client).
+   */
+  protected getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
+    if (context.getType() !== 'http') return undefined;
+    // What switchToHttp().getRequest() / getResponse() read, without the three closures switchToHttp
+    // assigns onto the context on every call.
+    const request = context.getArgByIndex<RateLimitRequest | undefined>(0);
+    if (typeof request !== 'object' || request === null) return undefined;
+    return { request, response: context.getArgByIndex<unknown>(1) };
+  }
+
+  /**
+   * The client identity behind the `ip` key part and the fallback of missing parts: `req.ip`, which
+   * Express and Fastify derive from `X-Forwarded-For` only when the app trusts the proxy.
+   */
+  protected getTracker(request: RateLimitRequest, _context: ExecutionContext): string | undefined {
+    return typeof request.ip === 'string' && request.ip.length > 0 ? request.ip : undefined;
+  }
+
+  /**
+   * The Redis key of one limit for this request, without the limiter's prefix: `<name>:{<identity>}`.
+   * The identity is a cluster hash tag, so stacked limits of one client share a slot and are decided
+   * in one atomic call on Redis Cluster too; request values can never open a tag of their own
+   * (braces are percent-encoded).
+   */
+  protected resolveKey(limit: CompiledLimit, request: RateLimitRequest, context: ExecutionContext, plan: HandlerPlan): string | Promise<string> {
+    const identity = limit.key({
+      request,
+      context,
+      route: plan.route,
+      tracker: () => this.getTracker(request, context),
+    });
+    // Template keys resolve synchronously; only key functions may return a promise.
+    if (identity instanceof Promise) return identity.then((resolved) => this.keyOf(limit, resolved, context, plan));
+    return this.keyOf(limit, identity, context, plan);
+  }
+
+  private keyOf(limit: CompiledLimit, identity: string | undefined, context: ExecutionContext, plan: HandlerPlan): string {
+    if (identity === undefined) this.throwUnidentified(context, plan);
+    return `${limit.name}:{${identity}}`;
+  }
+
+  /**
+   * The keyed rules of a request, from limit `from` on; a promise only when a key function returned
+   * one. Keys resolve one after the other, the next only once the previous one has.
+   */
+  private rulesFor(
+    plan: HandlerPlan,
+    request: RateLimitRequest,
+    context: ExecutionContext,
+    rules: KeyedSlidingLimitRule[] = [],
+    from = 0,
+  ): KeyedSlidingLimitRule[] | Promise<KeyedSlidingLimitRule[]> {
+    const { limits } = plan;
+    for (let i = from; i < limits.length; i++) {
+      const limit = limits[i];
+      const key = this.resolveKey(limit, request, context, plan);
+      if (typeof key !== 'string') {
+        return key.then((resolved) => {
+          rules.push({ key: resolved, limit: limit.limit, windowMs: limit.windowMs });
+          return this.rulesFor(plan, request, context, rules, i + 1);
+        });
+      }
+      rules.push({ key, limit: limit.limit, windowMs: limit.windowMs });
+    }
+    return rules;
+  }
+
+  /**
+   * No identity at all (no key value and no client IP): refusing is safer than counting everyone
+   * in one bucket. Override to choose otherwise.
+   */
+  protected throwUnidentified(_context: ExecutionContext, plan: HandlerPlan): never {
+    throw new ForbiddenException(`Rate limit of ${plan.route} cannot identify the client`);
+  }
+
+  /** Throws the 429. Override to throw a `WsException`, a GraphQL error or an `RpcException` instead. */
+  protected throwRateLimited(_context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): never {
+    const details = {
+      retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),
+      retryAfterMs: decision.retryAfterMs,
+      limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
+    };
+    throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
+  }
+
+  /**
+   * Redis could not decide and the policy is `deny`: 503 with a short Retry-After. Override to answer
+   * differently (a 429, or a transport-specific error).
+   */
+  protected throwUnavailable(response: unknown, decision: MultiRateLimitDecision): never {
+    const seconds = retryAfterSeconds(decision.retryAfterMs);
+    this.setHeaders(response, [['Retry-After', String(seconds)]]);
+    throw new ServiceUnavailableException('Rate limiting is unavailable; retry shortly');
+  }
+
+  /** Writes headers; a no-op without a response object. */
+  protected setHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
+    writeHeaders(response, headers);
+  }
+
+  private alreadyCounted(request: object, plan: HandlerPlan): boolean {
+    const seen = counted.get(request);
+    // Almost every request meets one plan: keep it as is, and make a set only for a second one.
+    if (seen === undefined) {
+      counted.set(request, plan);
+      return false;
+    }
+    if (seen === plan || (seen instanceof Set && seen.has(plan))) return true;
+    if (seen instanceof Set) seen.add(plan);
+    else counted.set(request, new Set([seen, plan]));
+    return false;
+  }
+
+  private warnUnsupported(context: ExecutionContext, plan: HandlerPlan): void {
+    if (this.warnedUnsupported.has(plan)) return;
+    this.warnedUnsupported.add(plan);
+    this.logger.warn(
+      `${plan.route} has rate limits but runs in a "${context.getType()}" context, which SlidingLimitGuard does not limit; ` +
+        'subclass it and override getRequestResponse (see the README, "GraphQL, WebSockets and other transports")',
+    );
+  }
+}

@@ -1,0 +1,546 @@
+import fc from 'fast-check';
+import { SlidingWindowLimiter, type SlidingLimitRule } from '../../lib';
+import { MemoryBackend } from '../../lib/memory/memory-backend';
+import { luaToNumber } from '../../lib/memory/lua-values';
+import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
+import { readLibrarySource, toScript } from '../../lib/redis/lua-library';
+import { FUNCTION_VERSIONS } from '../../lib/redis/function-versions';
+import { ensureLibraries } from '../support/lua-functions';
+import { useOwnRedisServer } from '../support/own-redis';
+import { VirtualTimeRedis, type TtlObservation } from '../support/virtual-time-redis';
+
+/*
+ * The reference model (lib/memory) against the Lua on a real redis-server, call by call.
+ *
+ * 1. Random sequences of consume / consumeAll / peek / reset through two SlidingWindowLimiters on the
+ *    same injected clock, one on Redis and one on MemoryBackend: same decisions, remaining,
+ *    retryAfterMs, resetMs, peek counts and errors at every step, same TTLs, same keys and entries
+ *    at the end.
+ * 2. Random ARGV, garbage included, sent as FCALL / FCALL_RO / EVAL and to the model: same replies,
+ *    same errors, same keys.
+ * 3. The model's tonumber against Lua's.
+ *
+ * A failure prints fast-check's seed and path; replay it with FC_SEED=<seed> FC_PATH=<path>.
+ * Redis' keys expire on the test's clock here (see VirtualTimeRedis).
+ */
+
+const T0 = 1_735_660_800_000;
+const KEY_POOL = 4;
+
+/** fast-check settings: modest runs, the failing case in full, replayable from the environment. */
+function checkParameters(numRuns: number): fc.Parameters<unknown> {
+  const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED);
+  return { numRuns, verbose: fc.VerbosityLevel.Verbose, seed, path: process.env.FC_PATH };
+}
+
+const own = useOwnRedisServer();
+let redis: VirtualTimeRedis;
+/** Same server, integers as strings: replies of any size compare exactly. */
+let rawRedis: VirtualTimeRedis;
+
+beforeAll(async () => {
+  redis = own.connect((url) => new VirtualTimeRedis(url));
+  rawRedis = own.connect((url) => new VirtualTimeRedis(url, { stringNumbers: true }));
+  await ensureLibraries(redis);
+});
+
+// ------------------------------------------------------------------------------------------------
+// 1. Limiter on Redis vs limiter on the model
+// ------------------------------------------------------------------------------------------------
+
+type TimeMove =
+  | { kind: 'same' }
+  | { kind: 'forward'; ms: number }
+  /**
+   * Exactly one window (± 1 ms) after an entry of the step's (first) key: the moment that entry
+   * leaves the window. Without entries, one window after an earlier step's time.
+   */
+  | { kind: 'boundary'; pick: number; offsetMs: number }
+  /** Back from the latest time so far: within `maxClockSkewMs`, or beyond it. */
+  | { kind: 'back'; ms: number; beyondTolerance: boolean };
+
+type Action = { op: 'consume' | 'peek' | 'reset'; key: number } | { op: 'consumeAll'; keys: number[] };
+
+interface Step {
+  time: TimeMove;
+  action: Action;
+}
+
+interface Scenario {
+  maxClockSkewMs: number;
+  /** The rule of each key of the pool: a key keeps its limit, as it does in an application. */
+  rules: SlidingLimitRule[];
+  steps: Step[];
+}
+
+const keyIndex = fc.nat(KEY_POOL - 1);
+const windowMs = fc.oneof(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 5000 }));
+
+const timeMove: fc.Arbitrary<TimeMove> = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({ kind: 'same' as const }) },
+  { weight: 4, arbitrary: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 6000 })).map((ms) => ({ kind: 'forward' as const, ms })) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('boundary' as const), pick: fc.nat(), offsetMs: fc.constantFrom(-1, 0, 0, 1) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.nat(2000), beyondTolerance: fc.constant(false) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.integer({ min: 1, max: 3000 }), beyondTolerance: fc.constant(true) }) },
+);
+
+const action: fc.Arbitrary<Action> = fc.oneof(
+  { weight: 5, arbitrary: keyIndex.map((key) => ({ op: 'consume' as const, key })) },
+  { weight: 2, arbitrary: fc.uniqueArray(keyIndex, { minLength: 1, maxLength: 3 }).map((keys) => ({ op: 'consumeAll' as const, keys })) },
+  { weight: 2, arbitrary: keyIndex.map((key) => ({ op: 'peek' as const, key })) },
+  { weight: 1, arbitrary: keyIndex.map((key) => ({ op: 'reset' as const, key })) },
+);
+
+const scenario: fc.Arbitrary<Scenario> = fc.record({
+  maxClockSkewMs: fc.oneof(fc.constantFrom(0, 1, 1000), fc.nat(2000)),
+  rules: fc.array(fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }), { minLength: KEY_POOL, maxLength: KEY_POOL }),
+  steps: fc.array(fc.record({ time: timeMove, action }), { minLength: 1, maxLength: 40 }),
+});
+
+/** What happened in a run of scenarios, to show that each kind of case was reached. */
+interface Coverage {
+  allowed: number;
+  rejected: number;
+  clockSkew: number;
+  /** Steps whose time was exactly one window after an entry of one of their keys. */
+  onBoundary: number;
+  /** Steps whose time was earlier than an earlier step's. */
+  backwards: number;
+}
+
+const noCoverage = (): Coverage => ({ allowed: 0, rejected: 0, clockSkew: 0, onBoundary: 0, backwards: 0 });
+
+async function perform(limiter: SlidingWindowLimiter, action: Action, rules: SlidingLimitRule[]): Promise<unknown> {
+  const name = (key: number) => `k${key}`;
+  switch (action.op) {
+    case 'consume':
+      return limiter.consume(name(action.key), rules[action.key]);
+    case 'peek':
+      return limiter.peek(name(action.key), rules[action.key]);
+    case 'reset':
+      return { reset: await limiter.reset(name(action.key)) };
+    case 'consumeAll':
+      return limiter.consumeAll(action.keys.map((key) => ({ key: name(key), ...rules[key] })));
+  }
+}
+
+/** A call's result, or its error as name and message, so both sides compare with toEqual. */
+async function settle(call: () => Promise<unknown>): Promise<unknown> {
+  try {
+    return { result: await call() };
+  } catch (error) {
+    return { error: (error as Error).name, message: (error as Error).message };
+  }
+}
+
+function keysOf(action: Action): number[] {
+  return action.op === 'consumeAll' ? action.keys : [action.key];
+}
+
+/** The TTL each call left in Redis equals the model's (to the millisecond when observable exactly). */
+function checkTtls(observations: TtlObservation[], memory: MemoryBackend, redisNowMs: number, context: string): void {
+  for (const { key, pttl, spanMs } of observations) {
+    const modelPttl = memory.pttl(key);
+    discardIfExpiredInRealTime(pttl, modelPttl, spanMs);
+    if (modelPttl === -2) {
+      redis.expiresAt.delete(key); // gone in the model; the existence check compares Redis
+      continue;
+    }
+    if (pttl === -1) {
+      // The call set no TTL (a rejection): the key keeps the expiry it had, in both.
+      expect({ context, key, expiresAt: redis.expiresAt.get(key) }).toEqual({ context, key, expiresAt: redisNowMs + modelPttl });
+      continue;
+    }
+    const matches = sameTtl(BigInt(pttl), BigInt(modelPttl), spanMs);
+    expect({ context, key, pttl: matches ? modelPttl : pttl }).toEqual({ context, key, pttl: modelPttl });
+    redis.expiresAt.set(key, redisNowMs + modelPttl);
+  }
+}
+
+/**
+ * Whether Redis' PTTL, read in the transaction that set it, shows the TTL the model set: exactly when
+ * the transaction ran within one millisecond, otherwise up to the time it took (plus one) less.
+ */
+function sameTtl(pttl: bigint, modelPttl: bigint, spanMs: number): boolean {
+  return pttl === modelPttl || (spanMs > 0 && pttl < modelPttl && pttl >= modelPttl - BigInt(spanMs + 1));
+}
+
+/**
+ * A TTL of a millisecond or two can run out in Redis' real time before the transaction that set it
+ * gets to PERSIST it (when the server is slow): the run says nothing then, and is discarded.
+ */
+function discardIfExpiredInRealTime(pttl: number, modelPttl: number, spanMs: number): void {
+  fc.pre(!(pttl === -2 && modelPttl >= 0 && modelPttl <= spanMs + 1));
+}
+
+async function sortedSet(key: string): Promise<[string, number][]> {
+  const flat = await redis.zrange(key, 0, '-1', 'WITHSCORES');
+  const entries: [string, number][] = [];
+  for (let i = 0; i < flat.length; i += 2) entries.push([flat[i], Number(flat[i + 1])]);
+  return entries;
+}
+
+/**
+ * The scores of a key's entries, in order. Request ids are the limiters' own (a random prefix and a
+ * counter, which the block cache does not advance), so the members themselves cannot match.
+ */
+const scoresOf = (entries: [string, number][]) => entries.map(([, score]) => score + 0);
+
+interface LimiterConfig {
+  functionName: string;
+  mode: 'function' | 'script';
+  /** The block cache of the limiter on Redis; the one on the model never has it. */
+  blockCache: boolean;
+  /** Time never goes back: a step that would go back stays where it is. */
+  forwardOnly?: boolean;
+}
+
+async function runScenario({ functionName, mode, blockCache, forwardOnly }: LimiterConfig, { maxClockSkewMs, rules, steps }: Scenario, coverage: Coverage): Promise<void> {
+  await redis.flushdb(); // functions and scripts stay
+  redis.expiresAt.clear();
+  redis.takeObservations();
+  let now = T0;
+  let latest = T0;
+  /**
+   * Redis' clock on the test's time line: the latest time any command has seen (it never goes back).
+   * The model's store keeps the same clock; both start at T0, which the model reads here.
+   */
+  let redisNow = T0;
+  const times: number[] = [];
+  const clock = () => now;
+  const keyPrefix = 'rl:';
+  const settings = { functionName, clock, keyPrefix, maxClockSkewMs, onRedisError: 'throw' as const, timeoutMs: 60_000 };
+  const memory = new MemoryBackend({ clock });
+  const onRedis = new SlidingWindowLimiter({ ...settings, client: redis, mode, blockCache });
+  const onModel = new SlidingWindowLimiter({ ...settings, backend: memory, blockCache: false });
+  const fullKey = (key: number) => `${keyPrefix}k${key}`;
+  memory.keys();
+  try {
+    for (const [index, { time, action }] of steps.entries()) {
+      const first = keysOf(action)[0];
+      const scores = memory.entries(fullKey(first)).map((entry) => entry.score);
+      const next = nextTime(time, now, latest, times, rules[first].windowMs, scores, maxClockSkewMs);
+      now = forwardOnly ? Math.max(now, next) : next;
+      if (now < latest) coverage.backwards++;
+      latest = Math.max(latest, now);
+      redisNow = Math.max(redisNow, now);
+      times.push(now);
+      await redis.expireUpTo(redisNow);
+      if (action.op !== 'reset' && keysOf(action).some((key) => memory.entries(fullKey(key)).some((entry) => entry.score === now - rules[key].windowMs))) {
+        coverage.onBoundary++;
+      }
+
+      const fromRedis = await settle(() => perform(onRedis, action, rules));
+      const fromModel = await settle(() => perform(onModel, action, rules));
+      const context = `step ${index} at T0${now - T0 >= 0 ? '+' : ''}${now - T0}: ${JSON.stringify(action)}`;
+      expect({ context, ...(fromRedis as object) }).toEqual({ context, ...(fromModel as object) });
+      checkTtls(redis.takeObservations(), memory, redisNow, context);
+      for (const key of keysOf(action)) {
+        expect({ context, key, exists: (await redis.exists(fullKey(key))) === 1 }).toEqual({ context, key, exists: memory.pttl(fullKey(key)) !== -2 });
+      }
+
+      const outcome = fromModel as { result?: { allowed?: boolean }; error?: string };
+      if (outcome.error === 'ClockSkewError') coverage.clockSkew++;
+      if (action.op === 'consume' || action.op === 'consumeAll') {
+        if (outcome.result?.allowed === true) coverage.allowed++;
+        if (outcome.result?.allowed === false) coverage.rejected++;
+      }
+    }
+
+    // The limiter's own bookkeeping (instance reports) is not part of the comparison.
+    const redisKeys = (await redis.keys(`${keyPrefix}*`)).filter((key) => !key.includes('__nsl:')).sort();
+    expect(redisKeys).toEqual(memory.keys());
+    for (const key of redisKeys) {
+      expect({ key, scores: scoresOf(await sortedSet(key)) }).toEqual({
+        key,
+        scores: scoresOf(memory.entries(key).map(({ member, score }) => [member, score])),
+      });
+      // Every key has a TTL, the model's.
+      expect({ key, expiresAt: redis.expiresAt.get(key) }).toEqual({ key, expiresAt: redisNow + memory.pttl(key) });
+    }
+  } finally {
+    onRedis.close();
+    onModel.close();
+  }
+}
+
+/** The next step's time; `windowMs` and `scores` are those of the step's first key. */
+function nextTime(move: TimeMove, now: number, latest: number, times: number[], windowMs: number, scores: number[], maxClockSkewMs: number): number {
+  switch (move.kind) {
+    case 'same':
+      return now;
+    case 'forward':
+      return now + move.ms;
+    case 'boundary': {
+      const from = scores.length > 0 ? scores[move.pick % scores.length] : times.length > 0 ? times[move.pick % times.length] : now;
+      return from + windowMs + move.offsetMs;
+    }
+    case 'back':
+      return move.beyondTolerance ? latest - maxClockSkewMs - move.ms : latest - (move.ms % (maxClockSkewMs + 1));
+  }
+}
+
+describe.each([
+  ['sliding_allow_v1', 'function'],
+  ['sliding_allow_v2', 'function'],
+  ['sliding_allow_v1', 'script'],
+  ['sliding_allow_v2', 'script'],
+] as const)('a limiter on MemoryBackend decides like one on Redis: %s, %s mode', (functionName, mode) => {
+  it('at every step of random consume / consumeAll / peek / reset sequences, and leaves the same keys', async () => {
+    const coverage = noCoverage();
+    await fc.assert(
+      fc.asyncProperty(scenario, (s) => runScenario({ functionName, mode, blockCache: false }, s, coverage)),
+      checkParameters(150),
+    );
+    // The runs reached every kind of case the property is about.
+    expect(coverage.allowed).toBeGreaterThan(0);
+    expect(coverage.rejected).toBeGreaterThan(0);
+    expect(coverage.onBoundary).toBeGreaterThan(0);
+    expect(coverage.backwards).toBeGreaterThan(0);
+    if (functionName === 'sliding_allow_v2') expect(coverage.clockSkew).toBeGreaterThan(0);
+    else expect(coverage.clockSkew).toBe(0); // v1 has no skew check
+  }, 60_000);
+});
+
+describe('the block cache (limiter on Redis) against the model without one', () => {
+  // With one clock that never goes back, Redis' key expiry and the caller's window agree, and a
+  // cached rejection is what Redis would answer. (With a caller whose clock lags Redis' they need
+  // not: Redis may already have expired a key whose rejection the cache still serves. Not claimed.)
+  it.each(['sliding_allow_v2', 'sliding_allow_v1'])('%s: answers every step as Redis without the cache would', async (functionName) => {
+    const coverage = noCoverage();
+    await fc.assert(
+      fc.asyncProperty(scenario, (s) => runScenario({ functionName, mode: 'function', blockCache: true, forwardOnly: true }, s, coverage)),
+      checkParameters(100),
+    );
+    expect(coverage.rejected).toBeGreaterThan(0);
+    expect(coverage.onBoundary).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+// ------------------------------------------------------------------------------------------------
+// 2. Raw calls: random ARGV, garbage included
+// ------------------------------------------------------------------------------------------------
+
+/** The model's clock in the raw runs: fixed, so only a PEXPIRE ≤ 0 makes a key expire. */
+const MODEL_NOW = 1_000_000;
+
+/** What tonumber must get right: spaces, signs, hex, exponents, inf/nan, overflow, NUL, junk. */
+const GARBAGE = [
+  '', ' ', 'nan', '-nan', 'NaN', 'nan(1)', 'inf', '-inf', 'Infinity', 'infinit', '-0', '0', '+0', '1.5', '.5', '5.', '1e3', '1E3',
+  ' 5 ', '\t7\n', '5 x', '5abc', '0x10', '0X1F', '0x', '0x1p4', '0x.8', '1e400', '-1e400', '1e-400', '1e17', '1e20', '1e300', '-1e300',
+  '99999999999999984', '9007199254740993', '-1', '-5', 'abc', ' * ', '**', '5\u00000', '\u00005', '+5', '- 5', '1,5', '١',
+];
+const garbage = fc.constantFrom(...GARBAGE);
+const mixed = (valid: fc.Arbitrary<string>) => fc.oneof({ weight: 12, arbitrary: valid }, { weight: 1, arbitrary: garbage });
+
+// Times that repeat and sit on, just before and just after the windows' boundaries.
+const timeArg = mixed(fc.constantFrom(0, 0, 1, 2, 4, 5, 6, 99, 100, 101, 999, 1000, 1001, 4999, 5000, 5001, -1, -10, -1000, -1001, -3000).map((d) => String(T0 + d)));
+// Huge values too: a window whose TTL PEXPIRE cannot take, a limit whose remaining overflows the reply.
+const windowArg = mixed(
+  fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom('1', '5', '100', '1000', '5000') },
+    { weight: 1, arbitrary: fc.constantFrom('0.5', '2.5', '1e3', '9007199254740993', '1e17', '1e300') },
+  ),
+);
+const limitArg = mixed(fc.constantFrom('1', '2', '3', '5', '1', '2', '3', '5', '1e20'));
+const memberArg = fc.oneof({ weight: 8, arbitrary: fc.constantFrom('m1', 'm2', 'm3', 'm4') }, { weight: 1, arbitrary: fc.constantFrom('', ' ', 'ü', '\u0000') });
+const skewArg = mixed(fc.constantFrom('0', '10', '1000'));
+const anyArg = fc.oneof(timeArg, windowArg, limitArg, memberArg, garbage);
+const rawKey = fc.constantFrom('a', 'b', 'c');
+
+interface RawCall {
+  fn: 'sliding_allow_v1' | 'sliding_allow_v2' | 'sliding_allow_many_v2' | 'sliding_peek_v2';
+  keys: string[];
+  args: string[];
+  readOnly: boolean;
+  /** Decisions of a well-formed batch call. */
+  decisions?: number;
+}
+
+const pairs = (n: number) => fc.array(fc.tuple(windowArg, limitArg), { minLength: n, maxLength: n }).map((p) => p.flat());
+/** JSON's number grammar: texts matching it go into a batch's JSON as numbers, verbatim (1e400 too). */
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+/** One field of a batch decision as JSON: a number where the text is one, else (and now and then anyway) a string. */
+const jsonField = (arg: fc.Arbitrary<string>) => fc.tuple(arg, fc.nat(15)).map(([text, roll]) => (JSON_NUMBER.test(text) && roll > 0 ? text : JSON.stringify(text)));
+/** One decision of sliding_allow_many_v2: its keys, and its fields in the JSON (now, member, key count, pairs). */
+const manyDecision = fc
+  .oneof({ weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 2 }) }, { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 2 }) })
+  .chain((keys) =>
+    fc
+      .tuple(jsonField(timeArg), memberArg.map((member) => JSON.stringify(member)), jsonField(mixed(fc.constant(String(keys.length)))), pairs(keys.length).chain((p) => fc.tuple(...p.map((text) => jsonField(fc.constant(text))))))
+      .map(([now, member, count, rest]) => ({ keys, fields: [now, member, count, ...rest] })),
+  );
+const wellFormed: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.oneof(
+  fc.tuple(rawKey, timeArg, windowArg, limitArg, memberArg).map(([key, ...args]) => ({ fn: 'sliding_allow_v1' as const, keys: [key], args })),
+  // Mostly distinct keys (a repeated key is invalid).
+  fc.oneof({ weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 3 }) }, { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 3 }) }).chain((keys) =>
+    fc.tuple(timeArg, memberArg, skewArg, pairs(keys.length)).map(([now, member, skew, rest]) => ({
+      fn: 'sliding_allow_v2' as const,
+      keys,
+      args: [now, member, skew, ...rest],
+    })),
+  ),
+  fc.uniqueArray(rawKey, { minLength: 1, maxLength: 3 }).chain((keys) =>
+    fc.tuple(timeArg, pairs(keys.length)).map(([now, rest]) => ({ fn: 'sliding_peek_v2' as const, keys, args: [now, ...rest] })),
+  ),
+  // A batch: a few decisions, keys repeated across them (and now and then within one, invalid),
+  // a key count that is now and then garbage.
+  fc.tuple(skewArg, fc.array(manyDecision, { minLength: 1, maxLength: 4 })).map(([skew, decisions]) => ({
+    fn: 'sliding_allow_many_v2' as const,
+    keys: decisions.flatMap((d) => d.keys),
+    args: [skew, `[${decisions.flatMap((d) => d.fields).join(',')}]`],
+    decisions: decisions.length,
+  })),
+);
+const freeForm: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.record({
+  fn: fc.constantFrom('sliding_allow_v1' as const, 'sliding_allow_v2' as const, 'sliding_allow_many_v2' as const, 'sliding_peek_v2' as const),
+  keys: fc.array(rawKey, { maxLength: 3 }),
+  args: fc.array(anyArg, { maxLength: 9 }),
+});
+const rawCall: fc.Arbitrary<RawCall> = fc
+  .tuple(fc.oneof({ weight: 4, arbitrary: wellFormed }, { weight: 1, arbitrary: freeForm }), fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }))
+  .map(([call, readOnly]) => ({ ...call, readOnly: readOnly || call.fn === 'sliding_peek_v2' }));
+
+const scripts = new Map(
+  FUNCTION_VERSIONS.flatMap((version) =>
+    [version.allowFunction, version.batch?.name, version.peekFunction].filter((fn): fn is string => fn !== undefined).map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
+  ),
+);
+
+/** Redis' error text, without the "script: …, on @user_function:48." that locates it in the Lua. */
+const errorText = (error: unknown) => (error as Error).message.replace(/ script: .*$/s, '');
+
+interface RawCoverage {
+  replies: number;
+  /** Batch calls answered with a reply of two decisions or more. */
+  batchReplies: number;
+  invalidArguments: number;
+  clockSkew: number;
+  /** Errors raised by a command inside the Lua (PEXPIRE of a number it cannot take) after writes. */
+  commandErrors: number;
+  /** Reply integers that only the C cast explains (the minimum 64-bit integer). */
+  castOverflow: number;
+}
+
+async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCoverage): Promise<void> {
+  await rawRedis.flushdb();
+  rawRedis.takeObservations();
+  const model = new SlidingWindowModel({ clock: () => MODEL_NOW });
+  for (const [index, call] of calls.entries()) {
+    const keys = call.keys.map((key) => `raw:{t}:${key}`);
+    const context = `call ${index}: ${JSON.stringify({ ...call, keys })}`;
+    let fromRedis: unknown;
+    try {
+      const reply = viaScript
+        ? await rawRedis.observe('EVAL', [scripts.get(call.fn) as string, keys.length, ...keys, ...call.args])
+        : await rawRedis.observe(call.readOnly ? 'FCALL_RO' : 'FCALL', [call.fn, keys.length, ...keys, ...call.args]);
+      fromRedis = { reply: (reply as unknown[]).map(String) };
+    } catch (error) {
+      fromRedis = { error: errorText(error) };
+    }
+    let fromModel: { reply?: string[]; error?: string };
+    try {
+      fromModel = { reply: model.call(call.fn, keys, call.args, call.readOnly && !viaScript).map((n) => BigInt(n).toString()) };
+    } catch (error) {
+      fromModel = { error: (error as Error).message };
+    }
+    expect({ context, ...(fromRedis as object) }).toEqual({ context, ...fromModel });
+
+    for (const { key, pttlText, spanMs } of rawRedis.takeObservations()) {
+      discardIfExpiredInRealTime(Number(pttlText), model.pttl(key), spanMs);
+      // Exact integers: TTLs here reach 1e17 ms.
+      const pttl = BigInt(pttlText);
+      const modelPttl = BigInt(model.pttl(key));
+      // -1: the call set no TTL (the key was persisted by an earlier call, or was never written).
+      const matches = pttl === -1n || sameTtl(pttl, modelPttl, spanMs);
+      expect({ context, key, pttl: matches ? 'as in the model' : pttlText }).toEqual({ context, key, pttl: 'as in the model' });
+    }
+
+    if (fromModel.reply) coverage.replies++;
+    if (fromModel.reply && (call.decisions ?? 0) > 1) coverage.batchReplies++;
+    if (fromModel.reply?.includes('-9223372036854775808')) coverage.castOverflow++;
+    if (fromModel.error === 'ERR invalid arguments') coverage.invalidArguments++;
+    if (fromModel.error?.startsWith('CLOCKSKEW')) coverage.clockSkew++;
+    if (fromModel.error?.startsWith('ERR value is not an integer')) coverage.commandErrors++;
+  }
+
+  const keys = (await rawRedis.keys('raw:*')).sort();
+  expect(keys).toEqual(model.keys());
+  for (const key of keys) {
+    const flat = (await rawRedis.zrange(key, 0, '-1', 'WITHSCORES')) as string[];
+    const entries = [];
+    for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i], score: Number(flat[i + 1]) + 0 });
+    expect({ key, entries }).toEqual({ key, entries: model.entries(key).map(({ member, score }) => ({ member, score: score + 0 })) });
+  }
+}
+
+describe.each([
+  ['FCALL / FCALL_RO', false],
+  ['EVAL (script mode)', true],
+] as const)('raw calls through %s: the model gives the Lua’s replies, errors and keys', (_label, viaScript) => {
+  it('for random ARGV, valid and garbage', async () => {
+    const coverage: RawCoverage = { replies: 0, batchReplies: 0, invalidArguments: 0, clockSkew: 0, commandErrors: 0, castOverflow: 0 };
+    await fc.assert(
+      fc.asyncProperty(fc.array(rawCall, { minLength: 1, maxLength: 25 }), (calls) => runRawCalls(calls, viaScript, coverage)),
+      checkParameters(300),
+    );
+    expect(coverage.replies).toBeGreaterThan(0);
+    expect(coverage.batchReplies).toBeGreaterThan(0);
+    expect(coverage.invalidArguments).toBeGreaterThan(0);
+    expect(coverage.clockSkew).toBeGreaterThan(0);
+    // A command failing inside the function (PEXPIRE refusing "1e+17") would have written before
+    // failing; windows over 1e15 ms are refused up front, so no ARGV may get there.
+    expect(coverage.commandErrors).toBe(0);
+    expect(coverage.castOverflow).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('now_ms "*" (the server clock)', () => {
+  it('is the model’s clock in the model, and Redis TIME in Redis', async () => {
+    const model = new SlidingWindowModel({ clock: () => T0 + 0.75 });
+    expect(model.call('sliding_allow_v2', ['k'], ['*', 'm1', '0', '1000', '2'])).toEqual([1, 1, 1, 0, 1000]);
+    expect(model.entries('k')).toEqual([{ member: 'm1', score: T0 }]);
+
+    await redis.del('star');
+    const before = Date.now();
+    await redis.fcall('sliding_allow_v2', 1, 'star', '*', 'm1', '0', '1000', '2');
+    const [, score] = await redis.zrange('star', 0, '-1', 'WITHSCORES');
+    expect(Number(score)).toBeGreaterThanOrEqual(before - 1000);
+    expect(Number(score)).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(Number.isInteger(Number(score))).toBe(true);
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// 3. tonumber
+// ------------------------------------------------------------------------------------------------
+
+const space = fc.constantFrom('', ' ', '  ', '\t', '\n', '\v', '\f', '\r');
+const digitString = (max: number) => fc.array(fc.constantFrom(...'0123456789'), { maxLength: max }).map((d) => d.join(''));
+const hexString = (max: number) => fc.array(fc.constantFrom(...'0123456789abcdefABCDEF'), { maxLength: max }).map((d) => d.join(''));
+const numberBody = fc.oneof(
+  fc.tuple(digitString(20), fc.constantFrom('', '.'), digitString(20), fc.oneof(fc.constant(''), fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), digitString(4)).map((p) => p.join(''))))
+    .map((p) => p.join('')),
+  fc.tuple(fc.constantFrom('0x', '0X'), hexString(18), fc.constantFrom('', '.'), hexString(6), fc.oneof(fc.constant(''), fc.tuple(fc.constantFrom('p', 'P'), fc.constantFrom('', '-'), digitString(4)).map((p) => p.join(''))))
+    .map((p) => p.join('')),
+  fc.constantFrom('inf', 'INF', 'infinity', 'Infinity', 'infin', 'nan', 'NaN', 'nan()', 'nan(abc_1)', 'nan(x', 'x', ''),
+  // 53 bits, then exactly half of the last one: rounding must go to even.
+  fc.tuple(hexString(12).map((d) => d.padEnd(12, '0')), fc.constantFrom(...'0123456789abcdef'), fc.constantFrom('', '0', '000'), fc.constantFrom('', 'p0', 'p-1074', 'p-1100', 'p970'))
+    .map(([digits, last, zeros, exponent]) => `0x1${digits}${last}8${zeros}${exponent}`),
+);
+const numberLike = fc.tuple(space, fc.constantFrom('', '+', '-'), numberBody, space, fc.constantFrom('', '', 'x', 'abc', '\u0000junk', ' 1')).map((p) => p.join(''));
+
+describe('tonumber', () => {
+  it('reads strings as Lua 5.1 in Redis does (spaces, hex, exponents, inf, nan, trailing junk, NUL)', async () => {
+    const show = (n: number | undefined) => (n === undefined ? null : Number.isNaN(n) ? 'nan' : Object.is(n, -0) ? '-0' : String(n));
+    const lua = "local n = tonumber(ARGV[1]) if n == nil then return false end if n ~= n then return 'nan' end return string.format('%.17g', n)";
+    const fromLua = (text: unknown) => (text === null ? null : text === 'nan' ? 'nan' : text === '-0' ? '-0' : String(Number(String(text).replace('inf', 'Infinity'))));
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(numberLike, garbage), async (text) => {
+        const expected = fromLua(await redis.eval(lua, 0, text));
+        expect({ text, value: show(luaToNumber(text)) }).toEqual({ text, value: expected });
+      }),
+      checkParameters(1500),
+    );
+  });
+});

@@ -1,0 +1,71 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { join, relative } from 'node:path';
+
+/*
+ * The package as users install it: what `npm pack` ships and what `require` resolves.
+ * Runs against dist/, which `npm test` builds first (pretest).
+ */
+const root = join(__dirname, '..', '..');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  main: string;
+  types: string;
+  exports: Record<string, { types: string; default: string } | string>;
+  dependencies?: Record<string, string>;
+  peerDependencies: Record<string, string>;
+};
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+describe('the published package', () => {
+  beforeAll(() => {
+    if (!existsSync(join(root, 'dist', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does it)');
+  });
+
+  it('points main, types and exports at built files', () => {
+    const dot = pkg.exports['.'] as { types: string; default: string };
+    for (const file of [pkg.main, pkg.types, dot.types, dot.default]) expect(existsSync(join(root, file))).toBe(true);
+  });
+
+  it('resolves by its own name to the build, with the Lua next to it', () => {
+    // jest maps the package name to lib/ for the other tests; ask Node's own resolver.
+    const script = [
+      "const p = require('nestjs-sliding-limit')",
+      "console.log(require.resolve('nestjs-sliding-limit'))",
+      "console.log(typeof p.SlidingWindowLimiter, require('fs').readdirSync(p.LUA_DIR).join(','))",
+    ].join(';');
+    const [resolved, exported] = execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim().split('\n');
+    expect(relative(root, resolved)).toBe(join('dist', 'index.js'));
+    expect(exported).toBe('function rate_limit_v1.lua,rate_limit_v2.lua');
+  });
+
+  it('ships dist with declarations and the .lua libraries, and no sources or tests', () => {
+    const [{ files }] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as [
+      { files: { path: string }[] },
+    ];
+    const paths = files.map((f) => f.path);
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/redis/lua/rate_limit_v1.lua', 'dist/redis/lua/rate_limit_v2.lua', 'README.md', 'package.json']));
+    expect(paths.filter((p) => p.startsWith('lib/') || p.startsWith('test/') || p.startsWith('sample/'))).toEqual([]);
+  });
+
+  it('declares every package that lib/ imports', () => {
+    const declared = new Set([...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.peerDependencies)]);
+    const builtins = new Set(builtinModules);
+    const undeclared = new Set<string>();
+    for (const file of filesUnder(join(root, 'lib')).filter((f) => f.endsWith('.ts'))) {
+      const source = readFileSync(file, 'utf8');
+      for (const [, specifier] of source.matchAll(/(?:from|import|require\()\s*['"]([^'"]+)['"]/g)) {
+        if (specifier.startsWith('.') || specifier.startsWith('node:') || builtins.has(specifier)) continue;
+        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0];
+        if (!declared.has(name)) undeclared.add(`${name} (${relative(root, file)})`);
+      }
+    }
+    expect([...undeclared]).toEqual([]);
+  });
+});
