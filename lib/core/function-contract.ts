@@ -58,7 +58,7 @@ export interface FunctionContract {
   readonly peekFunction?: string;
   /** Whether one call decides several keys atomically. */
   readonly multiKey: boolean;
-  /** Whether the functions accept {@link SERVER_TIME} as `now_ms`. */
+  /** Whether the functions accept `SERVER_TIME` (`'*'`, read the server's clock) as `now_ms`. */
   readonly readsServerClock: boolean;
   /**
    * Whether a rejection's retry-after is exactly when a slot frees (not an upper bound): only then may

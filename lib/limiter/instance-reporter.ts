@@ -131,7 +131,7 @@ export class InstanceReporter {
     };
   }
 
-  /** Writes the report now. Rejects when the write fails (and records the error in {@link lastError}). */
+  /** Writes the report now. Rejects when the write fails (and records the error in {@link InstanceReporter.lastError}). */
   async reportNow(): Promise<void> {
     try {
       await this.client.set(this.key, JSON.stringify(this.buildReport()), 'PX', REPORT_TTL_INTERVALS * this.intervalMs);

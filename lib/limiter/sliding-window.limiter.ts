@@ -58,7 +58,7 @@ const MIN_STARTUP_TIMEOUT_MS = 2000;
  * Each decision runs atomically on the server as the configured Redis Function (or the same Lua
  * as a script on Redis < 7). The limiter knows the arguments and replies of every shipped version,
  * so `functionName` can move between `sliding_allow_v1` and `sliding_allow_v2` without code changes,
- * a canary can send a sticky share of keys to a candidate, and {@link use} switches at runtime.
+ * a canary can send a sticky share of keys to a candidate, and {@link SlidingWindowLimiter.use} switches at runtime.
  * When Redis cannot decide (timeout, connection down) the `onRedisError` policy does, and the
  * application never waits on a dead or frozen server for much longer than `timeoutMs` per attempt
  * (at most 1.25 × `timeoutMs`; the first decisions before start-up has finished: up to 1.25 ×

@@ -27,6 +27,6 @@ export type RateLimitKeyFunction = {
 /**
  * Who a limit counts: a key function or a key template such as `'ip'`, `'user'`, `'user:id'`,
  * `'param:phone'`, `'body:phone'`, `'query:q'`, `'header:x-api-key'`, `'route'`, `'global'`,
- * combined with `+` (`'route+ip'`). See the README ("Key syntax") for the full syntax.
+ * combined with `+` (`'route+ip'`). See docs/keys-and-headers.md ("Key syntax") for the full syntax.
  */
 export type RateLimitKey = string | RateLimitKeyFunction;

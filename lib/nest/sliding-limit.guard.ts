@@ -36,8 +36,8 @@ export interface RateLimitHttpContext {
  * with `Retry-After`.
  *
  * Outside HTTP (GraphQL, WebSockets, microservices) it never touches a response and, unless a
- * subclass overrides {@link getRequestResponse}, lets the call through. Subclass it to adapt — see
- * the README ("GraphQL, WebSockets and other transports") for GraphQL and WebSocket versions.
+ * subclass overrides {@link SlidingLimitGuard.getRequestResponse}, lets the call through. Subclass it to adapt — see
+ * docs/nest.md ("GraphQL, WebSockets and other transports") for GraphQL and WebSocket versions.
  */
 @Injectable()
 export class SlidingLimitGuard implements CanActivate {
@@ -207,7 +207,7 @@ export class SlidingLimitGuard implements CanActivate {
     this.warnedUnsupported.add(plan);
     this.logger.warn(
       `${plan.route} has rate limits but runs in a "${context.getType()}" context, which SlidingLimitGuard does not limit; ` +
-        'subclass it and override getRequestResponse (see the README, "GraphQL, WebSockets and other transports")',
+        'subclass it and override getRequestResponse (see docs/nest.md, "GraphQL, WebSockets and other transports")',
     );
   }
 }
