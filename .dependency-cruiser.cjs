@@ -88,7 +88,10 @@ module.exports = {
       severity: 'error',
       comment: 'lib/ imports only packages that package.json declares (dependencies or peerDependencies).',
       from: { path: '^lib/' },
-      to: { dependencyTypes: ['npm-dev', 'npm-no-pkg', 'npm-unknown', 'unknown', 'undetermined'], dependencyTypesNot: ['npm', 'npm-peer'] },
+      to: {
+        dependencyTypes: ['npm-dev', 'npm-no-pkg', 'npm-unknown', 'unknown', 'undetermined'],
+        dependencyTypesNot: ['npm', 'npm-peer'],
+      },
     },
     {
       name: 'not-to-unresolvable',
@@ -102,7 +105,10 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.build.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
     reporterOptions: { text: { highlightFocused: true } },
   },
 };

@@ -39,7 +39,11 @@ const TRACKER_HEADER = 'x-client-id';
 
 function decorateMethod(target, name, decorators) {
   const descriptor = Object.getOwnPropertyDescriptor(target.prototype, name);
-  Object.defineProperty(target.prototype, name, Reflect.decorate(decorators, target.prototype, name, descriptor) ?? descriptor);
+  Object.defineProperty(
+    target.prototype,
+    name,
+    Reflect.decorate(decorators, target.prototype, name, descriptor) ?? descriptor,
+  );
 }
 
 class BenchController {
@@ -165,10 +169,19 @@ function watchGarbageCollection() {
  * or throw with a limit nothing reaches: either fails the run instead of being averaged in.
  */
 async function runGuard(guard, count, inFlight) {
-  const response = { setHeader() {}, header() { return this; } };
+  const response = {
+    setHeader() {},
+    header() {
+      return this;
+    },
+  };
   const call = (i) => {
     const request = { headers: { [TRACKER_HEADER]: `c${i % inFlight}` }, ip: '127.0.0.1', method: 'GET', url: '/' };
-    const context = new ExecutionContextHost([request, response, () => {}], BenchController, BenchController.prototype.hello);
+    const context = new ExecutionContextHost(
+      [request, response, () => {}],
+      BenchController,
+      BenchController.prototype.hello,
+    );
     context.setType('http');
     return guard.canActivate(context);
   };
@@ -176,8 +189,12 @@ async function runGuard(guard, count, inFlight) {
   // No warm-up inside a run: the parent warms every guard up with a run of its own.
   const r = await drive({ inFlight, warmupMs: 0, durationMs: 60_000, maxOps: count, call });
   const cpu = process.cpuUsage(cpuBefore);
-  if (r.errors > 0) throw new Error(`${r.errors} of ${r.calls} guard calls failed, first: ${r.firstError?.stack ?? r.firstError}`);
-  if (r.rejected > 0) throw new Error(`${r.rejected} of ${r.calls} guard calls rejected the request (the limit is meant to be out of reach)`);
+  if (r.errors > 0)
+    throw new Error(`${r.errors} of ${r.calls} guard calls failed, first: ${r.firstError?.stack ?? r.firstError}`);
+  if (r.rejected > 0)
+    throw new Error(
+      `${r.rejected} of ${r.calls} guard calls rejected the request (the limit is meant to be out of reach)`,
+    );
   return { decisions: r.calls, seconds: r.seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }
 

@@ -49,7 +49,11 @@ const settings = settingsFromEnv();
 installCleanup(watchdogMs(settings.rounds));
 const dist = await snapshotDist(root);
 // The package under test; when its options declare blockCache, consume and hotKey add their blockCache variants.
-const build = { dist, SlidingWindowLimiter: require(dist).SlidingWindowLimiter, hasBlockCache: declaresOption(dist, 'SlidingWindowLimiterOptions', 'blockCache') };
+const build = {
+  dist,
+  SlidingWindowLimiter: require(dist).SlidingWindowLimiter,
+  hasBlockCache: declaresOption(dist, 'SlidingWindowLimiterOptions', 'blockCache'),
+};
 // Other work on the machine skews every number: the load average is recorded next to them.
 const loadAtStart = loadAverage();
 
@@ -58,7 +62,13 @@ async function main() {
   const { port, child } = await startRedis();
   log(`redis-server on 127.0.0.1:${port}`);
   const connect = (extra = {}) => new Redis({ host: '127.0.0.1', port, ...extra });
-  const redis = { port, pid: child.pid, plain: connect(), autoPipelined: connect({ enableAutoPipelining: true }), stats: connect() };
+  const redis = {
+    port,
+    pid: child.pid,
+    plain: connect(),
+    autoPipelined: connect({ enableAutoPipelining: true }),
+    stats: connect(),
+  };
   await Promise.all([redis.plain.ping(), redis.autoPipelined.ping(), redis.stats.ping()]);
   // Load the shipped libraries once (the limiter loads what is missing).
   const loader = new build.SlidingWindowLimiter({ client: redis.plain });
@@ -87,7 +97,15 @@ async function main() {
   const { rows, targets, results } = report;
   const date = new Date().toISOString().slice(0, 10);
   const { rounds, quick, only } = settings;
-  const info = { date, machine: machine(root, redisVersion, loadAtStart), rounds, quick, sectionsRun: only, totalSeconds: (performance.now() - startedAt) / 1000, sectionSeconds: seconds };
+  const info = {
+    date,
+    machine: machine(root, redisVersion, loadAtStart),
+    rounds,
+    quick,
+    sectionsRun: only,
+    totalSeconds: (performance.now() - startedAt) / 1000,
+    sectionSeconds: seconds,
+  };
   console.log(printTable(rows, info, settings, build.hasBlockCache));
   const failed = rows.filter((r) => r.result === 'FAIL').length;
   const passed = rows.filter((r) => r.result === 'PASS').length;

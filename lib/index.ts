@@ -3,7 +3,12 @@
 // Limiter
 export { SlidingWindowLimiter } from './limiter/sliding-window.limiter';
 export type { CanarySplit, FunctionSelection } from './core/function-selection';
-export type { ClockSource, DecisionOptions, RedisErrorPolicy, SlidingWindowLimiterOptions } from './limiter/sliding-window-limiter.interfaces';
+export type {
+  ClockSource,
+  DecisionOptions,
+  RedisErrorPolicy,
+  SlidingWindowLimiterOptions,
+} from './limiter/sliding-window-limiter.interfaces';
 export type { ExecutionMode, LoadFunctionsPolicy } from './core/lua-runner';
 export type { KeyedSlidingLimitRule, SlidingLimitRule } from './core/limit-rule';
 export type { MultiRateLimitDecision, RateLimitDecision, RateLimitState } from './core/decisions';
@@ -13,7 +18,12 @@ export type { FunctionCallMetrics, LimiterErrorKind } from './core/call-metrics'
 export type { LimiterBackend, KeyCommands } from './core/limiter-backend';
 
 // Operations: metrics and instance reports
-export { registerPrometheusMetrics, DEFAULT_PROMETHEUS_PREFIX, type PrometheusExport, type PrometheusExportOptions } from './metrics/prometheus';
+export {
+  registerPrometheusMetrics,
+  DEFAULT_PROMETHEUS_PREFIX,
+  type PrometheusExport,
+  type PrometheusExportOptions,
+} from './metrics/prometheus';
 export { InstanceReporter, type InstanceReporterOptions, type ReportedLimiter } from './limiter/instance-reporter';
 export { DEFAULT_REPORT_INTERVAL_MS } from './core/instance-report';
 export { parseInstanceReport, instanceReportKey, type InstanceReport } from './core/instance-report';
@@ -43,9 +53,21 @@ export type {
   RateLimitModuleForRootOptions,
   RateLimitOptionsFactory,
 } from './nest/rate-limit.module-definition';
-export type { RateLimitErrorBodyStyle, RateLimitHeaderStyle, RateLimitModuleOptions, ResolvedRateLimitOptions, SlidingLimitOptions } from './nest/rate-limit.options';
+export type {
+  RateLimitErrorBodyStyle,
+  RateLimitHeaderStyle,
+  RateLimitModuleOptions,
+  ResolvedRateLimitOptions,
+  SlidingLimitOptions,
+} from './nest/rate-limit.options';
 export type { RateLimitKey, RateLimitKeyFunction, RateLimitKeyValue, RateLimitRequest } from './nest/rate-limit-key';
-export { DEFAULT_KEY, RATE_LIMIT_CONNECTION, RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from './nest/rate-limit.constants';
+export {
+  DEFAULT_KEY,
+  RATE_LIMIT_CONNECTION,
+  RATE_LIMIT_OPTIONS,
+  SKIP_RATE_LIMIT_METADATA,
+  SLIDING_LIMIT_METADATA,
+} from './nest/rate-limit.constants';
 export { DEFAULT_KEY_PREFIX } from './core/constants';
 export { SkipRateLimit, SlidingLimit } from './nest/sliding-limit.decorator';
 export { SlidingLimitGuard, type RateLimitHttpContext } from './nest/sliding-limit.guard';
@@ -65,7 +87,12 @@ export {
 export { RateLimitTestingModule, type RateLimitTestingOptions } from './testing/rate-limit-testing.module';
 export { DEFAULT_TEST_START_TIME, TestClock } from './testing/test-clock';
 export { MemoryBackend, MemoryRunner, type MemoryBackendOptions } from './memory/memory-backend';
-export { ModelReplyError, SlidingWindowModel, type ModelEntry, type SlidingWindowModelOptions } from './memory/sliding-window-model';
+export {
+  ModelReplyError,
+  SlidingWindowModel,
+  type ModelEntry,
+  type SlidingWindowModelOptions,
+} from './memory/sliding-window-model';
 
 // Health (for @nestjs/terminus, an optional peer dependency: loaded only when the indicator is constructed)
 export {

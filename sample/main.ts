@@ -6,7 +6,12 @@ import { AppModule, DEFAULT_REDIS_URL } from './app.module';
 
 /** One quick PING, no retries: tells "no Redis" apart from everything else before Nest starts. */
 async function redisAnswers(url: string): Promise<boolean> {
-  const probe = new Redis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const probe = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 2000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   probe.on('error', () => undefined);
   try {
     await probe.connect();
@@ -37,7 +42,9 @@ async function main(): Promise<void> {
   const url = await app.getUrl();
   const limiter = app.get(SlidingWindowLimiter);
   console.log(`Sample listening on ${url}`);
-  console.log(`Redis ${redisUrl}; active function ${limiter.functionName} (set RATE_LIMIT_FUNCTION to switch); keys under "${limiter.keyPrefix}"`);
+  console.log(
+    `Redis ${redisUrl}; active function ${limiter.functionName} (set RATE_LIMIT_FUNCTION to switch); keys under "${limiter.keyPrefix}"`,
+  );
   console.log(
     [
       'Try:',

@@ -7,7 +7,11 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 rmSync('dist', { recursive: true, force: true });
-execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--noEmitOnError'], {
-  stdio: 'inherit',
-});
+execFileSync(
+  process.execPath,
+  [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--noEmitOnError'],
+  {
+    stdio: 'inherit',
+  },
+);
 cpSync('lib/redis/lua', 'dist/redis/lua', { recursive: true });

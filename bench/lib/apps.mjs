@@ -15,8 +15,16 @@ export const HTTP_CONFIGS = [
   { id: 'none', label: 'no guard', packages: [] },
   { id: 'ours', label: 'our guard', packages: [] },
   { id: 'ours-client', label: "our guard on the user's ioredis client", packages: [] },
-  { id: 'nest-lab', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis', packages: ['@nestjs/throttler', '@nest-lab/throttler-storage-redis'] },
-  { id: 'nestjs-redis', label: '@nestjs/throttler + @nestjs-redis/throttler-storage', packages: ['@nestjs/throttler', '@nestjs-redis/throttler-storage', 'redis'] },
+  {
+    id: 'nest-lab',
+    label: '@nestjs/throttler + @nest-lab/throttler-storage-redis',
+    packages: ['@nestjs/throttler', '@nest-lab/throttler-storage-redis'],
+  },
+  {
+    id: 'nestjs-redis',
+    label: '@nestjs/throttler + @nestjs-redis/throttler-storage',
+    packages: ['@nestjs/throttler', '@nestjs-redis/throttler-storage', 'redis'],
+  },
 ];
 
 /**
@@ -99,7 +107,11 @@ export function askApp(app, message, timeoutMs) {
       fn(value);
     };
     const onMessage = (reply) => (reply.error ? settle(reject, new Error(reply.error)) : settle(resolve, reply));
-    const onExit = (code, signal) => settle(reject, new Error(`exited with ${signal ?? code}\n${app.stderr().trim().split('\n').slice(0, 8).join('\n')}`.trim()));
+    const onExit = (code, signal) =>
+      settle(
+        reject,
+        new Error(`exited with ${signal ?? code}\n${app.stderr().trim().split('\n').slice(0, 8).join('\n')}`.trim()),
+      );
     const timer = setTimeout(() => settle(reject, new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
     child.on('message', onMessage);
     child.once('exit', onExit);

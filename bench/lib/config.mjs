@@ -13,7 +13,9 @@ export function settingsFromEnv(env = process.env) {
   const rounds = roundsFromEnv(env);
   const quick = env.BENCH_QUICK === '1';
   const only = env.BENCH_ONLY ? env.BENCH_ONLY.split(',').map((name) => name.trim()) : SECTIONS;
-  for (const name of only) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: unknown section "${name}" (sections: ${SECTIONS.join(', ')})`);
+  for (const name of only)
+    if (!SECTIONS.includes(name))
+      throw new Error(`BENCH_ONLY: unknown section "${name}" (sections: ${SECTIONS.join(', ')})`);
   const http = { connections: 50, seconds: quick ? 2 : 5, warmupSeconds: 1, limit: 1_000_000, windowMs: 1_000 };
   return Object.freeze({
     rounds,
@@ -38,7 +40,10 @@ function roundsFromEnv(env) {
   const raw = (env.BENCH_ROUNDS ?? '').trim();
   if (raw === '') return 3;
   const rounds = /^\d+$/.test(raw) ? Number(raw) : NaN;
-  if (!(rounds >= 3)) throw new Error(`BENCH_ROUNDS: "${raw}" is not an integer of at least 3 (a median and its spread need three rounds)`);
+  if (!(rounds >= 3))
+    throw new Error(
+      `BENCH_ROUNDS: "${raw}" is not an integer of at least 3 (a median and its spread need three rounds)`,
+    );
   return rounds;
 }
 

@@ -6,7 +6,19 @@ import { join } from 'node:path';
 import { log } from './report.mjs';
 
 /** Type names that wrap another type: the search goes on into what they wrap. */
-const WRAPPERS = new Set(['Omit', 'Pick', 'Partial', 'Required', 'Readonly', 'Record', 'Exclude', 'Extract', 'NonNullable', 'Promise', 'Array']);
+const WRAPPERS = new Set([
+  'Omit',
+  'Pick',
+  'Partial',
+  'Required',
+  'Readonly',
+  'Record',
+  'Exclude',
+  'Extract',
+  'NonNullable',
+  'Promise',
+  'Array',
+]);
 
 /**
  * Whether interface (or type alias) `typeName`, declared in any .d.ts under `dist`, has a property
@@ -20,7 +32,9 @@ export function declaresOption(dist, typeName, option) {
   const has = (name) => {
     if (seen.has(name)) return false;
     seen.add(name);
-    return declarationsOf(sources, name).some(({ members, references }) => property.test(members) || references.some(has));
+    return declarationsOf(sources, name).some(
+      ({ members, references }) => property.test(members) || references.some(has),
+    );
   };
   if (declarationsOf(sources, typeName).length === 0) {
     log(`  warning: no .d.ts under ${dist} declares ${typeName}; looking for any declaration of "${option}"`);

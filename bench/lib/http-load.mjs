@@ -13,7 +13,18 @@ const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf
 
 /** A bucket that several autocannon runs add to: 2xx count, time, latencies of 2xx responses. */
 function httpSink() {
-  return { ok: 0, seconds: 0, cpuSeconds: 0, redisCpuSeconds: 0, gcMs: 0, gcLongestMs: 0, non2xx: 0, errors: 0, count: 0, latencies: new Float64Array(1_000_000) };
+  return {
+    ok: 0,
+    seconds: 0,
+    cpuSeconds: 0,
+    redisCpuSeconds: 0,
+    gcMs: 0,
+    gcLongestMs: 0,
+    non2xx: 0,
+    errors: 0,
+    count: 0,
+    latencies: new Float64Array(1_000_000),
+  };
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
@@ -53,7 +64,8 @@ export async function autocannonRun(url, options, sink = httpSink()) {
     setupClient: (c) => c.setHeaders({ 'x-client-id': `c${client++}` }),
   });
   instance.on('response', (_client, statusCode, _bytes, responseTime) => {
-    if (statusCode >= 200 && statusCode < 300 && sink.count < sink.latencies.length) sink.latencies[sink.count++] = responseTime;
+    if (statusCode >= 200 && statusCode < 300 && sink.count < sink.latencies.length)
+      sink.latencies[sink.count++] = responseTime;
   });
   const result = await instance;
   sink.ok += result['2xx'];
@@ -96,7 +108,8 @@ export async function httpRounds(apps, redisPid, { rounds, seconds, connections 
     for (const id of interleaved(ids, seconds, round)) await httpSlice(apps[id], redisPid, sinks[id], connections);
     for (const id of ids) {
       const r = summary(sinks[id]);
-      if (r.non2xx > 0 || r.errors > 0) log(`  warning: ${id} round ${round + 1}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+      if (r.non2xx > 0 || r.errors > 0)
+        log(`  warning: ${id} round ${round + 1}: ${r.non2xx} non-2xx, ${r.errors} errors`);
       samples[id][round] = r;
     }
     log(`  round ${round + 1}/${rounds} done (${connections} connection${connections === 1 ? '' : 's'})`);

@@ -7,7 +7,17 @@ import os from 'node:os';
 const require = createRequire(import.meta.url);
 
 /** The packages whose versions the results record (those not installed say so). */
-const PACKAGES = ['ioredis', '@nestjs/core', '@nestjs/platform-express', 'rate-limiter-flexible', 'autocannon', '@nestjs/throttler', '@nest-lab/throttler-storage-redis', '@nestjs-redis/throttler-storage', 'redis'];
+const PACKAGES = [
+  'ioredis',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  'rate-limiter-flexible',
+  'autocannon',
+  '@nestjs/throttler',
+  '@nest-lab/throttler-storage-redis',
+  '@nestjs-redis/throttler-storage',
+  'redis',
+];
 
 /** The load average now, rounded: other work on the machine skews every number. */
 export function loadAverage() {

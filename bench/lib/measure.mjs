@@ -72,7 +72,17 @@ export async function drive({ inFlight, warmupMs, durationMs, maxOps, call }) {
     counted = done;
   }
   const seconds = (finishedAt - startedAt) / 1000;
-  return { perSecond: counted / seconds, counted, calls: done, admitted, rejected, degraded, errors, firstError, seconds };
+  return {
+    perSecond: counted / seconds,
+    counted,
+    calls: done,
+    admitted,
+    rejected,
+    degraded,
+    errors,
+    firstError,
+    seconds,
+  };
 }
 
 /**

@@ -89,9 +89,26 @@ export async function startRedis() {
     const port = await freePort();
     const dir = tempDir('sliding-bench-redis-');
     const child = track(
-      spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }),
+      spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          '--daemonize',
+          'no',
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      ),
     );
     try {
       await new Promise((resolve, reject) => {

@@ -29,7 +29,16 @@ export function createReport() {
       const shown = measured === undefined ? '—' : `${format(measured)}${unit === '×' ? '×' : unit ? ` ${unit}` : ''}`;
       const range = s ? `${format(s.min)}–${format(s.max)}` : '';
       const result = pass === undefined ? '' : pass ? 'PASS' : 'FAIL';
-      rows.push({ section, what, value: shown, range, absolute: note || absolute, target, result, samples: s?.samples });
+      rows.push({
+        section,
+        what,
+        value: shown,
+        range,
+        absolute: note || absolute,
+        target,
+        result,
+        samples: s?.samples,
+      });
     },
     /** A section's raw data, written to the results as `sections[name]`. */
     record(name, data) {
@@ -49,14 +58,28 @@ export function createReport() {
 /** The table as text: a heading with the run's `info` and what the columns compare, then the rows. */
 export function printTable(rows, info, settings, hasBlockCache) {
   const { http, guard, rounds } = settings;
-  const header = { section: 'section', what: 'measurement', value: 'median', range: 'min–max', absolute: 'absolute (medians)', target: 'target', result: '' };
+  const header = {
+    section: 'section',
+    what: 'measurement',
+    value: 'median',
+    range: 'min–max',
+    absolute: 'absolute (medians)',
+    target: 'target',
+    result: '',
+  };
   const all = [header, ...rows];
   const width = (name) => Math.max(...all.map((r) => String(r[name]).length));
   const columns = ['section', 'what', 'value', 'range', 'target', 'result', 'absolute'];
   const widths = Object.fromEntries(columns.map((name) => [name, width(name)]));
-  const line = (r) => columns.map((name) => String(r[name]).padEnd(widths[name])).join(' | ').trimEnd();
+  const line = (r) =>
+    columns
+      .map((name) => String(r[name]).padEnd(widths[name]))
+      .join(' | ')
+      .trimEnd();
   const out = [];
-  out.push(`nestjs-sliding-limit benchmark — ${info.date}, ${info.machine.nproc} × ${info.machine.cpu}, Node ${info.machine.node}, Redis ${info.machine.redis}, ${rounds} rounds, total ${info.totalSeconds.toFixed(0)} s, load average ${info.machine.loadAverageAtStart[0]} at start / ${info.machine.loadAverageAtEnd[0]} at end`);
+  out.push(
+    `nestjs-sliding-limit benchmark — ${info.date}, ${info.machine.nproc} × ${info.machine.cpu}, Node ${info.machine.node}, Redis ${info.machine.redis}, ${rounds} rounds, total ${info.totalSeconds.toFixed(0)} s, load average ${info.machine.loadAverageAtStart[0]} at start / ${info.machine.loadAverageAtEnd[0]} at end`,
+  );
   out.push(
     `consume() = SlidingWindowLimiter defaults (${hasBlockCache ? 'blockCache on, ' : ''}batch on); ratios ours / theirs; AP = ioredis enableAutoPipelining. ` +
       `HTTP: our guard = RateLimitModule.forRoot({ redis: url }) as in the quick start; ${http.connections} connections (1 in the "1 connection" rows), every limit keyed by an x-client-id header that differs per connection (${http.connections} keys), ` +

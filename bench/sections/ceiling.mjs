@@ -15,18 +15,45 @@ export async function ceiling({ settings: { rounds, quick }, report, redis: { po
     // A fixed numeric now_ms per run: redis-benchmark cannot send a clock, and the argument shape
     // (number, short member, skew, window, limit) is the one consume() sends.
     const requests = quick ? 30_000 : pipeline ? 120_000 : 60_000;
-    const args = ['-h', '127.0.0.1', '-p', String(port), '-c', '50', '-n', String(requests), '-r', String(KEYSPACE), '--csv'];
+    const args = [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-c',
+      '50',
+      '-n',
+      String(requests),
+      '-r',
+      String(KEYSPACE),
+      '--csv',
+    ];
     if (pipeline) args.push('-P', '16');
-    args.push('FCALL', FUNCTION, '1', 's1:rb:__rand_int__', String(Date.now()), 'm__rand_int__', '1000', '60000', '1000');
+    args.push(
+      'FCALL',
+      FUNCTION,
+      '1',
+      's1:rb:__rand_int__',
+      String(Date.now()),
+      'm__rand_int__',
+      '1000',
+      '60000',
+      '1000',
+    );
     const csv = (await runCommand('redis-benchmark', args, 120_000)).trim().split('\n');
     return Number(JSON.parse(`[${csv[csv.length - 1]}]`)[1]);
   };
   const next = memberSource();
-  const bare = (i) => client.fcall(FUNCTION, 1, `s1:bare:${i % KEYSPACE}`, Date.now(), next(), 1000, 60_000, 1000).then((r) => r[0] === 1);
+  const bare = (i) =>
+    client
+      .fcall(FUNCTION, 1, `s1:bare:${i % KEYSPACE}`, Date.now(), next(), 1000, 60_000, 1000)
+      .then((r) => r[0] === 1);
   const variants = {
     pipelined: () => benchmark(true),
     unpipelined: () => benchmark(false),
-    bare64: async () => (await drive({ inFlight: 64, warmupMs: 200, durationMs: quick ? 500 : 1800, maxOps: 1_000_000, call: bare })).perSecond,
+    bare64: async () =>
+      (await drive({ inFlight: 64, warmupMs: 200, durationMs: quick ? 500 : 1800, maxOps: 1_000_000, call: bare }))
+        .perSecond,
   };
   const samples = { pipelined: [], unpipelined: [], bare64: [] };
   const names = Object.keys(variants);
@@ -38,10 +65,16 @@ export async function ceiling({ settings: { rounds, quick }, report, redis: { po
   // Where Redis spends a decision: the function's total time and the commands it runs inside.
   const usec = await commandStats(client);
   const fcall = usec.fcall;
-  const inner = Object.entries(usec).filter(([name]) => name !== 'fcall' && name !== 'info' && !name.startsWith('config'));
+  const inner = Object.entries(usec).filter(
+    ([name]) => name !== 'fcall' && name !== 'info' && !name.startsWith('config'),
+  );
   const innerUsec = inner.reduce((sum, [, v]) => sum + v.usec, 0);
   const perDecision = Object.fromEntries(inner.map(([name, v]) => [name, Number((v.usec / fcall.calls).toFixed(2))]));
-  report.record('ceiling', { samples, serverMicrosPerDecision: Number((fcall.usec / fcall.calls).toFixed(2)), innerMicrosPerDecision: perDecision });
+  report.record('ceiling', {
+    samples,
+    serverMicrosPerDecision: Number((fcall.usec / fcall.calls).toFixed(2)),
+    innerMicrosPerDecision: perDecision,
+  });
   report.row('1 ceiling', 'redis-benchmark -P 16 / -c 50 (pipelined / not)', {
     spread: spread(ratios(samples.pipelined, samples.unpipelined)),
     absolute: `${compact(med.pipelined)}/s vs ${compact(med.unpipelined)}/s`,

@@ -18,7 +18,12 @@ const KEY_CASES = [
   { id: 'reject', label: 'hot key rejecting', limit: 10, windowMs: 600_000, key: () => 'full' },
 ];
 
-export async function consume({ settings, report, redis: { plain, autoPipelined }, build: { SlidingWindowLimiter, hasBlockCache } }) {
+export async function consume({
+  settings,
+  report,
+  redis: { plain, autoPipelined },
+  build: { SlidingWindowLimiter, hasBlockCache },
+}) {
   const { rounds, quick, loop, inFlight: inFlightLevels } = settings;
   log('2/6 consume(): bare fcall, ours, rate-limiter-flexible; auto-pipelining off/on');
   const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
@@ -39,13 +44,24 @@ export async function consume({ settings, report, redis: { plain, autoPipelined 
     }
   }
   const flexible = Object.fromEntries(
-    KEY_CASES.map((c) => [c.id, new RateLimiterRedis({ storeClient: plain, keyPrefix: `s2:rlf:${c.id}`, points: c.limit, duration: c.windowMs / 1000 })]),
+    KEY_CASES.map((c) => [
+      c.id,
+      new RateLimiterRedis({
+        storeClient: plain,
+        keyPrefix: `s2:rlf:${c.id}`,
+        points: c.limit,
+        duration: c.windowMs / 1000,
+      }),
+    ]),
   );
   const bareCall = (client, name, c) => {
     const next = memberSource();
     const prefix = `s2:${name}:${c.id}:`;
     // What a hand-written caller sends: same function, same argument list as consume().
-    return (i) => client.fcall(FUNCTION, 1, prefix + c.key(i), Date.now(), next(), 1000, c.windowMs, c.limit).then((reply) => reply[0] === 1);
+    return (i) =>
+      client
+        .fcall(FUNCTION, 1, prefix + c.key(i), Date.now(), next(), 1000, c.windowMs, c.limit)
+        .then((reply) => reply[0] === 1);
   };
   const calls = (c) => {
     const rule = { limit: c.limit, windowMs: c.windowMs };
@@ -83,7 +99,14 @@ export async function consume({ settings, report, redis: { plain, autoPipelined 
 
   // JIT warm-up of every path, and the rejecting keys filled to their limit.
   for (const c of KEY_CASES) {
-    for (const name of variantsOf(c)) await drive({ inFlight: 64, warmupMs: 0, durationMs: quick ? 50 : 200, maxOps: 200_000, call: perCase[c.id][name] });
+    for (const name of variantsOf(c))
+      await drive({
+        inFlight: 64,
+        warmupMs: 0,
+        durationMs: quick ? 50 : 200,
+        maxOps: 200_000,
+        call: perCase[c.id][name],
+      });
   }
 
   const samples = {};
@@ -94,13 +117,24 @@ export async function consume({ settings, report, redis: { plain, autoPipelined 
       for (const inFlight of inFlightLevels) {
         const cell = `${c.id}@${inFlight}`;
         samples[cell] ??= Object.fromEntries(variantNames.map((name) => [name, []]));
-        outcomes[cell] ??= Object.fromEntries(variantNames.map((name) => [name, { admitted: 0, rejected: 0, degraded: 0 }]));
+        outcomes[cell] ??= Object.fromEntries(
+          variantNames.map((name) => [name, { admitted: 0, rejected: 0, degraded: 0 }]),
+        );
         // Fine-grained alternation (A B C D E, B C D E A, …) so that bursts of other work on the
         // machine hit every variant alike; a round's rate per variant = its calls / its time.
         const totals = Object.fromEntries(variantNames.map((name) => [name, { counted: 0, seconds: 0 }]));
         for (const name of interleaved(variantNames, loop.slices, round)) {
-          const r = await drive({ inFlight, warmupMs: loop.warmupMs, durationMs: loop.sliceMs, maxOps: loop.maxOps, call: perCase[c.id][name] });
-          if (r.errors > 0) throw new Error(`section 2 ${name} ${cell}: ${r.errors} errors, first: ${r.firstError?.stack ?? r.firstError}`);
+          const r = await drive({
+            inFlight,
+            warmupMs: loop.warmupMs,
+            durationMs: loop.sliceMs,
+            maxOps: loop.maxOps,
+            call: perCase[c.id][name],
+          });
+          if (r.errors > 0)
+            throw new Error(
+              `section 2 ${name} ${cell}: ${r.errors} errors, first: ${r.firstError?.stack ?? r.firstError}`,
+            );
           totals[name].counted += r.counted;
           totals[name].seconds += r.seconds;
           outcomes[cell][name].admitted += r.admitted;
@@ -121,7 +155,13 @@ export async function consume({ settings, report, redis: { plain, autoPipelined 
   for (let round = 0; round < rounds; round++) {
     for (const name of interleaved(timedVariants, 1, round)) {
       await plain.config('RESETSTAT');
-      const r = await drive({ inFlight: 64, warmupMs: 0, durationMs: quick ? 100 : 300, maxOps: loop.maxOps, call: perCase.keys[name] });
+      const r = await drive({
+        inFlight: 64,
+        warmupMs: 0,
+        durationMs: quick ? 100 : 300,
+        maxOps: loop.maxOps,
+        call: perCase.keys[name],
+      });
       redisMicros[name][round] = scriptMicros(await commandStats(plain)) / (r.admitted + r.rejected);
     }
   }
@@ -136,7 +176,12 @@ export async function consume({ settings, report, redis: { plain, autoPipelined 
     absolute: `${micros('ours').toFixed(2)} µs vs ${micros('rlf').toFixed(2)} µs`,
   });
   report.record('redisMicrosPerDecision', { ...redisMicros, case: keysCase.label });
-  report.record('consume', { loop, cases: KEY_CASES.map(({ id, label, limit, windowMs }) => ({ id, label, limit, windowMs })), samples, outcomes });
+  report.record('consume', {
+    loop,
+    cases: KEY_CASES.map(({ id, label, limit, windowMs }) => ({ id, label, limit, windowMs })),
+    samples,
+    outcomes,
+  });
 
   for (const c of KEY_CASES) {
     const variantNames = variantsOf(c);
@@ -149,7 +194,9 @@ export async function consume({ settings, report, redis: { plain, autoPipelined 
       for (const name of variantNames) {
         const o = outcomes[cell][name];
         if (o.degraded > 0 || (expectAdmit ? o.rejected > 0 : o.admitted > 0)) {
-          log(`  warning: ${name} ${cell} admitted ${o.admitted}, rejected ${o.rejected}, decided without Redis ${o.degraded}`);
+          log(
+            `  warning: ${name} ${cell} admitted ${o.admitted}, rejected ${o.rejected}, decided without Redis ${o.degraded}`,
+          );
         }
       }
       const vsBare = spread(ratios(s.ours, s.bare));

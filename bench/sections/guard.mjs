@@ -12,7 +12,11 @@ export async function guard({ settings, report, redis, build }) {
   const { rounds, guard: guardSettings, http: httpSettings } = settings;
   const configs = HTTP_CONFIGS.filter((c) => c.id !== 'none' && c.id !== 'ours-client');
   log(`3/6 the guards alone (no HTTP, ${guardSettings.inFlight} in flight): ${configs.map((c) => c.id).join(', ')}`);
-  const { apps, unavailable } = await startApps(configs, { redisPort: redis.port, dist: build.dist, limit: httpSettings.limit, windowMs: httpSettings.windowMs }, 'guard');
+  const { apps, unavailable } = await startApps(
+    configs,
+    { redisPort: redis.port, dist: build.dist, limit: httpSettings.limit, windowMs: httpSettings.windowMs },
+    'guard',
+  );
   const drop = async (id, error) => {
     log(`  ${id} (guard alone): left out, ${error.message}`);
     unavailable[id] = `failed: ${error.message.split('\n')[0]}`;
@@ -21,7 +25,10 @@ export async function guard({ settings, report, redis, build }) {
     await stopChild(child);
   };
   /** One run of `id`'s guard (guardSettings.decisions calls, see http-app.mjs), or undefined once it has failed (and was dropped). */
-  const run = (id) => askApp(apps[id], { run: guardSettings.decisions, inFlight: guardSettings.inFlight }, guardSettings.timeoutMs).catch((error) => drop(id, error));
+  const run = (id) =>
+    askApp(apps[id], { run: guardSettings.decisions, inFlight: guardSettings.inFlight }, guardSettings.timeoutMs).catch(
+      (error) => drop(id, error),
+    );
 
   // Warm-up: one run each (JIT, connections, the limiter's library load).
   for (const id of Object.keys(apps)) await run(id);
@@ -36,13 +43,22 @@ export async function guard({ settings, report, redis, build }) {
       for (const name of ['decisions', 'seconds', 'cpuSeconds']) sums[id][name] += r[name];
     }
     for (const id of Object.keys(apps)) {
-      samples[id][round] = { perSecond: sums[id].decisions / sums[id].seconds, cpuMicros: (sums[id].cpuSeconds * 1e6) / sums[id].decisions };
+      samples[id][round] = {
+        perSecond: sums[id].decisions / sums[id].seconds,
+        cpuMicros: (sums[id].cpuSeconds * 1e6) / sums[id].decisions,
+      };
     }
   }
   await stopApps(apps);
   // Only configurations measured in every round are compared.
   for (const id of ids) if (!apps[id]) delete samples[id];
-  report.record('guardAlone', { decisionsPerSlice: guardSettings.decisions, slices: guardSettings.slices, inFlight: guardSettings.inFlight, samples, unavailable });
+  report.record('guardAlone', {
+    decisionsPerSlice: guardSettings.decisions,
+    slices: guardSettings.slices,
+    inFlight: guardSettings.inFlight,
+    samples,
+    unavailable,
+  });
 
   if (!apps.ours) {
     report.row('3 guard', 'our guard / the others', { note: unavailable.ours });

@@ -20,7 +20,12 @@ const HOT_KEY_VARIANTS = {
 };
 const ATTACK = { limit: 10, windowMs: 10_000, requests: 20_000, inFlight: 64 };
 
-export async function hotKey({ settings: { rounds }, report, redis: { port, plain: client, stats }, build: { SlidingWindowLimiter, hasBlockCache } }) {
+export async function hotKey({
+  settings: { rounds },
+  report,
+  redis: { port, plain: client, stats },
+  build: { SlidingWindowLimiter, hasBlockCache },
+}) {
   log('5/6 hot-key attack');
   const targets = {};
   const variants = {};
@@ -34,7 +39,14 @@ export async function hotKey({ settings: { rounds }, report, redis: { port, plai
       report.row('5 hot key', `${variant.label}: not measured`, { note: error.message.split('\n')[0] });
       continue;
     }
-    const perRound = { admitted: [], degraded: [], callsPerRejected: [], roundTripsPerRejected: [], perSecond: [], seconds: [] };
+    const perRound = {
+      admitted: [],
+      degraded: [],
+      callsPerRejected: [],
+      roundTripsPerRejected: [],
+      perSecond: [],
+      seconds: [],
+    };
     for (let round = 0; round < rounds; round++) {
       const key = `attack:${variant.label.replace(/\W+/g, '-')}:${round}`;
       const rule = { limit: ATTACK.limit, windowMs: ATTACK.windowMs };
@@ -66,15 +78,22 @@ export async function hotKey({ settings: { rounds }, report, redis: { port, plai
     const admittedOk = perRound.admitted.every((n, i) => n === ATTACK.limit && perRound.degraded[i] === 0);
     const calls = spread(perRound.callsPerRejected);
     targets[variant.label] = { calls, admittedOk };
-    if (!admittedOk) log(`  FAIL: ${variant.label} admitted ${perRound.admitted.join(', ')}, decided without Redis ${perRound.degraded.join(', ')} (limit ${ATTACK.limit})`);
-    report.row('5 hot key', `${variant.label}: admitted of ${ATTACK.requests} (limit ${ATTACK.limit}/${ATTACK.windowMs / 1000} s, ${ATTACK.inFlight} in flight)`, {
-      spread: spread(perRound.admitted),
-      unit: '',
-      digits: 0,
-      absolute: `decided without Redis: ${perRound.degraded.join(', ')}`,
-      target: `= ${ATTACK.limit}`,
-      pass: admittedOk,
-    });
+    if (!admittedOk)
+      log(
+        `  FAIL: ${variant.label} admitted ${perRound.admitted.join(', ')}, decided without Redis ${perRound.degraded.join(', ')} (limit ${ATTACK.limit})`,
+      );
+    report.row(
+      '5 hot key',
+      `${variant.label}: admitted of ${ATTACK.requests} (limit ${ATTACK.limit}/${ATTACK.windowMs / 1000} s, ${ATTACK.inFlight} in flight)`,
+      {
+        spread: spread(perRound.admitted),
+        unit: '',
+        digits: 0,
+        absolute: `decided without Redis: ${perRound.degraded.join(', ')}`,
+        target: `= ${ATTACK.limit}`,
+        pass: admittedOk,
+      },
+    );
     report.row('5 hot key', `${variant.label}: FCALL/EVALSHA per rejected request`, {
       spread: calls,
       unit: '',
@@ -83,6 +102,9 @@ export async function hotKey({ settings: { rounds }, report, redis: { port, plai
       ...(variant.gated ? { target: '≤ 0.05', pass: calls.median <= 0.05 && admittedOk } : {}),
     });
   }
-  if (!hasBlockCache) report.row('5 hot key', 'blockCache on', { note: 'not measured: SlidingWindowLimiterOptions has no blockCache yet (see HOT_KEY_VARIANTS)' });
+  if (!hasBlockCache)
+    report.row('5 hot key', 'blockCache on', {
+      note: 'not measured: SlidingWindowLimiterOptions has no blockCache yet (see HOT_KEY_VARIANTS)',
+    });
   report.target('hotKey', targets);
 }

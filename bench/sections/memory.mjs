@@ -6,7 +6,12 @@ import { FUNCTION } from '../lib/config.mjs';
 import { ratios, spread } from '../lib/measure.mjs';
 import { log } from '../lib/report.mjs';
 
-export async function memory({ settings: { rounds }, report, redis: { plain: client }, build: { SlidingWindowLimiter } }) {
+export async function memory({
+  settings: { rounds },
+  report,
+  redis: { plain: client },
+  build: { SlidingWindowLimiter },
+}) {
   log('4/6 memory per key');
   const LIMITS = [10, 100, 128, 129, 1000];
   const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:' });
@@ -28,12 +33,22 @@ export async function memory({ settings: { rounds }, report, redis: { plain: cli
   for (let round = 0; round < rounds; round++) {
     const key = `rl:art${round}:{ip:10.0.0.100}`;
     for (let i = 0; i < 100; i++) {
-      await client.fcall(FUNCTION, 1, key, Date.now(), `${Date.now()}:${randomBytes(16).toString('hex')}`, 1000, 3_600_000, 100);
+      await client.fcall(
+        FUNCTION,
+        1,
+        key,
+        Date.now(),
+        `${Date.now()}:${randomBytes(16).toString('hex')}`,
+        1000,
+        3_600_000,
+        100,
+      );
     }
     article.push(await client.memory('USAGE', key, 'SAMPLES', 0));
   }
   limiter.close?.();
-  if (fallbacks > 0) throw new Error(`memory: ${fallbacks} consume() calls were decided without Redis; the keys are not full`);
+  if (fallbacks > 0)
+    throw new Error(`memory: ${fallbacks} consume() calls were decided without Redis; the keys are not full`);
   report.record('memory', { measured, article });
   for (const limit of LIMITS) {
     const s = spread(measured[limit].bytes);

@@ -10,10 +10,18 @@ import { log } from '../lib/report.mjs';
  * Measures on `apps.ours`, started by the HTTP section (`unavailable.ours` says why it is missing);
  * returns the spread the target was judged on, or undefined when there was nothing to measure.
  */
-export async function stacked({ settings: { rounds, quick }, report, redis: { port: redisPort, stats } }, apps, unavailable) {
+export async function stacked(
+  { settings: { rounds, quick }, report, redis: { port: redisPort, stats } },
+  apps,
+  unavailable,
+) {
   log('6/6 stacked limits: Redis round trips per request');
   if (!apps.ours) {
-    report.row('6 stacked', 'two @SlidingLimit on one route: round trips / request', { note: unavailable.ours, target: '= 1', pass: false });
+    report.row('6 stacked', 'two @SlidingLimit on one route: round trips / request', {
+      note: unavailable.ours,
+      target: '= 1',
+      pass: false,
+    });
     return undefined;
   }
   const perRoute = {};
@@ -22,7 +30,10 @@ export async function stacked({ settings: { rounds, quick }, report, redis: { po
     for (let round = 0; round < rounds; round++) {
       const watch = await monitor(redisPort, [stats.stream.localPort]);
       const before = await commandCalls(stats);
-      const r = await autocannonRun(`http://127.0.0.1:${apps.ours.port}${route}`, { connections: 10, amount: quick ? 500 : 2000 });
+      const r = await autocannonRun(`http://127.0.0.1:${apps.ours.port}${route}`, {
+        connections: 10,
+        amount: quick ? 500 : 2000,
+      });
       const delta = callsDelta(before, await commandCalls(stats));
       const seen = await watch.stop();
       perRoute[route].roundTrips.push(seen.client / r.ok);
@@ -30,7 +41,8 @@ export async function stacked({ settings: { rounds, quick }, report, redis: { po
       perRoute[route].requests = (perRoute[route].requests ?? 0) + r.ok;
       perRoute[route].background = (perRoute[route].background ?? 0) + seen.background;
       perRoute[route].byCommand ??= {};
-      for (const [command, n] of Object.entries(seen.byCommand)) perRoute[route].byCommand[command] = (perRoute[route].byCommand[command] ?? 0) + n;
+      for (const [command, n] of Object.entries(seen.byCommand))
+        perRoute[route].byCommand[command] = (perRoute[route].byCommand[command] ?? 0) + n;
       if (r.non2xx > 0 || r.errors > 0) log(`  warning: stacked ${route}: ${r.non2xx} non-2xx, ${r.errors} errors`);
     }
   }
@@ -38,7 +50,9 @@ export async function stacked({ settings: { rounds, quick }, report, redis: { po
   const roundTrips = spread(perRoute['/stacked'].roundTrips);
   const commands = (route) =>
     `${perRoute[route].requests} requests, commands sent: ${JSON.stringify(perRoute[route].byCommand)}` +
-    (perRoute[route].background ? `; plus ${perRoute[route].background} instance-report write(s), not per request` : '');
+    (perRoute[route].background
+      ? `; plus ${perRoute[route].background} instance-report write(s), not per request`
+      : '');
   report.row('6 stacked', 'two @SlidingLimit on one route: round trips / request', {
     spread: roundTrips,
     unit: '',

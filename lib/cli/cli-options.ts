@@ -17,8 +17,7 @@ export const DEFAULT_TIMEOUT_MS = 2000;
 
 /** Where to connect. */
 export type ConnectionTarget =
-  | { kind: 'standalone'; url: string; fromEnv: boolean }
-  | { kind: 'cluster'; seeds: string[] };
+  { kind: 'standalone'; url: string; fromEnv: boolean } | { kind: 'cluster'; seeds: string[] };
 
 /** A parsed command line. */
 export interface CliOptions {
@@ -36,7 +35,8 @@ export interface CliOptions {
 }
 
 /** What the command line asks for: a command, or help. */
-export type ParsedCommandLine = { help: true; version?: false } | { help?: false; version: true } | ({ help?: false; version?: false } & CliOptions);
+export type ParsedCommandLine =
+  { help: true; version?: false } | { help?: false; version: true } | ({ help?: false; version?: false } & CliOptions);
 
 const OPTIONS = {
   url: { type: 'string' },
@@ -118,14 +118,17 @@ export function parseCommandLine(argv: readonly string[], env: Record<string, st
 
   const [group, command, ...args] = positionals;
   if (group === undefined) throw usage('no command given');
-  if (group !== 'functions') throw usage(`unknown command "${group}"; commands are under "functions", e.g. nestjs-sliding-limit functions list`);
+  if (group !== 'functions')
+    throw usage(`unknown command "${group}"; commands are under "functions", e.g. nestjs-sliding-limit functions list`);
   if (command === undefined) throw usage(`"functions" needs a command: ${COMMANDS.join(', ')}`);
-  if (!(COMMANDS as readonly string[]).includes(command)) throw usage(`unknown command "functions ${command}"; commands: ${COMMANDS.join(', ')}`);
+  if (!(COMMANDS as readonly string[]).includes(command))
+    throw usage(`unknown command "functions ${command}"; commands: ${COMMANDS.join(', ')}`);
   const name = command as CommandName;
 
   const expected = ARGUMENTS[name];
   if (args.length < expected.length) throw usage(`functions ${name} needs ${expected.join(' ')}`);
-  if (args.length > expected.length) throw usage(`unexpected argument "${args[expected.length]}" for functions ${name}`);
+  if (args.length > expected.length)
+    throw usage(`unexpected argument "${args[expected.length]}" for functions ${name}`);
 
   for (const flag of ['replace', 'force', 'prefix', 'policy'] as const) {
     if (values[flag] !== undefined && !COMMAND_FLAGS[name].includes(flag)) {
@@ -161,13 +164,18 @@ function flagHint(flag: string): string {
   return ` (it is for: ${owners.map((command) => `functions ${command}`).join(', ')})`;
 }
 
-function connectionTarget(url: string | undefined, cluster: string | undefined, env: Record<string, string | undefined>): ConnectionTarget {
+function connectionTarget(
+  url: string | undefined,
+  cluster: string | undefined,
+  env: Record<string, string | undefined>,
+): ConnectionTarget {
   if (cluster !== undefined) {
     const seeds = cluster
       .split(',')
       .map((seed) => seed.trim())
       .filter((seed) => seed.length > 0);
-    if (seeds.length === 0) throw usage('--cluster needs at least one seed, e.g. --cluster 127.0.0.1:7000,127.0.0.1:7001');
+    if (seeds.length === 0)
+      throw usage('--cluster needs at least one seed, e.g. --cluster 127.0.0.1:7000,127.0.0.1:7001');
     for (const seed of seeds) {
       if (/^rediss?:\/\//i.test(seed)) {
         const [problem] = describeRedisUrlProblems(seed, 'cluster seed');
@@ -179,7 +187,8 @@ function connectionTarget(url: string | undefined, cluster: string | undefined, 
     return { kind: 'cluster', seeds };
   }
   const chosen = url ?? env.REDIS_URL;
-  const [problem] = chosen === undefined ? [] : describeRedisUrlProblems(chosen, url === undefined ? 'REDIS_URL' : '--url');
+  const [problem] =
+    chosen === undefined ? [] : describeRedisUrlProblems(chosen, url === undefined ? 'REDIS_URL' : '--url');
   if (problem) throw usage(problem);
   return { kind: 'standalone', url: chosen ?? DEFAULT_REDIS_URL, fromEnv: url === undefined };
 }
@@ -187,14 +196,16 @@ function connectionTarget(url: string | undefined, cluster: string | undefined, 
 function restorePolicy(policy: string | undefined): RestorePolicy {
   if (policy === undefined) return 'append';
   const lower = policy.toLowerCase();
-  if (!(RESTORE_POLICIES as readonly string[]).includes(lower)) throw usage(`--policy must be one of ${RESTORE_POLICIES.join(', ')}, got "${policy}"`);
+  if (!(RESTORE_POLICIES as readonly string[]).includes(lower))
+    throw usage(`--policy must be one of ${RESTORE_POLICIES.join(', ')}, got "${policy}"`);
   return lower as RestorePolicy;
 }
 
 function timeout(value: string | undefined): number {
   if (value === undefined) return DEFAULT_TIMEOUT_MS;
   const ms = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!(ms >= 1 && ms <= 600_000)) throw usage(`--timeout must be a whole number of milliseconds from 1 to 600000, got "${value}"`);
+  if (!(ms >= 1 && ms <= 600_000))
+    throw usage(`--timeout must be a whole number of milliseconds from 1 to 600000, got "${value}"`);
   return ms;
 }
 

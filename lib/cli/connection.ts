@@ -123,8 +123,15 @@ async function checkNode(node: Redis, target: ConnectionTarget): Promise<void> {
 export function connectionError(target: ConnectionTarget, cause: Error): CliError {
   const message = cause.message;
   if (/WRONGPASS|NOAUTH|invalid password|AUTH failed/i.test(message)) {
-    const where = target.kind === 'cluster' ? 'the --cluster seed URLs (redis://user:password@host:port)' : 'the URL (--url or REDIS_URL)';
-    return new CliError(ExitCode.Connection, `authentication to ${describeTarget(target)} failed (${firstLine(message)}); check the user and password in ${where}`, { cause });
+    const where =
+      target.kind === 'cluster'
+        ? 'the --cluster seed URLs (redis://user:password@host:port)'
+        : 'the URL (--url or REDIS_URL)';
+    return new CliError(
+      ExitCode.Connection,
+      `authentication to ${describeTarget(target)} failed (${firstLine(message)}); check the user and password in ${where}`,
+      { cause },
+    );
   }
   const how = target.kind === 'cluster' ? 'check the --cluster seeds' : 'check --url or REDIS_URL';
   return new CliError(

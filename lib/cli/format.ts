@@ -4,7 +4,15 @@ export function formatTable(rows: readonly (readonly string[])[], indent = '  ')
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
   return rows
-    .map((row) => indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd() + '\n')
+    .map(
+      (row) =>
+        indent +
+        row
+          .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+          .join('  ')
+          .trimEnd() +
+        '\n',
+    )
     .join('');
 }
 

@@ -29,7 +29,9 @@ const SCAN_COUNT = 1000;
  */
 export async function readInstanceReports(masters: readonly Redis[], prefix: string | undefined): Promise<ReportScan> {
   const scans = await Promise.all(masters.map((node) => readFromNode(node, prefix)));
-  const reports = scans.flatMap((scan) => scan.reports).sort((a, b) => a.prefix.localeCompare(b.prefix) || a.report.instanceId.localeCompare(b.report.instanceId));
+  const reports = scans
+    .flatMap((scan) => scan.reports)
+    .sort((a, b) => a.prefix.localeCompare(b.prefix) || a.report.instanceId.localeCompare(b.report.instanceId));
   return { reports, unreadable: scans.flatMap((scan) => scan.unreadable) };
 }
 

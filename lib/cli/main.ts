@@ -64,8 +64,15 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
 
     const outcome = await run(options);
     if (json) {
-      const document = { ok: outcome.exitCode === ExitCode.Ok, command: `functions ${options.command}`, exitCode: outcome.exitCode, ...outcome.json };
-      const withError = outcome.error ? { ...document, error: { kind: EXIT_CODE_NAMES[outcome.exitCode], message: outcome.error } } : document;
+      const document = {
+        ok: outcome.exitCode === ExitCode.Ok,
+        command: `functions ${options.command}`,
+        exitCode: outcome.exitCode,
+        ...outcome.json,
+      };
+      const withError = outcome.error
+        ? { ...document, error: { kind: EXIT_CODE_NAMES[outcome.exitCode], message: outcome.error } }
+        : document;
       write('stdout', `${JSON.stringify(withError, null, 2)}\n`);
     } else {
       write('stdout', outcome.text);
@@ -85,7 +92,8 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     }
     write('stderr', `error: ${error.message}\n`);
     if (error.exitCode === ExitCode.Usage && !options) write('stderr', `\n${USAGE}`);
-    else if (error.exitCode === ExitCode.Usage) write('stderr', 'Run nestjs-sliding-limit --help for the commands and options.\n');
+    else if (error.exitCode === ExitCode.Usage)
+      write('stderr', 'Run nestjs-sliding-limit --help for the commands and options.\n');
     return error.exitCode;
   }
 }
@@ -93,7 +101,9 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
 async function run(options: CliOptions): Promise<CommandOutcome> {
   const { connection, masters, close } = await openConnection(options.target, options.timeoutMs);
   try {
-    const sorted = [...masters].sort((a, b) => nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }));
+    const sorted = [...masters].sort((a, b) =>
+      nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }),
+    );
     return await COMMANDS[options.command]({
       options,
       connection,

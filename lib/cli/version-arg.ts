@@ -10,13 +10,16 @@ export function knownVersions(): string {
 /** The contract a `<version>` argument names: `v2`, `rate_limit_v2` or `sliding_allow_v2`. */
 export function findVersion(argument: string): FunctionContract | undefined {
   const wanted = argument.toLowerCase();
-  return FUNCTION_VERSIONS.find((v) => v.version === wanted || v.libraryName === argument || functionNamesOf(v).includes(argument));
+  return FUNCTION_VERSIONS.find(
+    (v) => v.version === wanted || v.libraryName === argument || functionNamesOf(v).includes(argument),
+  );
 }
 
 /** The contract of a bundled version, or a usage error listing the shipped ones. */
 export function requireBundledVersion(argument: string): FunctionContract {
   const contract = findVersion(argument);
-  if (!contract) throw new CliError(ExitCode.Usage, `"${argument}" is not a version this package ships; known: ${knownVersions()}`);
+  if (!contract)
+    throw new CliError(ExitCode.Usage, `"${argument}" is not a version this package ships; known: ${knownVersions()}`);
   return contract;
 }
 
@@ -30,7 +33,10 @@ export function requireLibraryArgument(argument: string): { library: string; con
   const contract = findVersion(argument);
   if (contract) return { library: contract.libraryName, contract };
   if (!isLibraryName(argument)) {
-    throw new CliError(ExitCode.Usage, `"${argument}" is neither a shipped version (${knownVersions()}) nor a library name (letters, digits, _)`);
+    throw new CliError(
+      ExitCode.Usage,
+      `"${argument}" is neither a shipped version (${knownVersions()}) nor a library name (letters, digits, _)`,
+    );
   }
   return { library: argument };
 }

@@ -1,7 +1,14 @@
 import type { LatencySummary } from './latency-histogram';
 
 /** Why a call failed, as counted in the metrics. */
-export const LIMITER_ERROR_KINDS = ['timeout', 'connection', 'function_not_loaded', 'clock_skew', 'redis', 'other'] as const;
+export const LIMITER_ERROR_KINDS = [
+  'timeout',
+  'connection',
+  'function_not_loaded',
+  'clock_skew',
+  'redis',
+  'other',
+] as const;
 
 export type LimiterErrorKind = (typeof LIMITER_ERROR_KINDS)[number];
 

@@ -76,7 +76,17 @@ export function parseInstanceReport(text: unknown): InstanceReport | undefined {
     if (!metrics) return undefined;
     parsedFunctions.push(metrics);
   }
-  return { instanceId, host, pid, startedAt, reportedAt, intervalMs, functionName, canary: parsedCanary, functions: parsedFunctions };
+  return {
+    instanceId,
+    host,
+    pid,
+    startedAt,
+    reportedAt,
+    intervalMs,
+    functionName,
+    canary: parsedCanary,
+    functions: parsedFunctions,
+  };
 }
 
 function parseCanary(value: unknown): CanarySplit | undefined {
@@ -110,7 +120,15 @@ function parseFunctionMetrics(value: unknown): FunctionCallMetrics | undefined {
     latency[field] = number;
   }
   // Counters this reader does not know (a newer package) are kept as they are, after the checked ones.
-  const metrics: FunctionCallMetrics = { ...value, functionName, calls, allowed, rejected, errors: parsedErrors, latencyMs: latency as LatencySummary };
+  const metrics: FunctionCallMetrics = {
+    ...value,
+    functionName,
+    calls,
+    allowed,
+    rejected,
+    errors: parsedErrors,
+    latencyMs: latency as LatencySummary,
+  };
   if (parsedFallbacks) metrics.fallbacks = parsedFallbacks;
   return metrics;
 }

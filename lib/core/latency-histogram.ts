@@ -51,7 +51,13 @@ export class LatencyHistogram {
   }
 
   summary(): LatencySummary {
-    return { count: this.total, p50: this.percentile(0.5), p90: this.percentile(0.9), p99: this.percentile(0.99), max: this.maxMs };
+    return {
+      count: this.total,
+      p50: this.percentile(0.5),
+      p90: this.percentile(0.9),
+      p99: this.percentile(0.99),
+      max: this.maxMs,
+    };
   }
 
   /** The upper bound of the bucket holding the q-th observation (capped by the largest seen). */

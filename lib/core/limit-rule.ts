@@ -19,7 +19,9 @@ export function describeRuleProblems(rule: unknown, label: string): string[] {
     problems.push(`${label}.limit must be a whole number from 1 to ${MAX_LIMIT}, got ${describeValue(limit)}`);
   }
   if (!isWholeNumberIn(windowMs, 1, MAX_WINDOW_MS)) {
-    problems.push(`${label}.windowMs must be a whole number of milliseconds from 1 to ${MAX_WINDOW_MS}, got ${describeValue(windowMs)}`);
+    problems.push(
+      `${label}.windowMs must be a whole number of milliseconds from 1 to ${MAX_WINDOW_MS}, got ${describeValue(windowMs)}`,
+    );
   }
   return problems;
 }

@@ -8,7 +8,12 @@ export interface LuaRunner {
    * Calls `functionName` with KEYS and ARGV exactly as FCALL would receive them.
    * `readOnly` runs it as FCALL_RO where the mode allows, so it may be served by a replica.
    */
-  run(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown>;
+  run(
+    functionName: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    readOnly: boolean,
+  ): Promise<unknown>;
 }
 
 /** How the limiter makes sure the Redis side has its Lua. */

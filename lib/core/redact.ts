@@ -24,7 +24,12 @@ const SECRET_COMMANDS = new Set(['auth', 'hello', 'migrate']);
 export function scrubSecrets<T>(error: T): T {
   if (typeof error !== 'object' || error === null) return error;
   const command = (error as { command?: { name?: unknown; args?: unknown } }).command;
-  if (command && typeof command.name === 'string' && SECRET_COMMANDS.has(command.name.toLowerCase()) && Array.isArray(command.args)) {
+  if (
+    command &&
+    typeof command.name === 'string' &&
+    SECRET_COMMANDS.has(command.name.toLowerCase()) &&
+    Array.isArray(command.args)
+  ) {
     command.args = command.args.map(() => '***');
   }
   if (error instanceof Error) error.message = redactUrl(error.message);

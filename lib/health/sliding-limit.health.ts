@@ -52,7 +52,10 @@ export type SlidingLimitHealthDetails = {
  * The indicator's result: `{ [key]: { status, ...details } }`, the shape of terminus'
  * `HealthIndicatorResult`, declared here so that this package's types never require terminus.
  */
-export type SlidingLimitHealthResult<Key extends string = string> = Record<Key, { status: 'up' | 'down' } & SlidingLimitHealthDetails>;
+export type SlidingLimitHealthResult<Key extends string = string> = Record<
+  Key,
+  { status: 'up' | 'down' } & SlidingLimitHealthDetails
+>;
 
 type Terminus = typeof import('@nestjs/terminus');
 
@@ -103,7 +106,10 @@ export class SlidingLimitHealthIndicator {
    * which terminus' `HealthCheckService` answers with 503.
    * @param key the key of the result in the health report. Default `rateLimit`.
    */
-  async isHealthy<const Key extends string = 'rateLimit'>(key: Key = 'rateLimit' as Key, options: SlidingLimitHealthOptions = {}): Promise<SlidingLimitHealthResult<Key>> {
+  async isHealthy<const Key extends string = 'rateLimit'>(
+    key: Key = 'rateLimit' as Key,
+    options: SlidingLimitHealthOptions = {},
+  ): Promise<SlidingLimitHealthResult<Key>> {
     const session = this.indicatorService().check(key);
     const details = await this.inspect(options.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS);
     const healthy = details.unreachable === undefined && details.missing === undefined;
@@ -112,13 +118,24 @@ export class SlidingLimitHealthIndicator {
 
   private async inspect(timeoutMs: number): Promise<SlidingLimitHealthDetails> {
     const client = this.connection.client;
-    if (!client) return { mode: 'backend', nodes: [], functions: [], message: 'decisions run in a backend without Redis: nothing to check' };
+    if (!client)
+      return {
+        mode: 'backend',
+        nodes: [],
+        functions: [],
+        message: 'decisions run in a backend without Redis: nothing to check',
+      };
     const mode = this.limiter.mode === 'script' ? 'script' : 'function';
     const contracts = mode === 'function' ? this.expectedContracts() : [];
     const functions = contracts.map((contract) => contract.allowFunction);
 
     if (isCluster(client) && !SENDING_STATUSES.has(client.status)) {
-      return down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error: `the cluster connection is ${client.status}` }] });
+      return down({
+        mode,
+        nodes: [],
+        functions,
+        unreachable: [{ node: 'cluster', error: `the cluster connection is ${client.status}` }],
+      });
     }
     let nodes: Redis[];
     try {
@@ -130,9 +147,15 @@ export class SlidingLimitHealthIndicator {
     reports.sort((a, b) => a.node.localeCompare(b.node, undefined, { numeric: true }));
 
     const details: SlidingLimitHealthDetails = { mode, nodes: reports.map((report) => report.node), functions };
-    const unreachable = reports.filter((report) => report.error !== undefined).map((report) => ({ node: report.node, error: report.error as string }));
+    const unreachable = reports
+      .filter((report) => report.error !== undefined)
+      .map((report) => ({ node: report.node, error: report.error as string }));
     const missing = reports.flatMap((report) =>
-      report.missing.map((contract) => ({ node: report.node, functionName: contract.allowFunction, libraryName: contract.libraryName })),
+      report.missing.map((contract) => ({
+        node: report.node,
+        functionName: contract.allowFunction,
+        libraryName: contract.libraryName,
+      })),
     );
     if (reports.length === 0) unreachable.push({ node: 'cluster', error: 'no master is known' });
     if (unreachable.length > 0) details.unreachable = unreachable;
@@ -147,13 +170,20 @@ export class SlidingLimitHealthIndicator {
     const canary = canaryInEffect({ functionName: this.limiter.functionName, canary: this.limiter.canary });
     if (canary) names.push(canary.functionName);
     const contracts = names.map(findFunctionContract);
-    return contracts.filter((contract, i): contract is FunctionContract => contract !== undefined && contracts.indexOf(contract) === i);
+    return contracts.filter(
+      (contract, i): contract is FunctionContract => contract !== undefined && contracts.indexOf(contract) === i,
+    );
   }
 
-  private async inspectNode(node: Redis, contracts: readonly FunctionContract[], timeoutMs: number): Promise<NodeReport> {
+  private async inspectNode(
+    node: Redis,
+    contracts: readonly FunctionContract[],
+    timeoutMs: number,
+  ): Promise<NodeReport> {
     const address = nodeAddress(node);
     // A command to a reconnecting client would wait in its offline queue: report it instead.
-    if (!SENDING_STATUSES.has(node.status)) return { node: address, error: `the connection is ${node.status}`, missing: [] };
+    if (!SENDING_STATUSES.has(node.status))
+      return { node: address, error: `the connection is ${node.status}`, missing: [] };
     try {
       return { node: address, missing: await withTimeout(missingOn(node, contracts), timeoutMs) };
     } catch (error) {
@@ -193,13 +223,18 @@ async function missingOn(node: Redis, contracts: readonly FunctionContract[]): P
 function down(details: SlidingLimitHealthDetails): SlidingLimitHealthDetails {
   const problems: string[] = [];
   if (details.unreachable) {
-    problems.push(`Redis unreachable: ${details.unreachable.map((entry) => `${entry.node} (${entry.error})`).join(', ')}`);
+    problems.push(
+      `Redis unreachable: ${details.unreachable.map((entry) => `${entry.node} (${entry.error})`).join(', ')}`,
+    );
   }
   const byFunction = new Map<string, string[]>();
-  for (const entry of details.missing ?? []) byFunction.set(entry.functionName, [...(byFunction.get(entry.functionName) ?? []), entry.node]);
+  for (const entry of details.missing ?? [])
+    byFunction.set(entry.functionName, [...(byFunction.get(entry.functionName) ?? []), entry.node]);
   for (const [functionName, nodes] of byFunction) {
     const contract = findFunctionContract(functionName) as FunctionContract;
-    problems.push(`${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract)}`);
+    problems.push(
+      `${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract)}`,
+    );
   }
   return { ...details, message: problems.join('; ') };
 }
@@ -211,7 +246,9 @@ function loadTerminus(): Terminus {
   } catch (error) {
     if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error;
     throw new RateLimitConfigError(
-      ['SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus'],
+      [
+        'SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus',
+      ],
       'SlidingLimitHealthIndicator',
     );
   }

@@ -26,7 +26,10 @@ export function checkDecisionArguments(key: unknown, rule: unknown, options: Dec
 }
 
 /** Stacked rules, each with its own key (`consumeAll`). */
-export function checkStackedArguments(rules: readonly KeyedSlidingLimitRule[], options: DecisionOptions | undefined): void {
+export function checkStackedArguments(
+  rules: readonly KeyedSlidingLimitRule[],
+  options: DecisionOptions | undefined,
+): void {
   let valid = Array.isArray(rules) && rules.length > 0 && isValidOptions(options);
   for (let i = 0; valid && i < rules.length; i++) {
     const rule = rules[i];
@@ -34,7 +37,8 @@ export function checkStackedArguments(rules: readonly KeyedSlidingLimitRule[], o
     // A handful of stacked limits: comparing with the earlier ones beats building a Set.
     for (let j = 0; valid && j < i; j++) valid = rules[j].key !== rule.key;
   }
-  if (!valid) fail(Array.isArray(rules) ? rules.map((rule) => rule?.key) : [], Array.isArray(rules) ? rules : [], options);
+  if (!valid)
+    fail(Array.isArray(rules) ? rules.map((rule) => rule?.key) : [], Array.isArray(rules) ? rules : [], options);
 }
 
 /** A key alone (`reset`). */
@@ -50,6 +54,7 @@ function fail(keys: readonly unknown[], rules: readonly unknown[], options?: Dec
   });
   rules.forEach((rule, i) => problems.push(...describeRuleProblems(rule, rules.length > 1 ? `limits[${i}]` : 'rule')));
   if (new Set(keys).size !== keys.length) problems.push('each stacked limit needs its own key');
-  if (options?.onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(options.onRedisError, 'onRedisError'));
+  if (options?.onRedisError !== undefined)
+    problems.push(...describeRedisErrorPolicyProblems(options.onRedisError, 'onRedisError'));
   throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
 }

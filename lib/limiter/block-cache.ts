@@ -39,14 +39,24 @@ export class BlockCache {
       return undefined;
     }
     const { state } = blocked;
-    return { ...state, retryAfterMs: blocked.until - nowMs, resetMs: Math.max(0, state.resetMs - (nowMs - blocked.decidedAt)) };
+    return {
+      ...state,
+      retryAfterMs: blocked.until - nowMs,
+      resetMs: Math.max(0, state.resetMs - (nowMs - blocked.decidedAt)),
+    };
   }
 
   /** Records a rejection of `key` under `rule`, decided at `nowMs` with the limit in `state`. */
   set(key: string, rule: SlidingLimitRule, nowMs: number, state: LimitOutcome): void {
     if (!(state.retryAfterMs > 0)) return;
     this.entries.delete(key);
-    this.entries.set(key, { limit: rule.limit, windowMs: rule.windowMs, decidedAt: nowMs, until: nowMs + state.retryAfterMs, state });
+    this.entries.set(key, {
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      decidedAt: nowMs,
+      until: nowMs + state.retryAfterMs,
+      state,
+    });
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);

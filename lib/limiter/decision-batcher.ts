@@ -46,7 +46,8 @@ export class DecisionBatcher {
   ) {}
 
   decide(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
-    const mayWait = this.maxSize > 1 && version.contract.batch !== undefined && (this.inFlight > 0 || this.flushScheduled);
+    const mayWait =
+      this.maxSize > 1 && version.contract.batch !== undefined && (this.inFlight > 0 || this.flushScheduled);
     // While the node fails, a decision is answered at once (fail fast, or the breaker's probe) rather
     // than held for a batch.
     if (!mayWait || !this.channel.healthy(call.keys[0])) return this.sendOne(version, call);
@@ -95,23 +96,25 @@ export class DecisionBatcher {
     }
     const args = batch.arguments(calls);
     this.inFlight++;
-    this.channel.call(() => version.runner.run(batch.name, keys, args, false), keys[0], lane.length).then(
-      (reply) => {
-        this.inFlight--;
-        let outcomes: CallOutcome[];
-        try {
-          outcomes = batch.parseReply(reply, calls);
-        } catch (error) {
+    this.channel
+      .call(() => version.runner.run(batch.name, keys, args, false), keys[0], lane.length)
+      .then(
+        (reply) => {
+          this.inFlight--;
+          let outcomes: CallOutcome[];
+          try {
+            outcomes = batch.parseReply(reply, calls);
+          } catch (error) {
+            this.afterFailure(version, lane, error);
+            return;
+          }
+          for (let i = 0; i < lane.length; i++) lane[i].resolve(outcomes[i]);
+        },
+        (error: unknown) => {
+          this.inFlight--;
           this.afterFailure(version, lane, error);
-          return;
-        }
-        for (let i = 0; i < lane.length; i++) lane[i].resolve(outcomes[i]);
-      },
-      (error: unknown) => {
-        this.inFlight--;
-        this.afterFailure(version, lane, error);
-      },
-    );
+        },
+      );
   }
 
   /** Redis answered with an error: each decision on its own. Redis did not answer: they all failed. */
@@ -132,15 +135,17 @@ export class DecisionBatcher {
     const { contract, runner } = version;
     const args = contract.allowArguments(call);
     this.inFlight++;
-    return this.channel.call(() => runner.run(contract.allowFunction, call.keys, args, false), call.keys[0]).then(
-      (reply) => {
-        this.inFlight--;
-        return contract.parseAllowReply(reply, call.rules);
-      },
-      (error: unknown) => {
-        this.inFlight--;
-        throw error;
-      },
-    );
+    return this.channel
+      .call(() => runner.run(contract.allowFunction, call.keys, args, false), call.keys[0])
+      .then(
+        (reply) => {
+          this.inFlight--;
+          return contract.parseAllowReply(reply, call.rules);
+        },
+        (error: unknown) => {
+          this.inFlight--;
+          throw error;
+        },
+      );
   }
 }

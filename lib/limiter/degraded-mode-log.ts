@@ -36,7 +36,9 @@ export class DegradedModeLog {
     this.sinceSummary[kind]++;
     this.total++;
     if (now - this.lastSummaryAt >= this.intervalMs) {
-      this.logger.warn(`Still without Redis after ${seconds(now - this.since)} s: ${this.summary()} in the last ${seconds(now - this.lastSummaryAt)} s (last cause: ${messageOf(cause)})`);
+      this.logger.warn(
+        `Still without Redis after ${seconds(now - this.since)} s: ${this.summary()} in the last ${seconds(now - this.lastSummaryAt)} s (last cause: ${messageOf(cause)})`,
+      );
       this.lastSummaryAt = now;
       this.sinceSummary = { allow: 0, deny: 0, insurance: 0 };
     }
@@ -45,7 +47,9 @@ export class DegradedModeLog {
   /** Redis decided again; cheap when nothing was degraded. */
   recovered(): void {
     if (this.since === undefined) return;
-    this.logger.log(`Redis decides again after ${seconds(this.now() - this.since)} s; ${this.total} decisions were made without it`);
+    this.logger.log(
+      `Redis decides again after ${seconds(this.now() - this.since)} s; ${this.total} decisions were made without it`,
+    );
     this.since = undefined;
     this.total = 0;
     this.sinceSummary = { allow: 0, deny: 0, insurance: 0 };

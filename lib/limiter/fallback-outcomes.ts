@@ -7,7 +7,11 @@ import type { SlidingLimitRule } from '../core/limit-rule';
  * The outcome the `onRedisError` policy gives when Redis cannot decide. The counts are unknown: a
  * fail-open outcome claims the full limit, a fail-closed one none and a short wait.
  */
-export function policyOutcome(rules: readonly SlidingLimitRule[], policy: 'allow' | 'deny', retryAfterMs: number): CallOutcome {
+export function policyOutcome(
+  rules: readonly SlidingLimitRule[],
+  policy: 'allow' | 'deny',
+  retryAfterMs: number,
+): CallOutcome {
   const allowed = policy === 'allow';
   return {
     allowed,
@@ -25,7 +29,12 @@ export function policyOutcome(rules: readonly SlidingLimitRule[], policy: 'allow
  * Peek for versions without a read-only function (v1): a plain ZCOUNT of the window. Its retry and
  * reset times are the window length: entries are at most one window old, so that is never too early.
  */
-export async function peekByCounting(commands: KeyCommands, nowMs: number, key: string, rule: SlidingLimitRule): Promise<LimitOutcome> {
+export async function peekByCounting(
+  commands: KeyCommands,
+  nowMs: number,
+  key: string,
+  rule: SlidingLimitRule,
+): Promise<LimitOutcome> {
   const reply = await commands.zcount(key, `(${nowMs - rule.windowMs}`, '+inf');
   const count = toInteger(reply, 'ZCOUNT', reply);
   const allowed = count < rule.limit;

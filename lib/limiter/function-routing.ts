@@ -21,8 +21,17 @@ export function canaryInEffect(selection: FunctionSelection): CanarySplit | unde
 }
 
 /** Makes `contract` callable on `backend` (loading or verifying its Lua per `policy`), with its clock. */
-export async function activateVersion(backend: LimiterBackend, contract: FunctionContract, clock: ClockSource, policy: LoadFunctionsPolicy): Promise<ActiveVersion> {
-  return { contract, runner: await backend.runnerFor(contract, policy), now: clockFor(contract, clock, backend.commands) };
+export async function activateVersion(
+  backend: LimiterBackend,
+  contract: FunctionContract,
+  clock: ClockSource,
+  policy: LoadFunctionsPolicy,
+): Promise<ActiveVersion> {
+  return {
+    contract,
+    runner: await backend.runnerFor(contract, policy),
+    now: clockFor(contract, clock, backend.commands),
+  };
 }
 
 /**
@@ -48,6 +57,8 @@ export class FunctionRouting {
 
   get selection(): FunctionSelection {
     const functionName = this.stable.contract.allowFunction;
-    return this.canary ? { functionName, canary: { functionName: this.canary.contract.allowFunction, percent: this.canaryPercent } } : { functionName };
+    return this.canary
+      ? { functionName, canary: { functionName: this.canary.contract.allowFunction, percent: this.canaryPercent } }
+      : { functionName };
   }
 }

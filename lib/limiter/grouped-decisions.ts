@@ -25,7 +25,12 @@ export class GroupedDecisions {
     this.batcher = new DecisionBatcher(channel, maxBatchSize);
   }
 
-  decide(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs): Promise<CallOutcome> {
+  decide(
+    version: ActiveVersion,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    nowMs: NowMs,
+  ): Promise<CallOutcome> {
     const member = this.members.next();
     // The common case, one call, without building groups.
     if (keys.length === 1) return this.once(version, keys, rules, nowMs, member);
@@ -43,19 +48,36 @@ export class GroupedDecisions {
     groups: number[][],
   ): Promise<CallOutcome> {
     const outcomes = await Promise.all(
-      groups.map((group) => this.once(version, group.map((i) => keys[i]), group.map((i) => rules[i]), nowMs, member)),
+      groups.map((group) =>
+        this.once(
+          version,
+          group.map((i) => keys[i]),
+          group.map((i) => rules[i]),
+          nowMs,
+          member,
+        ),
+      ),
     );
     const limits = new Array<LimitOutcome>(keys.length);
     groups.forEach((group, g) => group.forEach((index, j) => (limits[index] = outcomes[g].limits[j])));
     if (outcomes.every((outcome) => outcome.allowed)) return { allowed: true, limits };
 
     const recorded = groups.filter((_, g) => outcomes[g].allowed).flat();
-    await Promise.all(recorded.map((i) => this.channel.call(() => this.channel.commands.zrem(keys[i], member), keys[i])));
-    for (const i of recorded) limits[i] = { ...limits[i], count: limits[i].count - 1, remaining: limits[i].remaining + 1 };
+    await Promise.all(
+      recorded.map((i) => this.channel.call(() => this.channel.commands.zrem(keys[i], member), keys[i])),
+    );
+    for (const i of recorded)
+      limits[i] = { ...limits[i], count: limits[i].count - 1, remaining: limits[i].remaining + 1 };
     return { allowed: false, limits };
   }
 
-  private once(version: ActiveVersion, keys: readonly string[], rules: readonly SlidingLimitRule[], nowMs: NowMs, member: string): Promise<CallOutcome> {
+  private once(
+    version: ActiveVersion,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    nowMs: NowMs,
+    member: string,
+  ): Promise<CallOutcome> {
     return this.batcher.decide(version, { keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs });
   }
 }

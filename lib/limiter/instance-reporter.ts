@@ -5,7 +5,12 @@ import { describeValue } from '../core/value-checks';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionCallMetrics } from '../core/call-metrics';
 import type { CanarySplit } from '../core/function-selection';
-import { DEFAULT_REPORT_INTERVAL_MS, InstanceReport, instanceReportKey, REPORT_TTL_INTERVALS } from '../core/instance-report';
+import {
+  DEFAULT_REPORT_INTERVAL_MS,
+  InstanceReport,
+  instanceReportKey,
+  REPORT_TTL_INTERVALS,
+} from '../core/instance-report';
 
 /**
  * What the reporter reads of a limiter: a `SlidingWindowLimiter` has all of it. (An interface, not the
@@ -41,11 +46,23 @@ const MAX_INTERVAL_MS = 24 * 60 * 60 * 1000;
  * prefixed with `path` (`report.` from the limiter options). Shared with option validation, so a bad
  * `report` fails with the other options.
  */
-export function describeReportSettingsProblems(settings: { intervalMs?: unknown; instanceId?: unknown }, path: string): string[] {
+export function describeReportSettingsProblems(
+  settings: { intervalMs?: unknown; instanceId?: unknown },
+  path: string,
+): string[] {
   const { intervalMs, instanceId } = settings;
   const problems: string[] = [];
-  if (intervalMs !== undefined && !(Number.isInteger(intervalMs) && (intervalMs as number) >= MIN_INTERVAL_MS && (intervalMs as number) <= MAX_INTERVAL_MS)) {
-    problems.push(`${path}intervalMs must be a whole number of milliseconds from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}, got ${describeValue(intervalMs)}`);
+  if (
+    intervalMs !== undefined &&
+    !(
+      Number.isInteger(intervalMs) &&
+      (intervalMs as number) >= MIN_INTERVAL_MS &&
+      (intervalMs as number) <= MAX_INTERVAL_MS
+    )
+  ) {
+    problems.push(
+      `${path}intervalMs must be a whole number of milliseconds from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}, got ${describeValue(intervalMs)}`,
+    );
   }
   if (instanceId !== undefined && !(typeof instanceId === 'string' && /^\S{1,200}$/.test(instanceId))) {
     problems.push(`${path}instanceId must be 1 to 200 characters without spaces, got ${describeValue(instanceId)}`);
@@ -78,7 +95,12 @@ export class InstanceReporter {
 
   /** @throws RateLimitConfigError listing every invalid option. */
   constructor(options: InstanceReporterOptions) {
-    const { limiter, client, intervalMs = DEFAULT_REPORT_INTERVAL_MS, instanceId = defaultInstanceId() } = options ?? ({} as InstanceReporterOptions);
+    const {
+      limiter,
+      client,
+      intervalMs = DEFAULT_REPORT_INTERVAL_MS,
+      instanceId = defaultInstanceId(),
+    } = options ?? ({} as InstanceReporterOptions);
     const problems: string[] = [];
     if (typeof limiter !== 'object' || limiter === null || typeof limiter.metrics?.snapshot !== 'function') {
       problems.push(`limiter must be a SlidingWindowLimiter, got ${describeValue(limiter)}`);

@@ -24,10 +24,19 @@ export class Insurance {
   ) {
     this.store = new MemoryBackend({ maxKeys });
     // Batches save round trips to Redis; in memory there are none to save.
-    this.decisions = new GroupedDecisions({ commands: this.store.commands, clustered: false, call: (attempt) => attempt(), healthy: () => true }, members, maxClockSkewMs, 1);
+    this.decisions = new GroupedDecisions(
+      { commands: this.store.commands, clustered: false, call: (attempt) => attempt(), healthy: () => true },
+      members,
+      maxClockSkewMs,
+      1,
+    );
   }
 
-  async decide(contract: FunctionContract, keys: readonly string[], rules: readonly SlidingLimitRule[]): Promise<CallOutcome> {
+  async decide(
+    contract: FunctionContract,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+  ): Promise<CallOutcome> {
     const version = await this.versionOf(contract);
     return this.decisions.decide(version, keys, rules, await version.now());
   }

@@ -15,7 +15,16 @@ class FunctionCounters {
   snapshot(): FunctionCallMetrics {
     const { functionName, calls, allowed, rejected } = this;
     const { blockedLocally } = this;
-    return { functionName, calls, allowed, rejected, blockedLocally, errors: { ...this.errors }, fallbacks: { ...this.fallbacks }, latencyMs: this.latency.summary() };
+    return {
+      functionName,
+      calls,
+      allowed,
+      rejected,
+      blockedLocally,
+      errors: { ...this.errors },
+      fallbacks: { ...this.fallbacks },
+      latencyMs: this.latency.summary(),
+    };
   }
 }
 

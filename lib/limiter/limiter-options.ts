@@ -49,7 +49,20 @@ export type LimiterSettings = Omit<SlidingWindowLimiterOptions, 'client' | 'back
 
 /** Names of the limiter's settings, which the Nest module passes through unchanged. */
 export const LIMITER_SETTING_NAMES = [
-  'functionName', 'canary', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs', 'timeoutMs', 'onRedisError', 'logger', 'blockCache', 'batch', 'report', 'insurance',
+  'functionName',
+  'canary',
+  'keyPrefix',
+  'loadFunctions',
+  'mode',
+  'clock',
+  'maxClockSkewMs',
+  'timeoutMs',
+  'onRedisError',
+  'logger',
+  'blockCache',
+  'batch',
+  'report',
+  'insurance',
 ] as const satisfies readonly (keyof LimiterSettings)[];
 
 /** The limiter settings among `options`, without undefined values. */
@@ -60,7 +73,9 @@ export function pickLimiterSettings(options: Partial<Record<string, unknown>>): 
 }
 
 /** Settings with defaults applied. */
-export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimiterOptions, 'canary' | 'client' | 'backend' | 'logger'>> {
+export interface ResolvedLimiterOptions extends Required<
+  Omit<SlidingWindowLimiterOptions, 'canary' | 'client' | 'backend' | 'logger'>
+> {
   client?: RedisConnection;
   logger?: SlidingWindowLimiterOptions['logger'];
   backend?: LimiterBackend;
@@ -73,29 +88,58 @@ export interface ResolvedLimiterOptions extends Required<Omit<SlidingWindowLimit
  */
 export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
   const problems: string[] = [];
-  const { functionName, canary, keyPrefix, loadFunctions, mode, clock, maxClockSkewMs, timeoutMs, onRedisError, logger, blockCache, batch, report, insurance } = settings;
+  const {
+    functionName,
+    canary,
+    keyPrefix,
+    loadFunctions,
+    mode,
+    clock,
+    maxClockSkewMs,
+    timeoutMs,
+    onRedisError,
+    logger,
+    blockCache,
+    batch,
+    report,
+    insurance,
+  } = settings;
   if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
   if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
-  if (keyPrefix !== undefined && !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH && !/[{}]/.test(keyPrefix))) {
+  if (
+    keyPrefix !== undefined &&
+    !(typeof keyPrefix === 'string' && keyPrefix.length <= MAX_KEY_PREFIX_LENGTH && !/[{}]/.test(keyPrefix))
+  ) {
     // Braces in the prefix would become the cluster hash tag of every key (one slot for everything).
-    problems.push(`${path}keyPrefix must be a string of at most ${MAX_KEY_PREFIX_LENGTH} characters without { or }, got ${describeValue(keyPrefix)}`);
+    problems.push(
+      `${path}keyPrefix must be a string of at most ${MAX_KEY_PREFIX_LENGTH} characters without { or }, got ${describeValue(keyPrefix)}`,
+    );
   }
   if (loadFunctions !== undefined && !LOAD_POLICIES.includes(loadFunctions)) {
-    problems.push(`${path}loadFunctions must be one of ${LOAD_POLICIES.join(', ')}, got ${describeValue(loadFunctions)}`);
+    problems.push(
+      `${path}loadFunctions must be one of ${LOAD_POLICIES.join(', ')}, got ${describeValue(loadFunctions)}`,
+    );
   }
   if (mode !== undefined && !MODES.includes(mode)) {
     problems.push(`${path}mode must be one of ${MODES.join(', ')}, got ${describeValue(mode)}`);
   }
   if (clock !== undefined && clock !== 'local' && clock !== 'server' && typeof clock !== 'function') {
-    problems.push(`${path}clock must be 'local', 'server' or a function returning epoch milliseconds, got ${describeValue(clock)}`);
+    problems.push(
+      `${path}clock must be 'local', 'server' or a function returning epoch milliseconds, got ${describeValue(clock)}`,
+    );
   }
   if (maxClockSkewMs !== undefined && !isWholeNumberIn(maxClockSkewMs, 0, MAX_CLOCK_SKEW_MS)) {
-    problems.push(`${path}maxClockSkewMs must be a whole number of milliseconds from 0 to ${MAX_CLOCK_SKEW_MS}, got ${describeValue(maxClockSkewMs)}`);
+    problems.push(
+      `${path}maxClockSkewMs must be a whole number of milliseconds from 0 to ${MAX_CLOCK_SKEW_MS}, got ${describeValue(maxClockSkewMs)}`,
+    );
   }
   if (timeoutMs !== undefined && !isWholeNumberIn(timeoutMs, 1, MAX_TIMEOUT_MS)) {
-    problems.push(`${path}timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${describeValue(timeoutMs)}`);
+    problems.push(
+      `${path}timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${describeValue(timeoutMs)}`,
+    );
   }
-  if (onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${path}onRedisError`));
+  if (onRedisError !== undefined)
+    problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${path}onRedisError`));
   problems.push(
     ...describeSwitchProblems(blockCache, `${path}blockCache`, 'maxEntries', MAX_BLOCK_CACHE_ENTRIES, true),
     ...describeSwitchProblems(batch, `${path}batch`, 'maxSize', MAX_BATCH_SIZE, true),
@@ -106,7 +150,13 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
   } else if (typeof report === 'object') {
     problems.push(...describeReportSettingsProblems(report, `${path}report.`));
   }
-  if (logger !== undefined && (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.log !== 'function')) {
+  if (
+    logger !== undefined &&
+    (typeof logger !== 'object' ||
+      logger === null ||
+      typeof logger.warn !== 'function' ||
+      typeof logger.log !== 'function')
+  ) {
     problems.push(`${path}logger must have log(message) and warn(message) methods, got ${describeValue(logger)}`);
   }
   return problems;
@@ -116,7 +166,13 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
  * Problems of an option that is `true`, `false` or `{ <field>: 1 … max }` (blockCache, batch,
  * insurance); `required` says whether the object must name the field.
  */
-function describeSwitchProblems(value: unknown, label: string, field: string, max: number, required: boolean): string[] {
+function describeSwitchProblems(
+  value: unknown,
+  label: string,
+  field: string,
+  max: number,
+  required: boolean,
+): string[] {
   if (value === undefined || typeof value === 'boolean') return [];
   if (typeof value === 'object' && value !== null) {
     const size = (value as Record<string, unknown>)[field];
@@ -138,7 +194,8 @@ export function describeRedisErrorPolicyProblems(policy: unknown, label: string)
 
 /** Problems of a canary split. */
 export function describeCanaryProblems(canary: unknown, label: string): string[] {
-  if (typeof canary !== 'object' || canary === null) return [`${label} must be { functionName, percent }, got ${describeValue(canary)}`];
+  if (typeof canary !== 'object' || canary === null)
+    return [`${label} must be { functionName, percent }, got ${describeValue(canary)}`];
   const { functionName, percent } = canary as Record<string, unknown>;
   const problems = describeFunctionNameProblems(functionName, `${label}.functionName`);
   if (typeof percent !== 'number' || !(percent >= 0 && percent <= 100)) {
@@ -150,19 +207,30 @@ export function describeCanaryProblems(canary: unknown, label: string): string[]
 /** True when the value looks like an ioredis Redis or Cluster client. */
 function isRedisConnection(value: unknown): value is RedisConnection {
   const candidate = value as { fcall?: unknown; evalsha?: unknown } | null;
-  return typeof candidate === 'object' && candidate !== null && typeof candidate.fcall === 'function' && typeof candidate.evalsha === 'function';
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.fcall === 'function' &&
+    typeof candidate.evalsha === 'function'
+  );
 }
 
 /** The problem of a `client` option that is no ioredis Redis or Cluster client, if it is not one. */
 export function describeClientProblems(client: unknown): string[] {
-  return isRedisConnection(client) ? [] : [`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(client)}`];
+  return isRedisConnection(client)
+    ? []
+    : [`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(client)}`];
 }
 
 /**
  * The size a `true` / `false` / `{ <field>: n }` option asks for (`batch`, `blockCache`, `insurance`):
  * undefined when off, `whenOn` for `true` or an object without the field.
  */
-export function switchSize<F extends string>(value: boolean | Partial<Record<F, number>>, field: F, whenOn: number): number | undefined {
+export function switchSize<F extends string>(
+  value: boolean | Partial<Record<F, number>>,
+  field: F,
+  whenOn: number,
+): number | undefined {
   if (value === false) return undefined;
   return value === true ? whenOn : (value[field] ?? whenOn);
 }

@@ -34,13 +34,21 @@ export class RedisCallPolicy {
   call<T>(attempt: () => Promise<T>, routeKey?: string, decisions = 1): Promise<T> {
     const breaker = this.breakers.for(routeKey);
     if (!breaker.tryAcquire()) {
-      return Promise.reject(new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'));
+      return Promise.reject(
+        new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'),
+      );
     }
     return this.attemptFrom(attempt, breaker, 0, decisions);
   }
 
   /** A failed attempt: rethrow what Redis answered, retry what it did not (within `retries`). */
-  private afterFailure<T>(error: unknown, attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number, decisions: number): Promise<T> {
+  private afterFailure<T>(
+    error: unknown,
+    attempt: () => Promise<T>,
+    breaker: CircuitBreaker,
+    attempts: number,
+    decisions: number,
+  ): Promise<T> {
     if (!isUnanswered(error)) {
       // Redis answered, if with an error: it is up.
       breaker.onSuccess();
@@ -49,14 +57,21 @@ export class RedisCallPolicy {
     if (attempts >= this.retries) {
       breaker.onFailure(decisions);
       return Promise.reject(
-        error instanceof RedisUnavailableError ? error : new RedisUnavailableError(messageOf(error), 'error', { cause: error }),
+        error instanceof RedisUnavailableError
+          ? error
+          : new RedisUnavailableError(messageOf(error), 'error', { cause: error }),
       );
     }
     return this.attemptFrom(attempt, breaker, attempts + 1, decisions);
   }
 
   /** One attempt, settled by the reply or by the deadline, whichever comes first. */
-  private attemptFrom<T>(attempt: () => Promise<T>, breaker: CircuitBreaker, attempts: number, decisions: number): Promise<T> {
+  private attemptFrom<T>(
+    attempt: () => Promise<T>,
+    breaker: CircuitBreaker,
+    attempts: number,
+    decisions: number,
+  ): Promise<T> {
     if (!this.isConnected()) {
       breaker.onFailure(decisions);
       return Promise.reject(new RedisUnavailableError('Redis is not connected', 'disconnected'));

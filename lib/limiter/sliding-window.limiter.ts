@@ -24,7 +24,11 @@ import {
 import { MemberIdSource } from './member-ids';
 import { RedisCallPolicy } from './redis-call-policy';
 import type { CanarySplit, FunctionSelection } from '../core/function-selection';
-import type { DecisionOptions, RedisErrorPolicy, SlidingWindowLimiterOptions } from './sliding-window-limiter.interfaces';
+import type {
+  DecisionOptions,
+  RedisErrorPolicy,
+  SlidingWindowLimiterOptions,
+} from './sliding-window-limiter.interfaces';
 import type { KeyedSlidingLimitRule, SlidingLimitRule } from '../core/limit-rule';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import type { MultiRateLimitDecision, RateLimitDecision, RateLimitState } from '../core/decisions';
@@ -98,7 +102,11 @@ export class SlidingWindowLimiter {
     this.selection = { functionName: this.options.functionName, canary: this.options.canary };
     const { backend, client, mode, loadFunctions, timeoutMs, logger } = this.options;
     this.backend = backend ?? new RedisBackend(client as RedisConnection, mode, loadFunctions);
-    const breakers = new CircuitBreakers(BREAKER_THRESHOLD, BREAKER_COOLDOWN_MS, (key) => this.backend.nodeOf?.(key) ?? '');
+    const breakers = new CircuitBreakers(
+      BREAKER_THRESHOLD,
+      BREAKER_COOLDOWN_MS,
+      (key) => this.backend.nodeOf?.(key) ?? '',
+    );
     // A reconnect ends the pause at once instead of after the cool-down.
     this.stopListening = this.backend.onReady(() => breakers.resetAll());
     const isConnected = () => this.backend.isConnected();
@@ -119,10 +127,12 @@ export class SlidingWindowLimiter {
       switchSize(this.options.batch, 'maxSize', DEFAULT_BATCH_SIZE) ?? 1,
     );
     const insuranceKeys = switchSize(insurance, 'maxKeys', DEFAULT_INSURANCE_KEYS);
-    if (insuranceKeys !== undefined) this.insurance = new Insurance(insuranceKeys, this.members, this.options.maxClockSkewMs, this.options.clock);
+    if (insuranceKeys !== undefined)
+      this.insurance = new Insurance(insuranceKeys, this.members, this.options.maxClockSkewMs, this.options.clock);
     const blockCacheEntries = switchSize(blockCache, 'maxEntries', DEFAULT_BLOCK_CACHE_ENTRIES);
     if (blockCacheEntries !== undefined) this.blockCache = new BlockCache(blockCacheEntries);
-    if (report && client) this.reporter = new InstanceReporter({ limiter: this, client, ...(report === true ? {} : report) });
+    if (report && client)
+      this.reporter = new InstanceReporter({ limiter: this, client, ...(report === true ? {} : report) });
   }
 
   /** The stable function, e.g. `sliding_allow_v2`. */
@@ -220,7 +230,12 @@ export class SlidingWindowLimiter {
         limits[i] = this.toDecision(decided.limits[i], rules[i], decided.functionName, decided.degraded);
         retryAfterMs = Math.max(retryAfterMs, limits[i].retryAfterMs);
       }
-      const decision: MultiRateLimitDecision = { allowed: decided.allowed, retryAfterMs, functionName: decided.functionName, limits };
+      const decision: MultiRateLimitDecision = {
+        allowed: decided.allowed,
+        retryAfterMs,
+        functionName: decided.functionName,
+        limits,
+      };
       if (decided.degraded) decision.degraded = decided.degraded;
       return decision;
     });
@@ -310,7 +325,10 @@ export class SlidingWindowLimiter {
     const functionName = version.contract.allowFunction;
     // Single limits only: the other limits of a stacked rejection change while it is blocked
     // (their old entries leave), so a cached copy of them would go stale.
-    const cache = this.blockCache && keys.length === 1 && version.contract.exactRetryAfter && typeof nowMs === 'number' ? this.blockCache : undefined;
+    const cache =
+      this.blockCache && keys.length === 1 && version.contract.exactRetryAfter && typeof nowMs === 'number'
+        ? this.blockCache
+        : undefined;
     const blocked = cache?.get(keys[0], rules[0], nowMs as number);
     if (blocked) {
       this.metrics.recordBlockedLocally(functionName);
@@ -345,7 +363,8 @@ export class SlidingWindowLimiter {
     this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
     const policy = this.policyFor(options);
     if (policy === 'throw') return Promise.reject(error);
-    if (policy === 'allow' && this.insurance) return this.insure(this.insurance, version, keys, rules, error, functionName);
+    if (policy === 'allow' && this.insurance)
+      return this.insure(this.insurance, version, keys, rules, error, functionName);
     this.metrics.recordFallback(functionName, policy);
     return Promise.resolve({ ...this.byPolicy(rules, policy, error), degraded: policy, functionName });
   }
@@ -423,7 +442,12 @@ export class SlidingWindowLimiter {
     return peekByCounting(this.backend.commands, await numericNow(version.now, this.backend.commands), fullKey, rule);
   }
 
-  private toDecision(outcome: LimitOutcome, rule: SlidingLimitRule, functionName: string, degraded?: RateLimitDecision['degraded']): RateLimitDecision {
+  private toDecision(
+    outcome: LimitOutcome,
+    rule: SlidingLimitRule,
+    functionName: string,
+    degraded?: RateLimitDecision['degraded'],
+  ): RateLimitDecision {
     const decision: RateLimitDecision = {
       allowed: outcome.allowed,
       limit: rule.limit,
@@ -435,5 +459,4 @@ export class SlidingWindowLimiter {
     if (degraded) decision.degraded = degraded;
     return decision;
   }
-
 }

@@ -105,7 +105,12 @@ export class MemoryRunner implements LuaRunner {
   async prepare(): Promise<void> {}
 
   /** Arguments travel as text, numbers written as ioredis writes them (`String(n)`). */
-  async run(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
+  async run(
+    functionName: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    readOnly: boolean,
+  ): Promise<unknown> {
     return this.model.call(functionName, keys, args.map(String), readOnly);
   }
 }

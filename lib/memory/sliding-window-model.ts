@@ -88,8 +88,18 @@ export class SlidingWindowModel {
     const windowMs = luaToNumber(args[1]);
     const limit = luaToNumber(args[2]);
     const member = args[3];
-    if (key === undefined || !isTime(nowMs) || !isFiniteNumber(windowMs) || !isFiniteNumber(limit)
-        || windowMs <= 0 || windowMs > MAX_WINDOW_MS || limit <= 0 || !isWhole(limit) || member === undefined || member === '') {
+    if (
+      key === undefined ||
+      !isTime(nowMs) ||
+      !isFiniteNumber(windowMs) ||
+      !isFiniteNumber(limit) ||
+      windowMs <= 0 ||
+      windowMs > MAX_WINDOW_MS ||
+      limit <= 0 ||
+      !isWhole(limit) ||
+      member === undefined ||
+      member === ''
+    ) {
       throw new ModelReplyError(INVALID_ARGUMENTS);
     }
 
@@ -188,12 +198,20 @@ export class SlidingWindowModel {
     }
 
     const reply = [allowed];
-    for (let i = 0; i < n; i++) reply.push(...this.report(allowed, keys[i], nowMs, limits[i], counts[i], this.newestScore(keys[i])));
+    for (let i = 0; i < n; i++)
+      reply.push(...this.report(allowed, keys[i], nowMs, limits[i], counts[i], this.newestScore(keys[i])));
     return reply;
   }
 
   /** count, remaining, retry_after_ms and reset_ms of one limit (the Lua's `report`). */
-  private report(allowed: number, key: string, nowMs: number, { windowMs, limit }: Limit, count: number, newest: number | undefined): number[] {
+  private report(
+    allowed: number,
+    key: string,
+    nowMs: number,
+    { windowMs, limit }: Limit,
+    count: number,
+    newest: number | undefined,
+  ): number[] {
     let retryAfterMs = 0;
     if (allowed === 0 && count >= limit) {
       // count - limit + 1 entries must leave before one more fits.
@@ -328,7 +346,15 @@ function parseLimits(args: readonly string[], first: number, n: number): Limit[]
   for (let i = 0; i < n; i++) {
     const windowMs = luaToNumber(args[first + 2 * i]);
     const limit = luaToNumber(args[first + 2 * i + 1]);
-    if (!isFiniteNumber(windowMs) || !isFiniteNumber(limit) || windowMs <= 0 || windowMs > MAX_WINDOW_MS || limit <= 0 || !isWhole(limit)) return undefined;
+    if (
+      !isFiniteNumber(windowMs) ||
+      !isFiniteNumber(limit) ||
+      windowMs <= 0 ||
+      windowMs > MAX_WINDOW_MS ||
+      limit <= 0 ||
+      !isWhole(limit)
+    )
+      return undefined;
     limits.push({ windowMs, limit });
   }
   return limits;
@@ -366,10 +392,18 @@ function isNumber(value: unknown): value is number {
  * The Lua's `decision_key_count`: the decision at list[at] as sliding_allow_v2 takes it (its keys, and
  * now_ms, member, max_skew_ms, then the window and limit pairs as text), or undefined when it is invalid.
  */
-function manyDecisionAt(keys: readonly string[], list: readonly unknown[], at: number, taken: number, maxSkewArg: string): { keys: string[]; args: string[] } | undefined {
+function manyDecisionAt(
+  keys: readonly string[],
+  list: readonly unknown[],
+  at: number,
+  taken: number,
+  maxSkewArg: string,
+): { keys: string[]; args: string[] } | undefined {
   const [nowMs, member, n] = [list[at], list[at + 1], list[at + 2]];
-  if (!(isNumber(n) && n >= 1 && isWhole(n) && taken + n <= keys.length && at + 2 + 2 * n < list.length)) return undefined;
-  if (!(nowMs === '*' || (isNumber(nowMs) && isTime(nowMs))) || typeof member !== 'string' || member === '') return undefined;
+  if (!(isNumber(n) && n >= 1 && isWhole(n) && taken + n <= keys.length && at + 2 + 2 * n < list.length))
+    return undefined;
+  if (!(nowMs === '*' || (isNumber(nowMs) && isTime(nowMs))) || typeof member !== 'string' || member === '')
+    return undefined;
   const pairs = list.slice(at + 3, at + 3 + 2 * n);
   if (!pairs.every(isNumber)) return undefined;
   const pairTexts = pairs.map(numberText);

@@ -39,8 +39,12 @@ export const DEFAULT_PROMETHEUS_PREFIX = 'sliding_limit_';
  * (10 µs … 42 s, 23 bounds plus +Inf). The bounds coincide with the limiter's, so the cumulative
  * counts are exact, at a quarter of the series.
  */
-const EXPORTED_BOUND_INDEXES = LATENCY_BUCKETS_MS.map((_, i) => i).filter((i) => i % 4 === 0 && Number.isFinite(LATENCY_BUCKETS_MS[i]));
-const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) => Number((LATENCY_BUCKETS_MS[i] / 1000).toPrecision(6)));
+const EXPORTED_BOUND_INDEXES = LATENCY_BUCKETS_MS.map((_, i) => i).filter(
+  (i) => i % 4 === 0 && Number.isFinite(LATENCY_BUCKETS_MS[i]),
+);
+const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) =>
+  Number((LATENCY_BUCKETS_MS[i] / 1000).toPrecision(6)),
+);
 
 /**
  * Exports a limiter's per-function metrics to Prometheus through prom-client (an optional peer
@@ -59,12 +63,18 @@ const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) => Number((LATENC
  * One limiter per registry and prefix: a second registration under the same names throws.
  * @throws RateLimitConfigError when prom-client is not installed or the options are invalid
  */
-export function registerPrometheusMetrics(limiter: SlidingWindowLimiter, options: PrometheusExportOptions = {}): PrometheusExport {
+export function registerPrometheusMetrics(
+  limiter: SlidingWindowLimiter,
+  options: PrometheusExportOptions = {},
+): PrometheusExport {
   const problems: string[] = [];
-  if (typeof limiter?.metrics?.snapshot !== 'function') problems.push(`limiter must be a SlidingWindowLimiter, got ${describeValue(limiter)}`);
+  if (typeof limiter?.metrics?.snapshot !== 'function')
+    problems.push(`limiter must be a SlidingWindowLimiter, got ${describeValue(limiter)}`);
   const prefix = options.prefix ?? DEFAULT_PROMETHEUS_PREFIX;
   if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
-    problems.push(`prefix must be a Prometheus metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got ${describeValue(prefix)}`);
+    problems.push(
+      `prefix must be a Prometheus metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got ${describeValue(prefix)}`,
+    );
   }
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'registerPrometheusMetrics');
 
@@ -90,7 +100,12 @@ export function registerPrometheusMetrics(limiter: SlidingWindowLimiter, options
 
   type Labels = Record<string, string>;
   /** A counter whose values are read from the limiter's snapshot at scrape time (reset, then set). */
-  const snapshotCounter = (suffix: string, help: string, labelNames: string[], fill: (m: FunctionCallMetrics, inc: (labels: Labels, value: number) => void) => void) =>
+  const snapshotCounter = (
+    suffix: string,
+    help: string,
+    labelNames: string[],
+    fill: (m: FunctionCallMetrics, inc: (labels: Labels, value: number) => void) => void,
+  ) =>
     register(
       `${prefix}${suffix}${total}`,
       (name) =>
@@ -106,13 +121,21 @@ export function registerPrometheusMetrics(limiter: SlidingWindowLimiter, options
         }),
     );
 
-  snapshotCounter('calls', 'Rate limit decisions asked of Redis, per function name (failed calls included).', ['function'], (m, inc) =>
-    inc({ function: m.functionName }, m.calls),
+  snapshotCounter(
+    'calls',
+    'Rate limit decisions asked of Redis, per function name (failed calls included).',
+    ['function'],
+    (m, inc) => inc({ function: m.functionName }, m.calls),
   );
-  snapshotCounter('decisions', 'Rate limit decisions per function name and outcome.', ['function', 'outcome'], (m, inc) => {
-    inc({ function: m.functionName, outcome: 'allowed' }, m.allowed);
-    inc({ function: m.functionName, outcome: 'rejected' }, m.rejected);
-  });
+  snapshotCounter(
+    'decisions',
+    'Rate limit decisions per function name and outcome.',
+    ['function', 'outcome'],
+    (m, inc) => {
+      inc({ function: m.functionName, outcome: 'allowed' }, m.allowed);
+      inc({ function: m.functionName, outcome: 'rejected' }, m.rejected);
+    },
+  );
   snapshotCounter('errors', 'Failed rate limit calls per function name and kind.', ['function', 'kind'], (m, inc) => {
     for (const [kind, count] of Object.entries(m.errors)) inc({ function: m.functionName, kind }, Number(count));
   });
@@ -127,7 +150,8 @@ export function registerPrometheusMetrics(limiter: SlidingWindowLimiter, options
     'Decisions made without Redis (after a failed call) per function name and kind: allow, deny or insurance.',
     ['function', 'kind'],
     (m, inc) => {
-      for (const [kind, count] of Object.entries(m.fallbacks ?? {})) inc({ function: m.functionName, kind }, Number(count));
+      for (const [kind, count] of Object.entries(m.fallbacks ?? {}))
+        inc({ function: m.functionName, kind }, Number(count));
     },
   );
   const Histogram = precomputedHistogramClass(prom);
@@ -162,7 +186,14 @@ function precomputedHistogramClass(prom: typeof PromClient) {
     }
 
     override async get(): Promise<Exposition> {
-      return { name: this.metricName, help: HISTOGRAM_HELP, type: this.metricType, aggregator: 'sum', collect: () => undefined, values: this.values() };
+      return {
+        name: this.metricName,
+        help: HISTOGRAM_HELP,
+        type: this.metricType,
+        aggregator: 'sum',
+        collect: () => undefined,
+        values: this.values(),
+      };
     }
 
     getForPromString(): Promise<Exposition> {
@@ -180,9 +211,17 @@ function precomputedHistogramClass(prom: typeof PromClient) {
         let next = 0;
         for (let i = 0; i < EXPORTED_BOUND_INDEXES.length; i++) {
           for (; next <= EXPORTED_BOUND_INDEXES[i]; next++) cumulative += counts[next];
-          values.push({ metricName: `${name}_bucket`, labels: { le: EXPORTED_BOUNDS_SECONDS[i], function: functionName }, value: cumulative });
+          values.push({
+            metricName: `${name}_bucket`,
+            labels: { le: EXPORTED_BOUNDS_SECONDS[i], function: functionName },
+            value: cumulative,
+          });
         }
-        values.push({ metricName: `${name}_bucket`, labels: { le: '+Inf', function: functionName }, value: histogram.count });
+        values.push({
+          metricName: `${name}_bucket`,
+          labels: { le: '+Inf', function: functionName },
+          value: histogram.count,
+        });
         values.push({ metricName: `${name}_sum`, labels: { function: functionName }, value: histogram.sum / 1000 });
         values.push({ metricName: `${name}_count`, labels: { function: functionName }, value: histogram.count });
       }
@@ -206,7 +245,9 @@ function loadPromClient(): typeof PromClient {
     const { code, message } = (error ?? {}) as ModuleNotFound;
     if (code === 'MODULE_NOT_FOUND' && /prom-client/.test(String(message))) {
       throw new RateLimitConfigError(
-        ['the Prometheus export needs prom-client, an optional peer dependency that is not installed; run: npm i prom-client'],
+        [
+          'the Prometheus export needs prom-client, an optional peer dependency that is not installed; run: npm i prom-client',
+        ],
         'registerPrometheusMetrics',
       );
     }

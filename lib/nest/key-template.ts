@@ -36,13 +36,15 @@ const SOURCES = 'ip, route, global, user, user:<path>, param:<name>, body:<path>
  */
 export function describeKeyProblems(key: unknown, label: string): string[] {
   if (typeof key === 'function') return [];
-  if (typeof key !== 'string') return [`${label} must be a key template string or a function (req, context) => string, got ${describeValue(key)}`];
+  if (typeof key !== 'string')
+    return [`${label} must be a key template string or a function (req, context) => string, got ${describeValue(key)}`];
   const problems: string[] = [];
   const seen = new Set<string>();
   for (const part of key.split('+')) {
     const parsed = parsePart(part.trim());
     if (typeof parsed === 'string') problems.push(`${label} ${describeValue(key)}: ${parsed}`);
-    else if (seen.has(parsed.label)) problems.push(`${label} ${describeValue(key)}: part ${describeValue(part)} appears twice`);
+    else if (seen.has(parsed.label))
+      problems.push(`${label} ${describeValue(key)}: part ${describeValue(part)} appears twice`);
     else seen.add(parsed.label);
   }
   return problems;
@@ -60,7 +62,8 @@ export function describeKeyProblems(key: unknown, label: string): string[] {
 export function compileKey(key: RateLimitKey): CompiledKey {
   if (typeof key === 'function') {
     // A key function that answers synchronously keeps the request on the synchronous path.
-    const fromValue = (value: RateLimitKeyValue, source: KeySource) => toKeySegment(value) ?? withFallback('no-key', source);
+    const fromValue = (value: RateLimitKeyValue, source: KeySource) =>
+      toKeySegment(value) ?? withFallback('no-key', source);
     return (source) => {
       const value = key(source.request, source.context);
       if (isThenable(value)) return Promise.resolve(value).then((resolved) => fromValue(resolved, source));
@@ -112,7 +115,9 @@ function parsePart(part: string): KeyPart | string {
   const kind = colon === -1 ? part : part.slice(0, colon);
   const arg = colon === -1 ? undefined : part.slice(colon + 1);
   const needs = (pattern: RegExp, what: string): string | undefined =>
-    arg !== undefined && pattern.test(arg) ? undefined : `${kind}: needs a ${what} made of letters, digits, "_" or "-", e.g. ${kind}:${kind === 'header' ? 'x-api-key' : 'phone'}`;
+    arg !== undefined && pattern.test(arg)
+      ? undefined
+      : `${kind}: needs a ${what} made of letters, digits, "_" or "-", e.g. ${kind}:${kind === 'header' ? 'x-api-key' : 'phone'}`;
 
   switch (kind) {
     case 'ip':
@@ -133,7 +138,10 @@ function parsePart(part: string): KeyPart | string {
       if (problem) return `part ${describeValue(part)}: ${problem}`;
       const name = arg as string;
       const read = pathReader(name);
-      return { label: `${kind}.${name}`, read: kind === 'param' ? (s) => read(s.request.params) : (s) => read(s.request.query) };
+      return {
+        label: `${kind}.${name}`,
+        read: kind === 'param' ? (s) => read(s.request.params) : (s) => read(s.request.query),
+      };
     }
     case 'body': {
       const problem = needs(PATH, 'property path');
@@ -185,6 +193,7 @@ function pathReader(path: string): PathReader {
 }
 
 function ownProperty(value: unknown, name: string): unknown {
-  if (typeof value !== 'object' || value === null || !Object.prototype.hasOwnProperty.call(value, name)) return undefined;
+  if (typeof value !== 'object' || value === null || !Object.prototype.hasOwnProperty.call(value, name))
+    return undefined;
   return (value as Record<string, unknown>)[name];
 }

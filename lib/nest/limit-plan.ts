@@ -44,12 +44,17 @@ function ownLimits(target: object): unknown[] {
 }
 
 function isSkipped(controller: Type, handler: Function): boolean {
-  return Reflect.getMetadata(SKIP_RATE_LIMIT_METADATA, handler) === true || Reflect.getMetadata(SKIP_RATE_LIMIT_METADATA, controller) === true;
+  return (
+    Reflect.getMetadata(SKIP_RATE_LIMIT_METADATA, handler) === true ||
+    Reflect.getMetadata(SKIP_RATE_LIMIT_METADATA, controller) === true
+  );
 }
 
 /** Whether a class or one of its methods carries rate-limit metadata (for scanning providers). */
 export function hasRateLimitMetadata(target: object): boolean {
-  return Reflect.getOwnMetadataKeys(target).some((key) => key === SLIDING_LIMIT_METADATA || key === SKIP_RATE_LIMIT_METADATA);
+  return Reflect.getOwnMetadataKeys(target).some(
+    (key) => key === SLIDING_LIMIT_METADATA || key === SKIP_RATE_LIMIT_METADATA,
+  );
 }
 
 /**
@@ -107,7 +112,14 @@ export function buildHandlerPlan(
   if (problems.length > 0) return { problems };
   const onRedisError = merged
     .map((entry) => entry.onRedisError)
-    .reduce<RedisErrorPolicy | undefined>((strictest, policy) => (policy && (!strictest || STRICTNESS[policy] > STRICTNESS[strictest]) ? policy : strictest), undefined);
+    .reduce<RedisErrorPolicy | undefined>(
+      (strictest, policy) =>
+        policy && (!strictest || STRICTNESS[policy] > STRICTNESS[strictest]) ? policy : strictest,
+      undefined,
+    );
   const decisionOptions = onRedisError ? { onRedisError } : undefined;
-  return { plan: { route, limits, policyHeader: policyHeaderValue(limits), onRedisError, decisionOptions }, problems: [] };
+  return {
+    plan: { route, limits, policyHeader: policyHeaderValue(limits), onRedisError, decisionOptions },
+    problems: [],
+  };
 }

@@ -78,7 +78,12 @@ export class SlidingLimitPlans implements OnModuleInit {
 
 function classOf(wrapper: InstanceWrapper): Type | undefined {
   const instance = wrapper.instance as object | undefined;
-  if (instance && typeof instance === 'object' && typeof instance.constructor === 'function' && instance.constructor !== Object) {
+  if (
+    instance &&
+    typeof instance === 'object' &&
+    typeof instance.constructor === 'function' &&
+    instance.constructor !== Object
+  ) {
     return instance.constructor as Type;
   }
   // Request-scoped classes have no static instance; their metatype is the class (for factories it is not).

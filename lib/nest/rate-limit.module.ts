@@ -1,4 +1,11 @@
-import { Inject, Logger, Module, type CanActivate, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Logger,
+  Module,
+  type CanActivate,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { RedisUnavailableError } from '../core/errors/redis-unavailable.error';
 import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { closeRateLimitConnection, createRateLimitConnection, type RateLimitConnection } from './rate-limit-connection';
@@ -42,12 +49,14 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
     SlidingLimitGuard,
     {
       provide: APP_GUARD,
-      useFactory: (options: ResolvedRateLimitOptions, guard: SlidingLimitGuard) => (options.global ? guard : LET_THROUGH),
+      useFactory: (options: ResolvedRateLimitOptions, guard: SlidingLimitGuard) =>
+        options.global ? guard : LET_THROUGH,
       inject: [RATE_LIMIT_OPTIONS, SlidingLimitGuard],
     },
     {
       provide: APP_FILTER,
-      useFactory: (options: ResolvedRateLimitOptions, adapterHost: HttpAdapterHost) => new TooManyRequestsFilter(adapterHost, options.errorBody),
+      useFactory: (options: ResolvedRateLimitOptions, adapterHost: HttpAdapterHost) =>
+        new TooManyRequestsFilter(adapterHost, options.errorBody),
       inject: [RATE_LIMIT_OPTIONS, HttpAdapterHost],
     },
   ],
@@ -75,7 +84,9 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
       await this.limiter.init();
     } catch (error) {
       if (!(error instanceof RedisUnavailableError) || this.options.limiter.loadFunctions === 'verify') throw error;
-      this.logger.warn(`Redis did not answer at start-up (${error.message}); starting anyway, decisions follow onRedisError until it does`);
+      this.logger.warn(
+        `Redis did not answer at start-up (${error.message}); starting anyway, decisions follow onRedisError until it does`,
+      );
     }
   }
 

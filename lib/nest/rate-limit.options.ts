@@ -103,8 +103,15 @@ const NEST_DEFAULTS = {
 const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['legacy', 'draft', 'both', 'none'];
 const ERROR_BODY_STYLES: readonly RateLimitErrorBodyStyle[] = ['nest', 'problem'];
 const KNOWN_OPTIONS = new Set<string>([
-  'redis', 'client', 'backend', ...LIMITER_SETTING_NAMES,
-  'global', 'headers', 'errorBody', 'key', 'defaultLimit',
+  'redis',
+  'client',
+  'backend',
+  ...LIMITER_SETTING_NAMES,
+  'global',
+  'headers',
+  'errorBody',
+  'key',
+  'defaultLimit',
 ]);
 
 /**
@@ -120,15 +127,18 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   const problems: string[] = [];
 
   for (const name of Object.keys(raw)) {
-    if (!KNOWN_OPTIONS.has(name)) problems.push(`unknown option ${name}; known options: ${[...KNOWN_OPTIONS].join(', ')}`);
+    if (!KNOWN_OPTIONS.has(name))
+      problems.push(`unknown option ${name}; known options: ${[...KNOWN_OPTIONS].join(', ')}`);
   }
   const hasRedis = raw.redis !== undefined;
   const hasClient = raw.client !== undefined;
   const connections = [hasRedis, hasClient, raw.backend !== undefined].filter(Boolean).length;
   if (connections !== 1) {
-    problems.push(connections > 1
-      ? 'set only one of redis, client and backend'
-      : 'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client (an ioredis Redis or Cluster)');
+    problems.push(
+      connections > 1
+        ? 'set only one of redis, client and backend'
+        : 'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client (an ioredis Redis or Cluster)',
+    );
   }
   if (hasRedis && typeof raw.redis !== 'string' && (typeof raw.redis !== 'object' || raw.redis === null)) {
     problems.push(`redis must be a URL string or ioredis options, got ${describeValue(raw.redis)}`);
@@ -174,7 +184,7 @@ export function describeLimitProblems(value: unknown, label: string): string[] {
   const { key, name, onRedisError } = value as SlidingLimitOptions;
   if (key !== undefined) problems.push(...describeKeyProblems(key, `${label}.key`));
   if (name !== undefined) problems.push(...describeNameProblems(name, `${label}.name`));
-  if (onRedisError !== undefined) problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${label}.onRedisError`));
+  if (onRedisError !== undefined)
+    problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${label}.onRedisError`));
   return problems;
 }
-

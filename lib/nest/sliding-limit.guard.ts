@@ -1,4 +1,11 @@
-import { ForbiddenException, Injectable, Logger, ServiceUnavailableException, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import {
+  ForbiddenException,
+  Injectable,
+  Logger,
+  ServiceUnavailableException,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
 import { TooManyRequestsException } from './too-many-requests.exception';
 import type { KeyedSlidingLimitRule } from '../core/limit-rule';
 import type { MultiRateLimitDecision } from '../core/decisions';
@@ -71,11 +78,23 @@ export class SlidingLimitGuard implements CanActivate {
     }
   }
 
-  private decide(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext, rules: KeyedSlidingLimitRule[]): Promise<boolean> {
-    return this.limiter.consumeAll(rules, plan.decisionOptions).then((decision) => this.apply(context, plan, http.response, decision));
+  private decide(
+    context: ExecutionContext,
+    plan: HandlerPlan,
+    http: RateLimitHttpContext,
+    rules: KeyedSlidingLimitRule[],
+  ): Promise<boolean> {
+    return this.limiter
+      .consumeAll(rules, plan.decisionOptions)
+      .then((decision) => this.apply(context, plan, http.response, decision));
   }
 
-  private apply(context: ExecutionContext, plan: HandlerPlan, response: unknown, decision: MultiRateLimitDecision): boolean {
+  private apply(
+    context: ExecutionContext,
+    plan: HandlerPlan,
+    response: unknown,
+    decision: MultiRateLimitDecision,
+  ): boolean {
     if (decision.degraded) {
       // Redis did not decide: no counts to report, and a denial is the server's fault, not the client's.
       if (!decision.allowed) this.throwUnavailable(response, decision);
@@ -113,7 +132,12 @@ export class SlidingLimitGuard implements CanActivate {
    * in one atomic call on Redis Cluster too; request values can never open a tag of their own
    * (braces are percent-encoded).
    */
-  protected resolveKey(limit: CompiledLimit, request: RateLimitRequest, context: ExecutionContext, plan: HandlerPlan): string | Promise<string> {
+  protected resolveKey(
+    limit: CompiledLimit,
+    request: RateLimitRequest,
+    context: ExecutionContext,
+    plan: HandlerPlan,
+  ): string | Promise<string> {
     const identity = limit.key({
       request,
       context,
@@ -125,7 +149,12 @@ export class SlidingLimitGuard implements CanActivate {
     return this.keyOf(limit, identity, context, plan);
   }
 
-  private keyOf(limit: CompiledLimit, identity: string | undefined, context: ExecutionContext, plan: HandlerPlan): string {
+  private keyOf(
+    limit: CompiledLimit,
+    identity: string | undefined,
+    context: ExecutionContext,
+    plan: HandlerPlan,
+  ): string {
     if (identity === undefined) this.throwUnidentified(context, plan);
     return `${limit.name}:{${identity}}`;
   }

@@ -26,7 +26,9 @@ export class TooManyRequestsException extends HttpException {
     body: string | Record<string, unknown> = TOO_MANY_REQUESTS_MESSAGE,
   ) {
     super(
-      typeof body === 'string' ? { statusCode: HttpStatus.TOO_MANY_REQUESTS, message: body, error: TOO_MANY_REQUESTS_MESSAGE } : body,
+      typeof body === 'string'
+        ? { statusCode: HttpStatus.TOO_MANY_REQUESTS, message: body, error: TOO_MANY_REQUESTS_MESSAGE }
+        : body,
       HttpStatus.TOO_MANY_REQUESTS,
     );
   }

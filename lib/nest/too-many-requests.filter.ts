@@ -26,7 +26,10 @@ export class TooManyRequestsFilter implements ExceptionFilter<TooManyRequestsExc
     adapter.setHeader(response, 'Retry-After', String(exception.details.retryAfterSeconds));
     if (this.style === 'problem') {
       const body = exception.getResponse();
-      const problem = typeof body === 'object' && body !== null && 'type' in body ? body : tooManyRequestsBody('problem', exception.details);
+      const problem =
+        typeof body === 'object' && body !== null && 'type' in body
+          ? body
+          : tooManyRequestsBody('problem', exception.details);
       adapter.setHeader(response, 'Content-Type', PROBLEM_JSON);
       adapter.reply(response, JSON.stringify(problem), exception.getStatus());
     } else {

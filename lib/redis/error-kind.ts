@@ -4,7 +4,8 @@ import { RedisUnavailableError } from '../core/errors/redis-unavailable.error';
 import type { LimiterErrorKind } from '../core/call-metrics';
 import { messageOf } from './reply';
 
-const CONNECTION_ERROR = /ECONNREFUSED|ECONNRESET|EPIPE|ENOTCONN|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue|ClusterAllFailedError|Failed to refresh slots cache|CLUSTERDOWN|TRYAGAIN|LOADING/i;
+const CONNECTION_ERROR =
+  /ECONNREFUSED|ECONNRESET|EPIPE|ENOTCONN|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue|ClusterAllFailedError|Failed to refresh slots cache|CLUSTERDOWN|TRYAGAIN|LOADING/i;
 const TIMEOUT_ERROR = /timed? ?out|ETIMEDOUT/i;
 const REDIS_ERROR_CODE = /^[A-Z][A-Z_]+ /;
 

@@ -45,7 +45,8 @@ export class FunctionLoader {
     const having = (state: LibraryState) => nodes.filter((_, i) => states[i] === state);
 
     const different = having('different');
-    if (different.length > 0) throw new FunctionCodeMismatchError(this.contract.libraryName, different.map(nodeAddress));
+    if (different.length > 0)
+      throw new FunctionCodeMismatchError(this.contract.libraryName, different.map(nodeAddress));
 
     const missing = having('missing');
     if (missing.length === 0) return;
@@ -70,7 +71,8 @@ export class FunctionLoader {
     try {
       await node.call('FUNCTION', 'LOAD', this.source);
     } catch (error) {
-      if (isFunctionNameTaken(error)) throw new FunctionNameTakenError(this.contract.libraryName, nodeAddress(node), (error as Error).message);
+      if (isFunctionNameTaken(error))
+        throw new FunctionNameTakenError(this.contract.libraryName, nodeAddress(node), (error as Error).message);
       // Another instance loaded it between our LIST and LOAD; check it is the same code.
       if (!isLibraryAlreadyExists(error)) throw error;
       if ((await this.inspect(node)) !== 'loaded') {

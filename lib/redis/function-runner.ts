@@ -31,15 +31,28 @@ export class FunctionRunner implements LuaRunner {
     return this.loader.prepare(policy);
   }
 
-  run(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
-    return this.send(functionName, keys, args, readOnly).catch((error: unknown) => this.recover(error, functionName, keys, args, readOnly));
+  run(
+    functionName: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    readOnly: boolean,
+  ): Promise<unknown> {
+    return this.send(functionName, keys, args, readOnly).catch((error: unknown) =>
+      this.recover(error, functionName, keys, args, readOnly),
+    );
   }
 
   /**
    * After a failed call: when the function is missing (`auto`), reload and retry, twice at most — a
    * second FUNCTION FLUSH can land between a reload and its retry; else fail.
    */
-  private async recover(error: unknown, functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
+  private async recover(
+    error: unknown,
+    functionName: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    readOnly: boolean,
+  ): Promise<unknown> {
     if (!isFunctionNotFound(error)) throw error;
     for (let reloads = 0; this.policy === 'auto' && reloads < MAX_RELOADS; reloads++) {
       await this.reload();
@@ -49,7 +62,12 @@ export class FunctionRunner implements LuaRunner {
         if (!isFunctionNotFound(retryError)) throw retryError;
       }
     }
-    throw new FunctionNotLoadedError(functionName, this.contract.libraryName, [`the node serving key ${keys[0]}`], loadCommandFor(this.contract));
+    throw new FunctionNotLoadedError(
+      functionName,
+      this.contract.libraryName,
+      [`the node serving key ${keys[0]}`],
+      loadCommandFor(this.contract),
+    );
   }
 
   /** One reload at a time, shared by every call that hit the missing function meanwhile. */
@@ -58,7 +76,12 @@ export class FunctionRunner implements LuaRunner {
     return this.reloading;
   }
 
-  private send(functionName: string, keys: readonly string[], args: readonly (string | number)[], readOnly: boolean): Promise<unknown> {
+  private send(
+    functionName: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    readOnly: boolean,
+  ): Promise<unknown> {
     return readOnly
       ? this.connection.fcall_ro(functionName, keys.length, ...keys, ...args)
       : this.connection.fcall(functionName, keys.length, ...keys, ...args);

@@ -15,7 +15,9 @@ export const KNOWN_FUNCTION_NAMES: readonly string[] = FUNCTION_VERSIONS.map((v)
 
 /** Every function name a shipped version registers. */
 export function functionNamesOf(contract: FunctionContract): string[] {
-  return [contract.allowFunction, contract.batch?.name, contract.peekFunction].filter((name): name is string => name !== undefined);
+  return [contract.allowFunction, contract.batch?.name, contract.peekFunction].filter(
+    (name): name is string => name !== undefined,
+  );
 }
 
 /** Finds the contract of an allow function name, or undefined. */
@@ -26,7 +28,9 @@ export function findFunctionContract(functionName: string): FunctionContract | u
 /** Problems of a function name: it must name a shipped version. */
 export function describeFunctionNameProblems(functionName: unknown, label: string): string[] {
   if (typeof functionName === 'string' && findFunctionContract(functionName)) return [];
-  return [`${label} ${describeValue(functionName)} is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`];
+  return [
+    `${label} ${describeValue(functionName)} is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`,
+  ];
 }
 
 /** The contract of an allow function name; throws a configuration error listing the known names. */

@@ -10,5 +10,7 @@ export async function librariesOf(node: Redis, libraryName?: string, withCode = 
   const reply = await node.call('FUNCTION', 'LIST', ...args);
   const libraries = parseFunctionList(reply);
   // LIBRARYNAME is a pattern; only the exact name counts.
-  return (libraryName === undefined ? libraries : libraries.filter((library) => library.name === libraryName)).sort((a, b) => a.name.localeCompare(b.name));
+  return (libraryName === undefined ? libraries : libraries.filter((library) => library.name === libraryName)).sort(
+    (a, b) => a.name.localeCompare(b.name),
+  );
 }

@@ -42,7 +42,11 @@ export class ScriptRunner implements LuaRunner {
       if (exists.some((flag) => toInteger(flag, 'SCRIPT EXISTS', exists) !== 1)) missing.push(nodeAddress(node));
     }
     if (missing.length > 0) {
-      throw new FunctionNotLoadedError(this.contract.allowFunction, `${this.contract.libraryName} (as scripts)`, missing);
+      throw new FunctionNotLoadedError(
+        this.contract.allowFunction,
+        `${this.contract.libraryName} (as scripts)`,
+        missing,
+      );
     }
   }
 

@@ -28,7 +28,10 @@ export class TestClock {
   /** Moves the clock forward by `ms` (≥ 0) and returns the new time. */
   advance(ms: number): number {
     if (!(typeof ms === 'number' && Number.isFinite(ms) && ms >= 0)) {
-      throw new RateLimitConfigError([`ms must be a finite number ≥ 0, got ${describeValue(ms)}; use set() to go back`], 'TestClock.advance');
+      throw new RateLimitConfigError(
+        [`ms must be a finite number ≥ 0, got ${describeValue(ms)}; use set() to go back`],
+        'TestClock.advance',
+      );
     }
     this.current += ms;
     return this.current;
@@ -46,5 +49,8 @@ export class TestClock {
 
 function checked(ms: unknown, label: string): number {
   if (typeof ms === 'number' && Number.isFinite(ms)) return ms;
-  throw new RateLimitConfigError([`${label} must be a finite number of epoch milliseconds, got ${describeValue(ms)}`], 'TestClock');
+  throw new RateLimitConfigError(
+    [`${label} must be a finite number of epoch milliseconds, got ${describeValue(ms)}`],
+    'TestClock',
+  );
 }

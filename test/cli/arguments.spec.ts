@@ -13,7 +13,8 @@ describe('CLI arguments and exit codes', () => {
     const help = await runCli(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: nestjs-sliding-limit functions <command> \[options\]/);
-    for (const command of ['list', 'load <version>', 'status', 'delete <version>', 'dump <file>', 'restore <file>']) expect(help.stdout).toContain(`  ${command}`);
+    for (const command of ['list', 'load <version>', 'status', 'delete <version>', 'dump <file>', 'restore <file>'])
+      expect(help.stdout).toContain(`  ${command}`);
     expect(help.stdout).toMatch(/Exit codes:\n {2}0 {2}done\n {2}1 {2}refused or failed/);
     expect((await runCli(['functions', 'delete', '-h'])).code).toBe(0);
     const version = await runCli(['--version']);
@@ -31,10 +32,19 @@ describe('CLI arguments and exit codes', () => {
     [['functions', 'list', '--frobnicate'], "Unknown option '--frobnicate'"],
     [['functions', 'list', '--replace'], '--replace does not apply to functions list (it is for: functions load)'],
     [['functions', 'load', 'v2', '--force'], '--force does not apply to functions load (it is for: functions delete)'],
-    [['functions', 'status', '--policy', 'flush'], '--policy does not apply to functions status (it is for: functions restore)'],
+    [
+      ['functions', 'status', '--policy', 'flush'],
+      '--policy does not apply to functions status (it is for: functions restore)',
+    ],
     [['functions', 'list', '--url', 'redis://a:1', '--cluster', 'b:2'], 'give either --url or --cluster, not both'],
-    [['functions', 'list', '--url', 'localhost:6379'], '--url must be a redis:// or rediss:// URL, got "localhost:6379"'],
-    [['functions', 'list', '--url', 'redis://:secret@h:99999'], '--url is not a valid URL (check the host, the port and how the password is written), got "redis://:***@h:99999"'],
+    [
+      ['functions', 'list', '--url', 'localhost:6379'],
+      '--url must be a redis:// or rediss:// URL, got "localhost:6379"',
+    ],
+    [
+      ['functions', 'list', '--url', 'redis://:secret@h:99999'],
+      '--url is not a valid URL (check the host, the port and how the password is written), got "redis://:***@h:99999"',
+    ],
     [['functions', 'list', '--cluster', 'redis://h:99999'], 'cluster seed is not a valid URL'],
     [['functions', 'list', '--cluster', 'nohost'], 'cluster seed "nohost" is not host:port'],
     [['functions', 'list', '--timeout', '2s'], '--timeout must be a whole number of milliseconds'],
@@ -61,14 +71,25 @@ describe('CLI arguments and exit codes', () => {
   it('fails fast with exit 3 when Redis is unreachable, without printing the password', async () => {
     const port = await freePort();
     const started = Date.now();
-    const run = await runCli(['functions', 'list', '--url', `redis://deploy:Sup3rSecret%21@127.0.0.1:${port}`, '--json']);
+    const run = await runCli([
+      'functions',
+      'list',
+      '--url',
+      `redis://deploy:Sup3rSecret%21@127.0.0.1:${port}`,
+      '--json',
+    ]);
     expect(run.code).toBe(3);
     expect(Date.now() - started).toBeLessThan(2000);
     expect(run.json()).toEqual({
       ok: false,
       command: 'functions list',
       exitCode: 3,
-      error: { kind: 'connection', message: expect.stringContaining(`cannot reach Redis at redis://deploy:***@127.0.0.1:${port} (connect ECONNREFUSED`) },
+      error: {
+        kind: 'connection',
+        message: expect.stringContaining(
+          `cannot reach Redis at redis://deploy:***@127.0.0.1:${port} (connect ECONNREFUSED`,
+        ),
+      },
     });
     expect(run.stderr).toContain('check --url or REDIS_URL, that Redis is running');
     for (const output of [run.stdout, run.stderr]) {
@@ -118,13 +139,23 @@ describe('CLI arguments and exit codes', () => {
     });
 
     it('says authentication failed (exit 3) without echoing the wrong password', async () => {
-      const run = await runCli(['functions', 'list', '--url', `redis://default:wrong-password-123@127.0.0.1:${secured.port}`]);
+      const run = await runCli([
+        'functions',
+        'list',
+        '--url',
+        `redis://default:wrong-password-123@127.0.0.1:${secured.port}`,
+      ]);
       expect(run.code).toBe(3);
       expect(run.stderr).toMatch(/authentication to redis:\/\/default:\*\*\*@127\.0\.0\.1:\d+ failed \(WRONGPASS/);
       expect(run.stderr).toContain('check the user and password in the URL (--url or REDIS_URL)');
       expect(run.stderr).not.toContain('wrong-password-123');
 
-      const ok = await runCli(['functions', 'list', '--url', `redis://:correct-horse-battery@127.0.0.1:${secured.port}`]);
+      const ok = await runCli([
+        'functions',
+        'list',
+        '--url',
+        `redis://:correct-horse-battery@127.0.0.1:${secured.port}`,
+      ]);
       expect(ok.code).toBe(0);
       expect(ok.stdout + ok.stderr).not.toContain('correct-horse-battery');
     });

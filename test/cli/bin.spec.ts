@@ -15,9 +15,16 @@ const root = join(__dirname, '..', '..');
 const bin = join(root, 'bin', 'nestjs-sliding-limit.js');
 const run = promisify(execFile);
 
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root, env: { PATH: process.env.PATH, ...env }, timeout: 10_000 });
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
+      cwd: root,
+      env: { PATH: process.env.PATH, ...env },
+      timeout: 10_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout: string; stderr: string };
@@ -39,13 +46,20 @@ describe('the nestjs-sliding-limit bin', () => {
   });
 
   it('is declared in package.json, shipped, executable and starts with a node shebang', () => {
-    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string>; files: string[] };
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+      files: string[];
+    };
     expect(pkg.bin).toEqual({ 'nestjs-sliding-limit': 'bin/nestjs-sliding-limit.js' });
     expect(pkg.files).toContain('bin');
     expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
     expect(() => accessSync(bin, constants.X_OK)).not.toThrow();
-    const [{ files }] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as [{ files: { path: string }[] }];
-    expect(files.map((f) => f.path)).toEqual(expect.arrayContaining(['bin/nestjs-sliding-limit.js', 'dist/cli/main.js', 'dist/redis/lua/rate_limit_v2.lua']));
+    const [{ files }] = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' }),
+    ) as [{ files: { path: string }[] }];
+    expect(files.map((f) => f.path)).toEqual(
+      expect.arrayContaining(['bin/nestjs-sliding-limit.js', 'dist/cli/main.js', 'dist/redis/lua/rate_limit_v2.lua']),
+    );
   });
 
   it('loads, lists and deletes through the built CLI, with the exit codes the docs promise', async () => {
@@ -55,7 +69,11 @@ describe('the nestjs-sliding-limit bin', () => {
 
     const list = await cli(['functions', 'list', '--json'], { REDIS_URL: server.url });
     expect(list.code).toBe(0);
-    expect(JSON.parse(list.stdout)).toMatchObject({ ok: true, command: 'functions list', nodes: [{ node: `127.0.0.1:${server.port}`, libraries: [{ library: 'rate_limit_v2', matchesBundled: true }] }] });
+    expect(JSON.parse(list.stdout)).toMatchObject({
+      ok: true,
+      command: 'functions list',
+      nodes: [{ node: `127.0.0.1:${server.port}`, libraries: [{ library: 'rate_limit_v2', matchesBundled: true }] }],
+    });
 
     const del = await cli(['functions', 'delete', 'v2', '--url', server.url]);
     expect(del.code).toBe(0);

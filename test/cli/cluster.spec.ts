@@ -23,9 +23,14 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
     cluster = await startRedisCluster();
     client = new Cluster(cluster.seeds);
     await client.ping();
-    masters = [...client.nodes('master')].sort((a, b) => nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }));
+    masters = [...client.nodes('master')].sort((a, b) =>
+      nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }),
+    );
     // Two seeds are enough: the CLI discovers the other nodes.
-    seeds = cluster.seeds.slice(0, 2).map((s) => `${s.host}:${s.port}`).join(',');
+    seeds = cluster.seeds
+      .slice(0, 2)
+      .map((s) => `${s.host}:${s.port}`)
+      .join(',');
     dir = mkdtempSync(join(tmpdir(), 'nsl-cluster-dump-'));
   });
   beforeEach(async () => {
@@ -38,7 +43,17 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
   });
 
   async function librariesByNode(): Promise<Record<string, string[]>> {
-    const entries = await Promise.all(masters.map(async (node) => [nodeAddress(node), parseFunctionList(await node.call('FUNCTION', 'LIST')).map((l) => l.name).sort()] as const));
+    const entries = await Promise.all(
+      masters.map(
+        async (node) =>
+          [
+            nodeAddress(node),
+            parseFunctionList(await node.call('FUNCTION', 'LIST'))
+              .map((l) => l.name)
+              .sort(),
+          ] as const,
+      ),
+    );
     return Object.fromEntries(entries);
   }
 
@@ -50,7 +65,10 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
 
     const list = await runCli(['functions', 'list', '--cluster', seeds, '--json']);
     expect(list.code).toBe(1);
-    const { nodes, problems } = list.json<{ nodes: { node: string; libraries: { library: string }[] }[]; problems: { kind: string; node: string; library: string; message: string }[] }>();
+    const { nodes, problems } = list.json<{
+      nodes: { node: string; libraries: { library: string }[] }[];
+      problems: { kind: string; node: string; library: string; message: string }[];
+    }>();
     expect(nodes.map((n) => n.node)).toEqual(masters.map(nodeAddress));
     expect(nodes.map((n) => n.libraries.map((l) => l.library))).toEqual([['rate_limit_v1'], ['rate_limit_v1'], []]);
     expect(problems).toEqual([
@@ -73,20 +91,33 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
       { node: nodeAddress(c), result: 'loaded' },
     ]);
     expect((await runCli(['functions', 'list', '--cluster', seeds])).code).toBe(0);
-    expect(await librariesByNode()).toEqual(Object.fromEntries(masters.map((m) => [nodeAddress(m), ['rate_limit_v1']])));
+    expect(await librariesByNode()).toEqual(
+      Object.fromEntries(masters.map((m) => [nodeAddress(m), ['rate_limit_v1']])),
+    );
   });
 
   it('refuses --url on a cluster node (it would reach one master), naming --cluster', async () => {
     const run = await runCli(['functions', 'load', 'v2', '--url', `redis://${nodeAddress(masters[0])}`]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain(`${nodeAddress(masters[0])} is a Redis Cluster node: a command would reach this node only. Pass --cluster ${nodeAddress(masters[0])}`);
+    expect(run.stderr).toContain(
+      `${nodeAddress(masters[0])} is a Redis Cluster node: a command would reach this node only. Pass --cluster ${nodeAddress(masters[0])}`,
+    );
     expect(await librariesByNode()).toEqual(Object.fromEntries(masters.map((m) => [nodeAddress(m), []])));
   });
 
   it('status and delete read the reports on every master; delete removes the library from every master once unused', async () => {
-    const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', functionName: 'sliding_allow_v1', report: false });
-    await Promise.all(Array.from({ length: 30 }, (_, i) => limiter.consume(`user:{${i}}`, { limit: 1, windowMs: 60_000 })));
-    const reporters = ['a', 'b', 'c', 'd', 'e'].map((id) => new InstanceReporter({ limiter, client, instanceId: `node-${id}`, intervalMs: 60_000 }));
+    const limiter = new SlidingWindowLimiter({
+      client,
+      keyPrefix: 'rl:',
+      functionName: 'sliding_allow_v1',
+      report: false,
+    });
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) => limiter.consume(`user:{${i}}`, { limit: 1, windowMs: 60_000 })),
+    );
+    const reporters = ['a', 'b', 'c', 'd', 'e'].map(
+      (id) => new InstanceReporter({ limiter, client, instanceId: `node-${id}`, intervalMs: 60_000 }),
+    );
     await Promise.all(reporters.map((r) => r.reportNow()));
     // The report keys live in different slots, so on different masters.
     const holding = await Promise.all(masters.map((node) => node.dbsize()));
@@ -94,19 +125,32 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
 
     const status = await runCli(['functions', 'status', '--cluster', seeds, '--json']);
     expect(status.code).toBe(0);
-    const json = status.json<{ instances: { instanceId: string }[]; functions: { functionName: string; stable: string[]; calls: number }[] }>();
+    const json = status.json<{
+      instances: { instanceId: string }[];
+      functions: { functionName: string; stable: string[]; calls: number }[];
+    }>();
     expect(json.instances.map((i) => i.instanceId)).toEqual(['node-a', 'node-b', 'node-c', 'node-d', 'node-e']);
-    expect(json.functions).toEqual([expect.objectContaining({ functionName: 'sliding_allow_v1', stable: ['node-a', 'node-b', 'node-c', 'node-d', 'node-e'], calls: 150 })]);
+    expect(json.functions).toEqual([
+      expect.objectContaining({
+        functionName: 'sliding_allow_v1',
+        stable: ['node-a', 'node-b', 'node-c', 'node-d', 'node-e'],
+        calls: 150,
+      }),
+    ]);
 
     const refused = await runCli(['functions', 'delete', 'v1', '--cluster', seeds]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toMatch(/^Refused: 5 live instances still call rate_limit_v1:/);
-    expect(await librariesByNode()).toEqual(Object.fromEntries(masters.map((m) => [nodeAddress(m), ['rate_limit_v1']])));
+    expect(await librariesByNode()).toEqual(
+      Object.fromEntries(masters.map((m) => [nodeAddress(m), ['rate_limit_v1']])),
+    );
 
     await Promise.all(reporters.map((r) => client.del(r.key)));
     const deleted = await runCli(['functions', 'delete', 'v1', '--cluster', seeds, '--json']);
     expect(deleted.code).toBe(0);
-    expect(deleted.json<{ nodes: unknown[] }>().nodes).toEqual(masters.map((m) => ({ node: nodeAddress(m), result: 'deleted' })));
+    expect(deleted.json<{ nodes: unknown[] }>().nodes).toEqual(
+      masters.map((m) => ({ node: nodeAddress(m), result: 'deleted' })),
+    );
     expect(await librariesByNode()).toEqual(Object.fromEntries(masters.map((m) => [nodeAddress(m), []])));
   });
 
@@ -125,10 +169,20 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
 
     const restored = await runCli(['functions', 'restore', file, '--cluster', seeds, '--policy', 'append', '--json']);
     expect(restored.code).toBe(0);
-    expect(restored.json<{ nodes: unknown[] }>().nodes).toEqual(masters.map((m) => ({ node: nodeAddress(m), result: 'restored', libraries: ['rate_limit_v1', 'rate_limit_v2'] })));
+    expect(restored.json<{ nodes: unknown[] }>().nodes).toEqual(
+      masters.map((m) => ({ node: nodeAddress(m), result: 'restored', libraries: ['rate_limit_v1', 'rate_limit_v2'] })),
+    );
     // The limiter can call both on every slot again.
-    const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'restored:', functionName: 'sliding_allow_v2', loadFunctions: 'off', report: false });
-    const decisions = await Promise.all(Array.from({ length: 20 }, (_, i) => limiter.consume(`k{${i}}`, { limit: 5, windowMs: 60_000 })));
+    const limiter = new SlidingWindowLimiter({
+      client,
+      keyPrefix: 'restored:',
+      functionName: 'sliding_allow_v2',
+      loadFunctions: 'off',
+      report: false,
+    });
+    const decisions = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => limiter.consume(`k{${i}}`, { limit: 5, windowMs: 60_000 })),
+    );
     expect(decisions.every((d) => d.allowed && d.remaining === 4)).toBe(true);
   });
 });

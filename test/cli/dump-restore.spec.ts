@@ -48,8 +48,12 @@ describe('functions dump and restore (standalone)', () => {
     expect(written.equals(direct as Buffer)).toBe(true);
     // The payload is not valid UTF-8 (RDB opcodes, CRC64): decoding it as text would corrupt it.
     expect(Buffer.from(written.toString('utf8'), 'utf8').equals(written)).toBe(false);
-    expect(run.stdout).toContain(`Wrote ${written.length} bytes to ${file}: rate_limit_v1, rate_limit_v2, from 127.0.0.1:${server.port}.`);
-    expect(run.stdout).toContain(`Restore with: npx nestjs-sliding-limit functions restore ${file} --policy append --url ${url}`);
+    expect(run.stdout).toContain(
+      `Wrote ${written.length} bytes to ${file}: rate_limit_v1, rate_limit_v2, from 127.0.0.1:${server.port}.`,
+    );
+    expect(run.stdout).toContain(
+      `Restore with: npx nestjs-sliding-limit functions restore ${file} --policy append --url ${url}`,
+    );
 
     const json = await runCli(['functions', 'dump', file, '--url', url, '--json']);
     expect(json.json()).toEqual({
@@ -91,7 +95,9 @@ describe('functions dump and restore (standalone)', () => {
     const append = await runCli(['functions', 'restore', file, '--url', url, '--policy', 'append']);
     expect(append.code).toBe(1);
     expect(append.stdout).toMatch(/failed\s+ERR Library rate_limit_v\d already exists/);
-    expect(append.stdout).toContain('--policy replace overwrites them, --policy flush makes each master hold exactly the dump');
+    expect(append.stdout).toContain(
+      '--policy replace overwrites them, --policy flush makes each master hold exactly the dump',
+    );
     expect(append.stderr).toBe(`error: FUNCTION RESTORE failed on 127.0.0.1:${server.port}\n`);
     expect((await libraries(redis)).rate_limit_v1).toBe(patched);
 
@@ -112,7 +118,10 @@ describe('functions dump and restore (standalone)', () => {
 
     const flush = await runCli(['functions', 'restore', file, '--url', url, '--policy', 'flush', '--json']);
     expect(flush.code).toBe(0);
-    expect(flush.json<{ policy: string; nodes: unknown[] }>()).toMatchObject({ policy: 'flush', nodes: [{ result: 'restored', libraries: ['rate_limit_v1'] }] });
+    expect(flush.json<{ policy: string; nodes: unknown[] }>()).toMatchObject({
+      policy: 'flush',
+      nodes: [{ result: 'restored', libraries: ['rate_limit_v1'] }],
+    });
     expect(await libraries(redis)).toEqual({ rate_limit_v1: V1 });
   });
 
@@ -134,7 +143,11 @@ describe('functions dump and restore (standalone)', () => {
     writeFileSync(path, corrupt);
     const run = await runCli(['functions', 'restore', path, '--url', url, '--policy', 'flush', '--json']);
     expect(run.code).toBe(1);
-    expect(run.json()).toMatchObject({ ok: false, nodes: [{ result: 'failed', error: expect.stringMatching(/payload version or checksum are wrong/) }], error: { kind: 'failed' } });
+    expect(run.json()).toMatchObject({
+      ok: false,
+      nodes: [{ result: 'failed', error: expect.stringMatching(/payload version or checksum are wrong/) }],
+      error: { kind: 'failed' },
+    });
     expect(Object.keys(await libraries(redis)).sort()).toEqual(['rate_limit_v1', 'rate_limit_v2']);
   });
 

@@ -64,7 +64,12 @@ describe('functions list and load (standalone)', () => {
           node: `127.0.0.1:${server.port}`,
           libraries: [
             { library: 'rate_limit_v1', version: 'v1', functions: ['sliding_allow_v1'], matchesBundled: true },
-            { library: 'rate_limit_v2', version: 'v2', functions: ['sliding_allow_many_v2', 'sliding_allow_v2', 'sliding_peek_v2'], matchesBundled: true },
+            {
+              library: 'rate_limit_v2',
+              version: 'v2',
+              functions: ['sliding_allow_many_v2', 'sliding_allow_v2', 'sliding_peek_v2'],
+              matchesBundled: true,
+            },
           ],
         },
       ],
@@ -81,7 +86,11 @@ describe('functions list and load (standalone)', () => {
 
     const list = await runCli(['functions', 'list', '--url', url, '--json']);
     expect(list.code).toBe(1);
-    const { problems, ok, error } = list.json<{ ok: boolean; problems: { kind: string; node: string; library: string; message: string }[]; error: { kind: string } }>();
+    const { problems, ok, error } = list.json<{
+      ok: boolean;
+      problems: { kind: string; node: string; library: string; message: string }[];
+      error: { kind: string };
+    }>();
     expect(ok).toBe(false);
     expect(error.kind).toBe('failed');
     expect(problems).toEqual([
@@ -93,7 +102,9 @@ describe('functions list and load (standalone)', () => {
       },
     ]);
     expect(list.stderr).toMatch(/^error: 1 problem found/);
-    expect((await runCli(['functions', 'list', '--url', url])).stdout).toMatch(/rate_limit_v1\s+v1\s+sliding_allow_v1\s+\(not the bundled code\)/);
+    expect((await runCli(['functions', 'list', '--url', url])).stdout).toMatch(
+      /rate_limit_v1\s+v1\s+sliding_allow_v1\s+\(not the bundled code\)/,
+    );
 
     const refused = await runCli(['functions', 'load', 'v1', '--url', url]);
     expect(refused.code).toBe(1);
@@ -104,7 +115,9 @@ describe('functions list and load (standalone)', () => {
 
     const replaced = await runCli(['functions', 'load', 'v1', '--replace', '--url', url, '--json']);
     expect(replaced.code).toBe(0);
-    expect(replaced.json<{ nodes: unknown[] }>().nodes).toEqual([{ node: `127.0.0.1:${server.port}`, result: 'replaced' }]);
+    expect(replaced.json<{ nodes: unknown[] }>().nodes).toEqual([
+      { node: `127.0.0.1:${server.port}`, result: 'replaced' },
+    ]);
     expect((await libraries(redis)).rate_limit_v1.code).toBe(V1);
     expect((await runCli(['functions', 'list', '--url', url])).code).toBe(0);
   });
@@ -113,14 +126,18 @@ describe('functions list and load (standalone)', () => {
     await redis.call('FUNCTION', 'LOAD', V2.replace('#!lua name=rate_limit_v2', '#!lua name=impostor'));
     const run = await runCli(['functions', 'load', 'v2', '--url', url, '--json']);
     expect(run.code).toBe(1);
-    expect(run.json<{ nodes: unknown[] }>().nodes).toEqual([{ node: `127.0.0.1:${server.port}`, result: 'failed', error: expect.stringMatching(/already exists/) }]);
+    expect(run.json<{ nodes: unknown[] }>().nodes).toEqual([
+      { node: `127.0.0.1:${server.port}`, result: 'failed', error: expect.stringMatching(/already exists/) },
+    ]);
     expect(await libraries(redis)).not.toHaveProperty('rate_limit_v2');
   });
 
   it('rejects an unknown version before connecting (exit 2, even with an unreachable Redis)', async () => {
     const run = await runCli(['functions', 'load', 'v9', '--url', 'redis://127.0.0.1:1']);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('"v9" is not a version this package ships; known: v1 (rate_limit_v1), v2 (rate_limit_v2)');
+    expect(run.stderr).toContain(
+      '"v9" is not a version this package ships; known: v1 (rate_limit_v1), v2 (rate_limit_v2)',
+    );
     expect(run.stdout).toBe('');
   });
 });

@@ -51,9 +51,15 @@ describe('functions status and delete (standalone, reports from real limiters)',
   });
 
   /** A limiter that has made `keys` × 4 calls at a limit of 3 (so 1 in 4 is rejected), and its reporter. */
-  async function instance(id: string, keyPrefix: string, functionName: string, canary?: { functionName: string; percent: number }) {
+  async function instance(
+    id: string,
+    keyPrefix: string,
+    functionName: string,
+    canary?: { functionName: string; percent: number },
+  ) {
     const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix, functionName, canary, report: false });
-    for (let round = 0; round < 4; round++) await Promise.all(Array.from({ length: 50 }, (_, i) => limiter.consume(`user:${i}`, rule)));
+    for (let round = 0; round < 4; round++)
+      await Promise.all(Array.from({ length: 50 }, (_, i) => limiter.consume(`user:${i}`, rule)));
     const reporter = new InstanceReporter({ limiter, client: redis, instanceId: id, intervalMs: 60_000 });
     reporters.push(reporter);
     await reporter.reportNow();
@@ -76,7 +82,12 @@ describe('functions status and delete (standalone, reports from real limiters)',
     expect(status.unreadable.map((u) => u.key)).toEqual(['rl:__nsl:instance:garbage']);
     const [v1, v2] = status.functions;
     expect(v1).toMatchObject({ functionName: 'sliding_allow_v1', version: 'v1', stable: ['web-1'], canary: [] });
-    expect(v2).toMatchObject({ functionName: 'sliding_allow_v2', version: 'v2', stable: ['billing-1'], canary: [{ instanceId: 'web-1', percent: 20 }] });
+    expect(v2).toMatchObject({
+      functionName: 'sliding_allow_v2',
+      version: 'v2',
+      stable: ['billing-1'],
+      canary: [{ instanceId: 'web-1', percent: 20 }],
+    });
     // 2 instances × 50 keys × 4 rounds, 1 in 4 rejected, no errors.
     expect(v1.calls + v2.calls).toBe(400);
     expect(v1.rejected + v2.rejected).toBe(100);
@@ -89,11 +100,15 @@ describe('functions status and delete (standalone, reports from real limiters)',
     expect(text.stdout).toMatch(/^2 live instances under every key prefix\./);
     expect(text.stdout).toMatch(/sliding_allow_v2\s+v2\s+1\s+1 \(20%\)\s+\d+\s+25\.0%\s+0\.0%/);
     expect(text.stdout).toMatch(/web-1\s+rl:\s+\S+\s+\d+\s+\d+s ago\s+sliding_allow_v1\s+sliding_allow_v2 20%/);
-    expect(text.stdout).toContain('Ignored 1 key that match the report pattern but hold no report: rl:__nsl:instance:garbage');
+    expect(text.stdout).toContain(
+      'Ignored 1 key that match the report pattern but hold no report: rl:__nsl:instance:garbage',
+    );
 
     const narrowed = await runCli(['functions', 'status', '--url', url, '--prefix', 'billing:', '--json']);
     expect(narrowed.json<StatusJson>().instances.map((i) => i.instanceId)).toEqual(['billing-1']);
-    expect(narrowed.json<StatusJson>().functions.map((f) => [f.functionName, f.calls])).toEqual([['sliding_allow_v2', 200]]);
+    expect(narrowed.json<StatusJson>().functions.map((f) => [f.functionName, f.calls])).toEqual([
+      ['sliding_allow_v2', 200],
+    ]);
   });
 
   it('status says how instances report when there is none', async () => {
@@ -123,13 +138,26 @@ describe('functions status and delete (standalone, reports from real limiters)',
       library: 'rate_limit_v1',
       version: 'v1',
       force: false,
-      callers: [{ instanceId: 'web-1', host: expect.any(String), pid: process.pid, prefix: 'rl:', functionName: 'sliding_allow_v1', as: 'functionName' }],
+      callers: [
+        {
+          instanceId: 'web-1',
+          host: expect.any(String),
+          pid: process.pid,
+          prefix: 'rl:',
+          functionName: 'sliding_allow_v1',
+          as: 'functionName',
+        },
+      ],
       refused: true,
       nodes: [],
       error: { kind: 'failed', message: 'rate_limit_v1 is in use by web-1; not deleted' },
     });
     // --prefix narrows the check to the reports of one application.
-    expect((await runCli(['functions', 'delete', 'v1', '--url', url, '--prefix', 'billing:', '--json'])).json<{ refused: boolean }>().refused).toBe(false);
+    expect(
+      (await runCli(['functions', 'delete', 'v1', '--url', url, '--prefix', 'billing:', '--json'])).json<{
+        refused: boolean;
+      }>().refused,
+    ).toBe(false);
     await runCli(['functions', 'load', 'v1', '--url', url]);
     expect(await libraryNames(redis)).toEqual(['rate_limit_v1', 'rate_limit_v2']);
 
@@ -137,10 +165,18 @@ describe('functions status and delete (standalone, reports from real limiters)',
     await web.limiter.use('sliding_allow_v2');
     await web.reporter.reportNow();
     const status = (await runCli(['functions', 'status', '--url', url, '--json'])).json<StatusJson>();
-    expect(status.functions.find((f) => f.functionName === 'sliding_allow_v1')).toMatchObject({ stable: [], canary: [] });
+    expect(status.functions.find((f) => f.functionName === 'sliding_allow_v1')).toMatchObject({
+      stable: [],
+      canary: [],
+    });
     const deleted = await runCli(['functions', 'delete', 'v1', '--url', url, '--json']);
     expect(deleted.code).toBe(0);
-    expect(deleted.json()).toMatchObject({ ok: true, refused: false, callers: [], nodes: [{ node: `127.0.0.1:${server.port}`, result: 'deleted' }] });
+    expect(deleted.json()).toMatchObject({
+      ok: true,
+      refused: false,
+      callers: [],
+      nodes: [{ node: `127.0.0.1:${server.port}`, result: 'deleted' }],
+    });
     expect(await libraryNames(redis)).toEqual(['rate_limit_v2']);
 
     // Deleting what is not there is not an error for a shipped version (a re-run deploy step).
@@ -177,14 +213,20 @@ describe('functions status and delete (standalone, reports from real limiters)',
   it('delete of a library that is nowhere fails (1), and a bad name is a usage error (2)', async () => {
     const missing = await runCli(['functions', 'delete', 'no_such_lib', '--url', url]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain(`no library named no_such_lib on any master; npx nestjs-sliding-limit functions list --url ${url} shows what is loaded`);
+    expect(missing.stderr).toContain(
+      `no library named no_such_lib on any master; npx nestjs-sliding-limit functions list --url ${url} shows what is loaded`,
+    );
     const bad = await runCli(['functions', 'delete', 'no-such*lib', '--url', url]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('is neither a shipped version');
   });
 
   it('delete of a library this package does not ship checks the functions it registers', async () => {
-    await redis.call('FUNCTION', 'LOAD', "#!lua name=custom_lib\nredis.register_function('custom_fn', function() return 1 end)");
+    await redis.call(
+      'FUNCTION',
+      'LOAD',
+      "#!lua name=custom_lib\nredis.register_function('custom_fn', function() return 1 end)",
+    );
     const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', report: false });
     const reporter = new InstanceReporter({ limiter, client: redis, instanceId: 'x', intervalMs: 60_000 });
     await reporter.reportNow();

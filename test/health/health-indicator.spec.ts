@@ -94,7 +94,11 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     const client = new Redis(server.url);
     opened.push(client);
     await client.ping();
-    const idle = new SlidingWindowLimiter({ client, logger: silent, canary: { functionName: 'sliding_allow_v1', percent: 0 } });
+    const idle = new SlidingWindowLimiter({
+      client,
+      logger: silent,
+      canary: { functionName: 'sliding_allow_v1', percent: 0 },
+    });
     limiters.push(idle);
 
     expect(idle.canary).toEqual({ functionName: 'sliding_allow_v1', percent: 0 }); // not started: as configured
@@ -104,8 +108,14 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
   });
 
   it('checks the canary too: down naming the function, its library, the node and the load command when it is missing', async () => {
-    const { indicator } = await limiterOn({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 10 } });
-    expect((await indicator.isHealthy()).rateLimit).toMatchObject({ status: 'up', functions: ['sliding_allow_v2', 'sliding_allow_v1'] });
+    const { indicator } = await limiterOn({
+      functionName: 'sliding_allow_v2',
+      canary: { functionName: 'sliding_allow_v1', percent: 10 },
+    });
+    expect((await indicator.isHealthy()).rateLimit).toMatchObject({
+      status: 'up',
+      functions: ['sliding_allow_v2', 'sliding_allow_v1'],
+    });
 
     await admin.function('DELETE', 'rate_limit_v1');
 
@@ -126,17 +136,24 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     const { indicator } = await limiterOn({ functionName: 'sliding_allow_v1' });
     await admin.function('DELETE', 'rate_limit_v1');
     // Same library name, other function: what a broken hand edit leaves behind.
-    await admin.function('LOAD', "#!lua name=rate_limit_v1\nredis.register_function('something_else', function() return 1 end)\n");
+    await admin.function(
+      'LOAD',
+      "#!lua name=rate_limit_v1\nredis.register_function('something_else', function() return 1 end)\n",
+    );
 
-    expect((await indicator.isHealthy()).rateLimit.missing).toEqual([{ node: address, functionName: 'sliding_allow_v1', libraryName: 'rate_limit_v1' }]);
+    expect((await indicator.isHealthy()).rateLimit.missing).toEqual([
+      { node: address, functionName: 'sliding_allow_v1', libraryName: 'rate_limit_v1' },
+    ]);
   });
 
-  it("in script mode only reachability counts: up with no function loaded", async () => {
+  it('in script mode only reachability counts: up with no function loaded', async () => {
     const { indicator, limiter } = await limiterOn({ mode: 'script' });
     expect(limiter.mode).toBe('script');
     expect((await admin.function('LIST')) as unknown[]).toEqual([]);
 
-    expect(await indicator.isHealthy()).toEqual({ rateLimit: { status: 'up', mode: 'script', nodes: [address], functions: [] } });
+    expect(await indicator.isHealthy()).toEqual({
+      rateLimit: { status: 'up', mode: 'script', nodes: [address], functions: [] },
+    });
   });
 
   it('a frozen server (SIGSTOP) is down within the timeout, naming it; up again after SIGCONT', async () => {
@@ -144,7 +161,10 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     server.process.kill('SIGSTOP');
     try {
       const { value, ms } = await timed(() => indicator.isHealthy('rateLimit', { timeoutMs: 200 }));
-      expect(value.rateLimit).toMatchObject({ status: 'down', unreachable: [{ node: address, error: 'Redis did not answer within 200 ms' }] });
+      expect(value.rateLimit).toMatchObject({
+        status: 'down',
+        unreachable: [{ node: address, error: 'Redis did not answer within 200 ms' }],
+      });
       expect(value.rateLimit.message).toBe(`Redis unreachable: ${address} (Redis did not answer within 200 ms)`);
       expect(ms).toBeGreaterThanOrEqual(195);
       expect(ms).toBeLessThan(400);
@@ -171,7 +191,13 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     await closed;
 
     const { value, ms } = await timed(() => indicator.isHealthy());
-    expect(value.rateLimit).toMatchObject({ status: 'down', nodes: [ownAddress], unreachable: [{ node: ownAddress, error: expect.stringMatching(/^the connection is (reconnecting|connecting|close)$/) }] });
+    expect(value.rateLimit).toMatchObject({
+      status: 'down',
+      nodes: [ownAddress],
+      unreachable: [
+        { node: ownAddress, error: expect.stringMatching(/^the connection is (reconnecting|connecting|close)$/) },
+      ],
+    });
     expect(value.rateLimit.message).toContain(`Redis unreachable: ${ownAddress}`);
     expect(ms).toBeLessThan(50);
     expect(client.commandQueue.length).toBe(0);
@@ -188,7 +214,12 @@ describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', 
   beforeAll(async () => {
     cluster = await startRedisCluster();
     client = new Cluster(cluster.seeds);
-    limiter = new SlidingWindowLimiter({ client, keyPrefix: uniquePrefix('health-cluster'), logger: silent, onRedisError: 'throw' });
+    limiter = new SlidingWindowLimiter({
+      client,
+      keyPrefix: uniquePrefix('health-cluster'),
+      logger: silent,
+      onRedisError: 'throw',
+    });
     await limiter.init();
     indicator = indicatorFor(client, limiter);
     masters = client.nodes('master');
@@ -203,7 +234,9 @@ describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', 
 
   it('is up after init(): every master answers and holds the function', async () => {
     expect(masters).toHaveLength(3);
-    expect(await indicator.isHealthy()).toEqual({ rateLimit: { status: 'up', mode: 'function', nodes: addresses(), functions: ['sliding_allow_v2'] } });
+    expect(await indicator.isHealthy()).toEqual({
+      rateLimit: { status: 'up', mode: 'function', nodes: addresses(), functions: ['sliding_allow_v2'] },
+    });
   });
 
   it('names exactly the master that lacks the function; the limiter reloads it there on its next call, and health is up again', async () => {
@@ -234,7 +267,11 @@ describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', 
     } finally {
       process.kill('SIGCONT');
     }
-    expect(result.rateLimit).toMatchObject({ status: 'down', nodes: addresses(), unreachable: [{ node: nodeAddress(victim), error: 'Redis did not answer within 150 ms' }] });
+    expect(result.rateLimit).toMatchObject({
+      status: 'down',
+      nodes: addresses(),
+      unreachable: [{ node: nodeAddress(victim), error: 'Redis did not answer within 150 ms' }],
+    });
     expect(result.rateLimit.missing).toBeUndefined();
     expect((await indicator.isHealthy()).rateLimit.status).toBe('up');
   });
@@ -332,7 +369,9 @@ describe('the built package without @nestjs/terminus', () => {
         terminusLoaded: Object.keys(require.cache).some((path) => path.includes('@nestjs/terminus')),
       }));
     `;
-    const output = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' })) as Record<string, unknown>;
+    const output = JSON.parse(
+      execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }),
+    ) as Record<string, unknown>;
 
     expect(output).toEqual({
       resolvable: false,
@@ -340,7 +379,9 @@ describe('the built package without @nestjs/terminus', () => {
       limiter: 'function',
       module: 'function',
       configError: true,
-      message: expect.stringContaining('SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus'),
+      message: expect.stringContaining(
+        'SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus',
+      ),
       terminusLoaded: false,
     });
   });

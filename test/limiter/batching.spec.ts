@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import Redis from 'ioredis';
-import { ClockSkewError, SlidingWindowLimiter, type SlidingLimitRule, type SlidingWindowLimiterOptions } from '../../lib';
+import {
+  ClockSkewError,
+  SlidingWindowLimiter,
+  type SlidingLimitRule,
+  type SlidingWindowLimiterOptions,
+} from '../../lib';
 import { MemoryBackend } from '../../lib/memory/memory-backend';
 import { useOwnRedisServer } from '../support/own-redis';
 import { RecordingRedis } from '../support/recording-redis';
@@ -48,7 +53,8 @@ function settle(promise: Promise<unknown>): Promise<unknown> {
 describe('when decisions arrive together', () => {
   it('sends them in as few calls as maxSize allows, one call per decision with batch: false', async () => {
     const rule = { limit: 5, windowMs: 60_000 };
-    const burst = (limiter: SlidingWindowLimiter) => Promise.all(Array.from({ length: 100 }, (_, i) => limiter.consume(`k${i}`, rule)));
+    const burst = (limiter: SlidingWindowLimiter) =>
+      Promise.all(Array.from({ length: 100 }, (_, i) => limiter.consume(`k${i}`, rule)));
 
     const batched = await burst(limiterWith({ batch: { maxSize: 10 } }));
     expect(batched.every((decision) => decision.allowed && decision.remaining === 4)).toBe(true);
@@ -67,7 +73,9 @@ describe('when decisions arrive together', () => {
     ['the default', {}],
   ])('with %s, sends at most 16 decisions per call', async (_label, options) => {
     const limiter = limiterWith(options);
-    const decisions = await Promise.all(Array.from({ length: 100 }, (_, i) => limiter.consume(`k${i}`, { limit: 5, windowMs: 60_000 })));
+    const decisions = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => limiter.consume(`k${i}`, { limit: 5, windowMs: 60_000 })),
+    );
     expect(decisions.every((decision) => decision.allowed && decision.remaining === 4)).toBe(true);
     const batches = client.batches();
     expect(batches.every((keys) => keys <= 16)).toBe(true);
@@ -82,7 +90,9 @@ describe('when decisions arrive together', () => {
     const spy = jest.spyOn(Date, 'now').mockReturnValue(localNow);
     try {
       const limiter = limiterWith({ clock: 'server' });
-      const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.consume('shared', { limit: 5, windowMs: 60_000 })));
+      const decisions = await Promise.all(
+        Array.from({ length: 40 }, () => limiter.consume('shared', { limit: 5, windowMs: 60_000 })),
+      );
       expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
     } finally {
       spy.mockRestore();
@@ -111,7 +121,9 @@ describe('when decisions arrive together', () => {
 
   it('leaves v1, which has no batch function, at one call per decision', async () => {
     const limiter = limiterWith({ functionName: 'sliding_allow_v1' });
-    await Promise.all(Array.from({ length: 30 }, (_, i) => limiter.consume(`v1:${i % 3}`, { limit: 5, windowMs: 60_000 })));
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) => limiter.consume(`v1:${i % 3}`, { limit: 5, windowMs: 60_000 })),
+    );
     expect(client.sent.map((call) => call.fn)).toEqual(Array(30).fill('sliding_allow_v1'));
   });
 
@@ -120,7 +132,9 @@ describe('when decisions arrive together', () => {
     await limiter.init();
     jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
     try {
-      const decisions = await Promise.all(Array.from({ length: 20 }, (_, i) => limiter.consume(`fake:${i}`, { limit: 1, windowMs: 60_000 })));
+      const decisions = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => limiter.consume(`fake:${i}`, { limit: 1, windowMs: 60_000 })),
+      );
       expect(decisions.every((decision) => decision.allowed)).toBe(true);
       expect(client.batches().length).toBeGreaterThan(0);
     } finally {
@@ -153,10 +167,14 @@ describe('while the circuit breaker is open', () => {
     // were answered without waiting for a flush.
     const outcomes: unknown[] = [];
     const answeredBeforeAnyFlush = new Promise<number>((resolve) => setImmediate(() => resolve(outcomes.length)));
-    const burst = Array.from({ length: 20 }, (_, i) => settle(limiter.consume(`down:${i}`, { limit: 5, windowMs: 60_000 })).then((outcome) => outcomes.push(outcome)));
+    const burst = Array.from({ length: 20 }, (_, i) =>
+      settle(limiter.consume(`down:${i}`, { limit: 5, windowMs: 60_000 })).then((outcome) => outcomes.push(outcome)),
+    );
     expect(await answeredBeforeAnyFlush).toBe(20);
     await Promise.all(burst);
-    expect(outcomes).toEqual(Array(20).fill({ error: 'RedisUnavailableError', message: expect.stringContaining('circuit breaker open') }));
+    expect(outcomes).toEqual(
+      Array(20).fill({ error: 'RedisUnavailableError', message: expect.stringContaining('circuit breaker open') }),
+    );
     // Nothing went to Redis while the breaker was open: no batch, and no single call either.
     expect(down.sent).toEqual([]);
   });
@@ -168,14 +186,28 @@ describe('a batch decides exactly as the same calls one by one', () => {
   const key = fc.nat(KEYS - 1);
   const call: fc.Arbitrary<Call> = fc.oneof(
     { weight: 4, arbitrary: key.map((k) => ({ op: 'consume' as const, key: k })) },
-    { weight: 1, arbitrary: fc.uniqueArray(key, { minLength: 1, maxLength: 3 }).map((keys) => ({ op: 'consumeAll' as const, keys })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .uniqueArray(key, { minLength: 1, maxLength: 3 })
+        .map((keys) => ({ op: 'consumeAll' as const, keys })),
+    },
   );
   const scenario = fc.record({
     // Windows of seconds: Redis expires keys in real time, which must not overtake the test's clock.
-    rules: fc.array(fc.record({ limit: fc.integer({ min: 1, max: 6 }), windowMs: fc.integer({ min: 2000, max: 5000 }) }), { minLength: KEYS, maxLength: KEYS }),
+    rules: fc.array(
+      fc.record({ limit: fc.integer({ min: 1, max: 6 }), windowMs: fc.integer({ min: 2000, max: 5000 }) }),
+      { minLength: KEYS, maxLength: KEYS },
+    ),
     maxSize: fc.integer({ min: 2, max: 8 }),
     // Bursts of calls made at once, each at its own time (forward from the one before).
-    bursts: fc.array(fc.record({ afterMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 6000 })), calls: fc.array(call, { minLength: 1, maxLength: 25 }) }), { minLength: 1, maxLength: 4 }),
+    bursts: fc.array(
+      fc.record({
+        afterMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 6000 })),
+        calls: fc.array(call, { minLength: 1, maxLength: 25 }),
+      }),
+      { minLength: 1, maxLength: 4 },
+    ),
   });
 
   function perform(limiter: SlidingWindowLimiter, call: Call, rules: SlidingLimitRule[]): Promise<unknown> {
@@ -183,43 +215,58 @@ describe('a batch decides exactly as the same calls one by one', () => {
     return limiter.consumeAll(call.keys.map((k) => ({ key: `k${k}`, ...rules[k] })));
   }
 
-  it.each(['function', 'script'] as const)('%s mode: same outcome for every call of random bursts, and the same entries', async (mode) => {
-    let batchCalls = 0;
-    let rejected = 0;
-    await fc.assert(
-      fc.asyncProperty(scenario, async ({ rules, maxSize, bursts }) => {
-        await admin.flushdb();
-        client.clear();
-        let now = T0;
-        const clock = () => now;
-        const onRedis = limiterWith({ clock, mode, batch: { maxSize }, keyPrefix: 'rl:' });
-        const memory = new MemoryBackend({ clock });
-        const oneByOne = limiterWith({ clock, backend: memory, batch: false, keyPrefix: 'rl:' });
-        onRedis.close(); // nothing to stop but its listener on the shared client
-        oneByOne.close();
-        for (const { afterMs, calls } of bursts) {
-          now += afterMs;
-          const together = await Promise.all(calls.map((c) => settle(perform(onRedis, c, rules))));
-          const inTurn: unknown[] = [];
-          for (const c of calls) inTurn.push(await settle(perform(oneByOne, c, rules)));
-          expect(together).toEqual(inTurn);
-          rejected += together.filter((outcome) => (outcome as { result?: { allowed: boolean } }).result?.allowed === false).length;
-        }
-        // The entries still in each window (Redis may keep a key the model has expired, or old entries
-        // nobody has trimmed yet).
-        for (let k = 0; k < KEYS; k++) {
-          const inWindow = (score: number) => score > now - rules[k].windowMs;
-          const scores = (await admin.zrange(`rl:k${k}`, 0, '-1', 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number).filter(inWindow);
-          expect({ key: k, scores }).toEqual({ key: k, scores: memory.entries(`rl:k${k}`).map((entry) => entry.score).filter(inWindow) });
-        }
-        batchCalls += client.batches().length;
-      }),
-      { numRuns: 60 },
-    );
-    // The runs did batch, and did reach full windows.
-    expect(batchCalls).toBeGreaterThan(0);
-    expect(rejected).toBeGreaterThan(0);
-  }, 60_000);
+  it.each(['function', 'script'] as const)(
+    '%s mode: same outcome for every call of random bursts, and the same entries',
+    async (mode) => {
+      let batchCalls = 0;
+      let rejected = 0;
+      await fc.assert(
+        fc.asyncProperty(scenario, async ({ rules, maxSize, bursts }) => {
+          await admin.flushdb();
+          client.clear();
+          let now = T0;
+          const clock = () => now;
+          const onRedis = limiterWith({ clock, mode, batch: { maxSize }, keyPrefix: 'rl:' });
+          const memory = new MemoryBackend({ clock });
+          const oneByOne = limiterWith({ clock, backend: memory, batch: false, keyPrefix: 'rl:' });
+          onRedis.close(); // nothing to stop but its listener on the shared client
+          oneByOne.close();
+          for (const { afterMs, calls } of bursts) {
+            now += afterMs;
+            const together = await Promise.all(calls.map((c) => settle(perform(onRedis, c, rules))));
+            const inTurn: unknown[] = [];
+            for (const c of calls) inTurn.push(await settle(perform(oneByOne, c, rules)));
+            expect(together).toEqual(inTurn);
+            rejected += together.filter(
+              (outcome) => (outcome as { result?: { allowed: boolean } }).result?.allowed === false,
+            ).length;
+          }
+          // The entries still in each window (Redis may keep a key the model has expired, or old entries
+          // nobody has trimmed yet).
+          for (let k = 0; k < KEYS; k++) {
+            const inWindow = (score: number) => score > now - rules[k].windowMs;
+            const scores = (await admin.zrange(`rl:k${k}`, 0, '-1', 'WITHSCORES'))
+              .filter((_, i) => i % 2 === 1)
+              .map(Number)
+              .filter(inWindow);
+            expect({ key: k, scores }).toEqual({
+              key: k,
+              scores: memory
+                .entries(`rl:k${k}`)
+                .map((entry) => entry.score)
+                .filter(inWindow),
+            });
+          }
+          batchCalls += client.batches().length;
+        }),
+        { numRuns: 60 },
+      );
+      // The runs did batch, and did reach full windows.
+      expect(batchCalls).toBeGreaterThan(0);
+      expect(rejected).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 });
 
 describe('a batch that Redis answers with an error', () => {
@@ -231,10 +278,13 @@ describe('a batch that Redis answers with an error', () => {
     client.clear();
 
     const rule = { limit: 10, windowMs: 60_000 };
-    const outcomes = await Promise.all(['first', 'a', 'skewed', 'b', 'c'].map((key) => settle(limiter.consume(key, rule))));
+    const outcomes = await Promise.all(
+      ['first', 'a', 'skewed', 'b', 'c'].map((key) => settle(limiter.consume(key, rule))),
+    );
 
     expect(outcomes[2]).toEqual({ error: ClockSkewError.name, message: expect.stringContaining('CLOCKSKEW') });
-    for (const i of [0, 1, 3, 4]) expect(outcomes[i]).toEqual({ result: expect.objectContaining({ allowed: true, remaining: 9 }) });
+    for (const i of [0, 1, 3, 4])
+      expect(outcomes[i]).toEqual({ result: expect.objectContaining({ allowed: true, remaining: 9 }) });
     // The batch failed at "skewed" and its decisions were sent again one by one.
     expect(client.batches()).toEqual([4]);
     for (const key of ['first', 'a', 'b', 'c']) expect(await admin.zcard(`rl:${key}`)).toBe(1);

@@ -20,22 +20,30 @@ describe('local block cache', () => {
   afterAll(() => redis.quit());
 
   const limiterWith = (options: Partial<SlidingWindowLimiterOptions>) =>
-    new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('block'), functionName: 'sliding_allow_v2', ...options });
+    new SlidingWindowLimiter({
+      client: redis,
+      keyPrefix: uniquePrefix('block'),
+      functionName: 'sliding_allow_v2',
+      ...options,
+    });
 
-  it.each([1, 2, 3])('decides exactly like Redis alone (seed %i): never admits more, never refuses once a slot frees', async (seed) => {
-    let now = 1_735_660_800_000;
-    const cached = limiterWith({ clock: () => now });
-    const direct = limiterWith({ clock: () => now, blockCache: false });
-    const rule = { limit: 3, windowMs: 1000 };
-    for (const step of steps(seed, 300)) {
-      now += step % 3 === 0 ? 0 : step; // bursts in one millisecond, then jumps, some landing on boundaries
-      const [a, b] = await Promise.all([cached.consume('hot', rule), direct.consume('hot', rule)]);
-      expect({ now, ...a }).toEqual({ now, ...b });
-    }
-    const snapshot = cached.metrics.snapshot()[0];
-    expect(snapshot.blockedLocally).toBeGreaterThan(0);
-    expect(snapshot.calls + (snapshot.blockedLocally ?? 0)).toBe(300);
-  });
+  it.each([1, 2, 3])(
+    'decides exactly like Redis alone (seed %i): never admits more, never refuses once a slot frees',
+    async (seed) => {
+      let now = 1_735_660_800_000;
+      const cached = limiterWith({ clock: () => now });
+      const direct = limiterWith({ clock: () => now, blockCache: false });
+      const rule = { limit: 3, windowMs: 1000 };
+      for (const step of steps(seed, 300)) {
+        now += step % 3 === 0 ? 0 : step; // bursts in one millisecond, then jumps, some landing on boundaries
+        const [a, b] = await Promise.all([cached.consume('hot', rule), direct.consume('hot', rule)]);
+        expect({ now, ...a }).toEqual({ now, ...b });
+      }
+      const snapshot = cached.metrics.snapshot()[0];
+      expect(snapshot.blockedLocally).toBeGreaterThan(0);
+      expect(snapshot.calls + (snapshot.blockedLocally ?? 0)).toBe(300);
+    },
+  );
 
   it('answers a hammered key without Redis until a slot can free', async () => {
     let now = 1_735_660_800_000;

@@ -1,5 +1,11 @@
 import Redis, { Cluster } from 'ioredis';
-import { FunctionCodeMismatchError, FunctionNotLoadedError, parseInstanceReport, RateLimitConfigError, SlidingWindowLimiter } from '../../lib';
+import {
+  FunctionCodeMismatchError,
+  FunctionNotLoadedError,
+  parseInstanceReport,
+  RateLimitConfigError,
+  SlidingWindowLimiter,
+} from '../../lib';
 import { masterNodes } from '../../lib/redis/redis-nodes';
 import { librarySource } from '../support/lua-functions';
 import { startRedisCluster, RedisCluster } from '../support/redis-cluster';
@@ -17,35 +23,48 @@ describe('canary split', () => {
   });
   afterAll(() => redis.quit());
 
-  it.each([1, 10, 50])('sends %i%% of 10,000 keys to the candidate (±0.5 points), the same keys every time', async (percent) => {
-    const keyPrefix = uniquePrefix('canary');
-    const limiter = new SlidingWindowLimiter({
-      client: redis,
-      keyPrefix,
-      functionName: 'sliding_allow_v1',
-      canary: { functionName: 'sliding_allow_v2', percent },
-    });
-    const keys = Array.from({ length: 10_000 }, (_, i) => `user:${i}`);
-    const first = await Promise.all(keys.map((key) => limiter.consume(key, rule)));
-    const toCanary = first.filter((d) => d.functionName === 'sliding_allow_v2').length;
-    // The bucket hash is deterministic: for user:0 … user:9999 the shares are off by 0, 0.19 and 0.46 points.
-    expect(toCanary).toBeGreaterThan(0);
-    expect(Math.abs((toCanary / keys.length) * 100 - percent)).toBeLessThanOrEqual(0.5);
+  it.each([1, 10, 50])(
+    'sends %i%% of 10,000 keys to the candidate (±0.5 points), the same keys every time',
+    async (percent) => {
+      const keyPrefix = uniquePrefix('canary');
+      const limiter = new SlidingWindowLimiter({
+        client: redis,
+        keyPrefix,
+        functionName: 'sliding_allow_v1',
+        canary: { functionName: 'sliding_allow_v2', percent },
+      });
+      const keys = Array.from({ length: 10_000 }, (_, i) => `user:${i}`);
+      const first = await Promise.all(keys.map((key) => limiter.consume(key, rule)));
+      const toCanary = first.filter((d) => d.functionName === 'sliding_allow_v2').length;
+      // The bucket hash is deterministic: for user:0 … user:9999 the shares are off by 0, 0.19 and 0.46 points.
+      expect(toCanary).toBeGreaterThan(0);
+      expect(Math.abs((toCanary / keys.length) * 100 - percent)).toBeLessThanOrEqual(0.5);
 
-    // Sticky: a second request per key, and another process's limiter, pick the same versions.
-    const other = new SlidingWindowLimiter({ client: redis, keyPrefix, functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2', percent } });
-    const again = await Promise.all(keys.slice(0, 2000).map((key) => other.consume(key, rule)));
-    expect(again.map((d) => d.functionName)).toEqual(first.slice(0, 2000).map((d) => d.functionName));
-    expect(again.every((d) => d.remaining === 3)).toBe(true);
+      // Sticky: a second request per key, and another process's limiter, pick the same versions.
+      const other = new SlidingWindowLimiter({
+        client: redis,
+        keyPrefix,
+        functionName: 'sliding_allow_v1',
+        canary: { functionName: 'sliding_allow_v2', percent },
+      });
+      const again = await Promise.all(keys.slice(0, 2000).map((key) => other.consume(key, rule)));
+      expect(again.map((d) => d.functionName)).toEqual(first.slice(0, 2000).map((d) => d.functionName));
+      expect(again.every((d) => d.remaining === 3)).toBe(true);
 
-    await deleteByPrefix(redis, keyPrefix);
-  });
+      await deleteByPrefix(redis, keyPrefix);
+    },
+  );
 
   it('grows the canary by adding keys: a key in the 10% share stays in the 50% share', async () => {
     const keys = Array.from({ length: 2000 }, (_, i) => `ip:10.0.${i >> 8}.${i & 255}`);
     const canaryKeys = async (percent: number): Promise<Set<string>> => {
       const keyPrefix = uniquePrefix(`grow${percent}`);
-      const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix, functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2', percent } });
+      const limiter = new SlidingWindowLimiter({
+        client: redis,
+        keyPrefix,
+        functionName: 'sliding_allow_v1',
+        canary: { functionName: 'sliding_allow_v2', percent },
+      });
       const decisions = await Promise.all(keys.map((key) => limiter.consume(key, rule)));
       await deleteByPrefix(redis, keyPrefix);
       return new Set(keys.filter((_, i) => decisions[i].functionName === 'sliding_allow_v2'));
@@ -58,9 +77,15 @@ describe('canary split', () => {
   });
 
   it('counts decisions, rejections and latency per function name', async () => {
-    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('metrics'), functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2', percent: 50 } });
+    const limiter = new SlidingWindowLimiter({
+      client: redis,
+      keyPrefix: uniquePrefix('metrics'),
+      functionName: 'sliding_allow_v1',
+      canary: { functionName: 'sliding_allow_v2', percent: 50 },
+    });
     const keys = Array.from({ length: 200 }, (_, i) => `k${i}`);
-    for (let round = 0; round < 2; round++) await Promise.all(keys.map((key) => limiter.consume(key, { limit: 1, windowMs: 60_000 })));
+    for (let round = 0; round < 2; round++)
+      await Promise.all(keys.map((key) => limiter.consume(key, { limit: 1, windowMs: 60_000 })));
     const snapshot = limiter.metrics.snapshot();
     expect(snapshot.map((m) => m.functionName).sort()).toEqual(['sliding_allow_v1', 'sliding_allow_v2']);
     const total = snapshot.reduce((sum, m) => sum + m.calls, 0);
@@ -75,14 +100,29 @@ describe('canary split', () => {
 
   it('counts failed calls by kind, and the decisions the failure policy made instead', async () => {
     let now = 1_735_660_800_000;
-    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('errors'), clock: () => now, maxClockSkewMs: 0, logger: { log: () => undefined, warn: () => undefined } });
+    const limiter = new SlidingWindowLimiter({
+      client: redis,
+      keyPrefix: uniquePrefix('errors'),
+      clock: () => now,
+      maxClockSkewMs: 0,
+      logger: { log: () => undefined, warn: () => undefined },
+    });
     await limiter.consume('k', rule);
     now -= 10;
     await expect(limiter.consume('k', rule, { onRedisError: 'throw' })).rejects.toThrow(/CLOCKSKEW/);
-    expect(await limiter.consume('k', rule, { onRedisError: 'deny' })).toMatchObject({ allowed: false, degraded: 'deny' });
+    expect(await limiter.consume('k', rule, { onRedisError: 'deny' })).toMatchObject({
+      allowed: false,
+      degraded: 'deny',
+    });
     expect(await limiter.consume('k', rule)).toMatchObject({ allowed: true, degraded: 'allow' });
     expect(limiter.metrics.snapshot()).toEqual([
-      expect.objectContaining({ functionName: 'sliding_allow_v2', calls: 4, allowed: 1, errors: { clock_skew: 3 }, fallbacks: { deny: 1, allow: 1 } }),
+      expect.objectContaining({
+        functionName: 'sliding_allow_v2',
+        calls: 4,
+        allowed: 1,
+        errors: { clock_skew: 3 },
+        fallbacks: { deny: 1, allow: 1 },
+      }),
     ]);
   });
 });
@@ -99,7 +139,7 @@ describe('switching functions at runtime', () => {
     await server.stop();
   });
 
-  it('takes effect for the next call and keeps each key\'s history', async () => {
+  it("takes effect for the next call and keeps each key's history", async () => {
     const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2' });
     await limiter.consume('k', rule);
     await limiter.use('sliding_allow_v1');
@@ -116,7 +156,12 @@ describe('switching functions at runtime', () => {
       { functionName: 'sliding_allow_v1', percent: 0 },
       { functionName: 'sliding_allow_v2', percent: 20 },
     ]) {
-      const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', canary, report: false });
+      const limiter = new SlidingWindowLimiter({
+        client: redis,
+        functionName: 'sliding_allow_v2',
+        canary,
+        report: false,
+      });
       expect(limiter.canary).toEqual(canary); // as configured, before start-up
       await limiter.init();
       expect(limiter.canary).toBeUndefined();
@@ -126,14 +171,21 @@ describe('switching functions at runtime', () => {
   });
 
   it('reports its functions to Redis at start-up and again right after a switch (report option, on by default)', async () => {
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', report: { instanceId: 'web-1', intervalMs: 60_000 } });
+    const limiter = new SlidingWindowLimiter({
+      client: redis,
+      functionName: 'sliding_allow_v2',
+      report: { instanceId: 'web-1', intervalMs: 60_000 },
+    });
     const reportOf = async () => parseInstanceReport(await redis.get('rl:__nsl:instance:web-1'));
     await limiter.init();
     // The start-up report is written in the background: wait for it rather than for a guessed time.
     const first = await waitFor(reportOf, (report) => report?.functionName === 'sliding_allow_v2');
     expect(first).toMatchObject({ instanceId: 'web-1', functionName: 'sliding_allow_v2', canary: null });
     await limiter.use({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 5 } });
-    expect(await reportOf()).toMatchObject({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 5 } });
+    expect(await reportOf()).toMatchObject({
+      functionName: 'sliding_allow_v2',
+      canary: { functionName: 'sliding_allow_v1', percent: 5 },
+    });
     expect(await redis.pttl('rl:__nsl:instance:web-1')).toBeGreaterThan(170_000);
     limiter.close();
   });
@@ -148,10 +200,16 @@ describe('switching functions at runtime', () => {
 
   it('keeps the current function when the new one is not loaded (verify), and says why', async () => {
     await redis.call('FUNCTION', 'LOAD', librarySource('v2'));
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', loadFunctions: 'verify' });
+    const limiter = new SlidingWindowLimiter({
+      client: redis,
+      functionName: 'sliding_allow_v2',
+      loadFunctions: 'verify',
+    });
     await limiter.init();
     await expect(limiter.use('sliding_allow_v1')).rejects.toThrow(FunctionNotLoadedError);
-    await expect(limiter.use('sliding_allow_v1')).rejects.toThrow(new RegExp(`sliding_allow_v1 \\(library rate_limit_v1\\) is not loaded on 127.0.0.1:${server.port}`));
+    await expect(limiter.use('sliding_allow_v1')).rejects.toThrow(
+      new RegExp(`sliding_allow_v1 \\(library rate_limit_v1\\) is not loaded on 127.0.0.1:${server.port}`),
+    );
     expect(limiter.functionName).toBe('sliding_allow_v2');
     expect((await limiter.consume('k', rule)).functionName).toBe('sliding_allow_v2');
   });
@@ -164,7 +222,11 @@ describe('switching functions at runtime', () => {
   });
 
   it('keeps the current function when the new library has other code', async () => {
-    await redis.call('FUNCTION', 'LOAD', librarySource('v1').replace('-- PEXPIRE takes', '-- patched by hand; PEXPIRE takes'));
+    await redis.call(
+      'FUNCTION',
+      'LOAD',
+      librarySource('v1').replace('-- PEXPIRE takes', '-- patched by hand; PEXPIRE takes'),
+    );
     const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2' });
     await limiter.init();
     await expect(limiter.use('sliding_allow_v1')).rejects.toThrow(FunctionCodeMismatchError);
@@ -174,9 +236,9 @@ describe('switching functions at runtime', () => {
   it('rejects unknown names and bad shares before touching Redis', async () => {
     const limiter = new SlidingWindowLimiter({ client: redis });
     await expect(limiter.use('sliding_allow_v7')).rejects.toThrow(RateLimitConfigError);
-    await expect(limiter.use({ functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2', percent: 120 } })).rejects.toThrow(
-      /canary.percent must be a number from 0 to 100, got 120/,
-    );
+    await expect(
+      limiter.use({ functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2', percent: 120 } }),
+    ).rejects.toThrow(/canary.percent must be a number from 0 to 100, got 120/);
     expect(await libraryNames(redis)).toEqual([]);
   });
 });

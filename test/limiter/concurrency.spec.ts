@@ -100,9 +100,11 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
   let round = 0;
 
   beforeAll(async () => {
-    
     redis = connectShared();
-    workers = Array.from({ length: PROCESSES }, () => new Worker(fork(WORKER, [], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })));
+    workers = Array.from(
+      { length: PROCESSES },
+      () => new Worker(fork(WORKER, [], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })),
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -113,7 +115,15 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
   /** Arms every worker, then releases them together, and sums their reports. */
   async function runRound(spec: RoundSpec): Promise<RoundResult> {
     const id = ++round;
-    const arm = { type: 'arm', round: id, url: sharedRedisUrl(), calls: CALLS_PER_PROCESS, limit: LIMIT, windowMs: WINDOW_MS, ...spec };
+    const arm = {
+      type: 'arm',
+      round: id,
+      url: sharedRedisUrl(),
+      calls: CALLS_PER_PROCESS,
+      limit: LIMIT,
+      windowMs: WINDOW_MS,
+      ...spec,
+    };
     for (const worker of workers) worker.send(arm);
     await Promise.all(workers.map((worker) => worker.next('armed', id)));
     for (const worker of workers) worker.send({ type: 'go', round: id });
@@ -130,7 +140,10 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
   /** Every limiter round of the file, for the check that admissions were shared (last test). */
   const allRounds: RoundResult[] = [];
 
-  async function expectExactRounds(rounds: number, spec: Omit<RoundSpec, 'key' | 'keyPrefix' | 'strategy'>): Promise<void> {
+  async function expectExactRounds(
+    rounds: number,
+    spec: Omit<RoundSpec, 'key' | 'keyPrefix' | 'strategy'>,
+  ): Promise<void> {
     const keyPrefix = uniquePrefix('concurrency');
     const results: RoundResult[] = [];
     for (let i = 0; i < rounds; i++) {
@@ -164,9 +177,12 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
     await expectExactRounds(ROUNDS, { functionName: 'sliding_allow_v2', mode: 'function' });
   });
 
-  it.each(['sliding_allow_v1', 'sliding_allow_v2'])(`%s in script mode (EVALSHA) admits exactly ${LIMIT} in each of ${ROUNDS} rounds`, async (functionName) => {
-    await expectExactRounds(ROUNDS, { functionName, mode: 'script' });
-  });
+  it.each(['sliding_allow_v1', 'sliding_allow_v2'])(
+    `%s in script mode (EVALSHA) admits exactly ${LIMIT} in each of ${ROUNDS} rounds`,
+    async (functionName) => {
+      await expectExactRounds(ROUNDS, { functionName, mode: 'script' });
+    },
+  );
 
   it('shared the admissions between processes in some rounds (the processes really raced for the same slots)', () => {
     // One process may win a whole round (its 250 pipelined calls arrive first); over 40 rounds, not all.

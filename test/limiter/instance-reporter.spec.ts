@@ -28,7 +28,12 @@ describe('InstanceReporter', () => {
 
   it('writes the selection and the per-function counters under the key prefix, with a TTL of three intervals', async () => {
     const keyPrefix = uniquePrefix('report');
-    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix, functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2', percent: 50 } });
+    const limiter = new SlidingWindowLimiter({
+      client: redis,
+      keyPrefix,
+      functionName: 'sliding_allow_v1',
+      canary: { functionName: 'sliding_allow_v2', percent: 50 },
+    });
     const keys = Array.from({ length: 40 }, (_, i) => `user:${i}`);
     for (let round = 0; round < 3; round++) await Promise.all(keys.map((key) => limiter.consume(key, rule)));
     const reporter = track(new InstanceReporter({ limiter, client: redis, intervalMs: 2000, instanceId: 'web-1' }));
@@ -55,7 +60,12 @@ describe('InstanceReporter', () => {
     });
     expect(Date.parse(stored.reportedAt)).toBeGreaterThanOrEqual(Date.parse(stored.startedAt));
     // 40 keys × 3 rounds at a limit of 2: 80 allowed, 40 rejected, split between the versions.
-    const byName = Object.fromEntries((stored.functions as { functionName: string; calls: number; allowed: number; rejected: number }[]).map((f) => [f.functionName, f]));
+    const byName = Object.fromEntries(
+      (stored.functions as { functionName: string; calls: number; allowed: number; rejected: number }[]).map((f) => [
+        f.functionName,
+        f,
+      ]),
+    );
     expect(Object.keys(byName).sort()).toEqual(['sliding_allow_v1', 'sliding_allow_v2']);
     expect(byName.sliding_allow_v1.calls + byName.sliding_allow_v2.calls).toBe(120);
     expect(byName.sliding_allow_v1.allowed + byName.sliding_allow_v2.allowed).toBe(80);
@@ -86,7 +96,9 @@ describe('InstanceReporter', () => {
       async () => parseInstanceReport(await redis.get(reporter.key)),
       (report) => report?.functions[0]?.calls === 1,
     );
-    expect(later?.functions).toEqual([expect.objectContaining({ functionName: 'sliding_allow_v2', calls: 1, allowed: 1 })]);
+    expect(later?.functions).toEqual([
+      expect.objectContaining({ functionName: 'sliding_allow_v2', calls: 1, allowed: 1 }),
+    ]);
     expect(Date.parse(later!.reportedAt)).toBeGreaterThan(Date.parse(first!.reportedAt));
 
     // A runtime switch shows in the next report.
@@ -118,7 +130,10 @@ describe('InstanceReporter', () => {
       const reporter = track(new InstanceReporter({ limiter, client, intervalMs: 100, instanceId: 'flaky' }));
       await client.config('SET', 'min-replicas-to-write', '1');
       reporter.start();
-      await waitFor(async () => reporter.lastError, (error) => error !== undefined);
+      await waitFor(
+        async () => reporter.lastError,
+        (error) => error !== undefined,
+      );
       expect(reporter.lastError?.message).toMatch(/NOREPLICAS/);
       await expect(reporter.reportNow()).rejects.toThrow(/NOREPLICAS/);
       await sleep(250); // more failed ticks, none thrown
@@ -127,9 +142,15 @@ describe('InstanceReporter', () => {
       expect(await client.exists('rl:__nsl:instance:flaky')).toBe(0);
 
       await client.config('SET', 'min-replicas-to-write', '0');
-      const stored = await waitFor(() => client.get('rl:__nsl:instance:flaky'), (value) => value !== null);
+      const stored = await waitFor(
+        () => client.get('rl:__nsl:instance:flaky'),
+        (value) => value !== null,
+      );
       expect(parseInstanceReport(stored)?.instanceId).toBe('flaky');
-      await waitFor(async () => reporter.lastError, (error) => error === undefined);
+      await waitFor(
+        async () => reporter.lastError,
+        (error) => error === undefined,
+      );
       expect(reporter.lastError).toBeUndefined();
       expect(reporter.lastReportedAt).toBeInstanceOf(Date);
       reporter.stop();
@@ -143,7 +164,9 @@ describe('InstanceReporter', () => {
 
   it('rejects bad options, naming each', () => {
     const limiter = new SlidingWindowLimiter({ client: redis });
-    expect(() => new InstanceReporter({ limiter, client: redis, intervalMs: 10, instanceId: 'has space' })).toThrow(RateLimitConfigError);
+    expect(() => new InstanceReporter({ limiter, client: redis, intervalMs: 10, instanceId: 'has space' })).toThrow(
+      RateLimitConfigError,
+    );
     try {
       new InstanceReporter({ limiter, client: undefined as unknown as Redis, intervalMs: 1.5, instanceId: '' });
     } catch (error) {
@@ -182,7 +205,13 @@ describe('instance report keys and parsing', () => {
     await redis.set(`${odd}other`, '{}', 'PX', 60_000);
     const [, keys] = await redis.scan('0', 'MATCH', INSTANCE_REPORT_MATCH(odd), 'COUNT', 100_000);
     expect(keys).toEqual([instanceReportKey(odd, 'one')]);
-    const [, all] = await redis.scan('0', 'MATCH', `${base.replace(/[*?[\]\\]/g, '\\$&')}${INSTANCE_REPORT_MATCH()}`, 'COUNT', 100_000);
+    const [, all] = await redis.scan(
+      '0',
+      'MATCH',
+      `${base.replace(/[*?[\]\\]/g, '\\$&')}${INSTANCE_REPORT_MATCH()}`,
+      'COUNT',
+      100_000,
+    );
     expect(all.sort()).toEqual([instanceReportKey(`${base}aXXbY:`, 'two'), instanceReportKey(odd, 'one')].sort());
   });
 
@@ -195,15 +224,32 @@ describe('instance report keys and parsing', () => {
     intervalMs: 15000,
     functionName: 'sliding_allow_v2',
     canary: null,
-    functions: [{ functionName: 'sliding_allow_v2', calls: 3, allowed: 2, rejected: 0, errors: { timeout: 1 }, latencyMs: { count: 3, p50: 0.2, p90: 0.3, p99: 0.4, max: 0.5 } }],
+    functions: [
+      {
+        functionName: 'sliding_allow_v2',
+        calls: 3,
+        allowed: 2,
+        rejected: 0,
+        errors: { timeout: 1 },
+        latencyMs: { count: 3, p50: 0.2, p90: 0.3, p99: 0.4, max: 0.5 },
+      },
+    ],
   };
 
   it('parses a well-formed report, from text or a buffer, keeping counters it does not know', () => {
     expect(parseInstanceReport(JSON.stringify(valid))).toEqual(valid);
     const newer = { ...valid, functions: [{ ...valid.functions[0], fallbacks: { allow: 2 }, blockedLocally: 3 }] };
     expect(parseInstanceReport(JSON.stringify(newer))).toEqual(newer);
-    expect(parseInstanceReport(JSON.stringify({ ...valid, functions: [{ ...valid.functions[0], fallbacks: { allow: 'x' } }] }))).toBeUndefined();
-    expect(parseInstanceReport(Buffer.from(JSON.stringify({ ...valid, canary: { functionName: 'sliding_allow_v1', percent: 12.5 } })))?.canary).toEqual({
+    expect(
+      parseInstanceReport(
+        JSON.stringify({ ...valid, functions: [{ ...valid.functions[0], fallbacks: { allow: 'x' } }] }),
+      ),
+    ).toBeUndefined();
+    expect(
+      parseInstanceReport(
+        Buffer.from(JSON.stringify({ ...valid, canary: { functionName: 'sliding_allow_v1', percent: 12.5 } })),
+      )?.canary,
+    ).toEqual({
       functionName: 'sliding_allow_v1',
       percent: 12.5,
     });
@@ -223,7 +269,10 @@ describe('instance report keys and parsing', () => {
     ['a bad canary', JSON.stringify({ ...valid, canary: { functionName: 'x', percent: 300 } })],
     ['functions not an array', JSON.stringify({ ...valid, functions: {} })],
     ['a bad counter', JSON.stringify({ ...valid, functions: [{ ...valid.functions[0], calls: 'many' }] })],
-    ['a bad error count', JSON.stringify({ ...valid, functions: [{ ...valid.functions[0], errors: { timeout: -1 } }] })],
+    [
+      'a bad error count',
+      JSON.stringify({ ...valid, functions: [{ ...valid.functions[0], errors: { timeout: -1 } }] }),
+    ],
     ['no latency', JSON.stringify({ ...valid, functions: [{ ...valid.functions[0], latencyMs: undefined }] })],
   ])('returns undefined, never throws, for %s', (_label, text) => {
     expect(parseInstanceReport(text)).toBeUndefined();

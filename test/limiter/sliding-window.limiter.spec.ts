@@ -29,7 +29,8 @@ describe('SlidingWindowLimiter', () => {
     keyPrefix = uniquePrefix('limiter');
   });
 
-  const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) => new SlidingWindowLimiter({ client: redis, keyPrefix, ...options });
+  const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) =>
+    new SlidingWindowLimiter({ client: redis, keyPrefix, ...options });
 
   describe.each([
     ['sliding_allow_v1', 'function'],
@@ -69,7 +70,9 @@ describe('SlidingWindowLimiter', () => {
 
     it('admits exactly the limit from a same-millisecond burst', async () => {
       const limiter = limiterWith({ functionName, mode, clock: () => 1_735_660_800_000 });
-      const decisions = await Promise.all(Array.from({ length: 50 }, () => limiter.consume('burst', { limit: 20, windowMs: 60_000 })));
+      const decisions = await Promise.all(
+        Array.from({ length: 50 }, () => limiter.consume('burst', { limit: 20, windowMs: 60_000 })),
+      );
       expect(decisions.filter((d) => d.allowed)).toHaveLength(20);
       expect(await redis.zcard(`${keyPrefix}burst`)).toBe(20);
     });
@@ -147,7 +150,7 @@ describe('SlidingWindowLimiter', () => {
     expect((await limiter.consume('exact', rule)).allowed).toBe(true);
   });
 
-  it('switching functionName v1 → v2 → v1 keeps each key\'s history', async () => {
+  it("switching functionName v1 → v2 → v1 keeps each key's history", async () => {
     const clock = manualClock();
     const rule = { limit: 4, windowMs: 60_000 };
     const v1 = limiterWith({ functionName: 'sliding_allow_v1', clock: clock.now });
@@ -163,7 +166,12 @@ describe('SlidingWindowLimiter', () => {
 
   it('v2 refuses a clock lagging behind the newest entry with a ClockSkewError and records nothing', async () => {
     const clock = manualClock();
-    const limiter = limiterWith({ functionName: 'sliding_allow_v2', clock: clock.now, maxClockSkewMs: 500, onRedisError: 'throw' });
+    const limiter = limiterWith({
+      functionName: 'sliding_allow_v2',
+      clock: clock.now,
+      maxClockSkewMs: 500,
+      onRedisError: 'throw',
+    });
     const rule = { limit: 5, windowMs: 60_000 };
     await limiter.consume('skew', rule);
     clock.advance(-501);
@@ -189,7 +197,9 @@ describe('SlidingWindowLimiter', () => {
       // The condition Node's MaxListenersExceededWarning checks. Jest gives each test file its own
       // `process`, so listening for the warning itself could never catch it.
       expect(client.listenerCount('ready')).toBeLessThanOrEqual(client.getMaxListeners());
-      const decisions = await Promise.all(limiters.map((limiter) => limiter.consume('shared', { limit: 20, windowMs: 10_000 })));
+      const decisions = await Promise.all(
+        limiters.map((limiter) => limiter.consume('shared', { limit: 20, windowMs: 10_000 })),
+      );
       expect(decisions.map((decision) => decision.remaining)).toEqual(Array.from({ length: 12 }, (_, i) => 19 - i));
       for (const limiter of limiters) limiter.close();
       expect(client.listenerCount('ready')).toBe(before);
@@ -229,7 +239,10 @@ describe('SlidingWindowLimiter', () => {
     }
     const limiter = new SlidingWindowLimiter({ backend: new SlowToStart() });
     // No init(): the first decisions start the limiter up and wait for it.
-    const decisions = await Promise.all([limiter.consume('a', { limit: 1, windowMs: 1000 }), limiter.consume('b', { limit: 1, windowMs: 1000 })]);
+    const decisions = await Promise.all([
+      limiter.consume('a', { limit: 1, windowMs: 1000 }),
+      limiter.consume('b', { limit: 1, windowMs: 1000 }),
+    ]);
     expect(decisions.map((decision) => decision.allowed)).toEqual([true, true]);
     const [metrics] = limiter.metrics.snapshot();
     expect(metrics.latencyMs.count).toBe(2);
@@ -243,7 +256,9 @@ describe('SlidingWindowLimiter', () => {
     it('rejects an unknown function name at construction, listing the known versions', () => {
       expect(() => limiterWith({ functionName: 'sliding_allow_v9' })).toThrow(RateLimitConfigError);
       expect(() => limiterWith({ functionName: 'sliding_allow_v9' })).toThrow(
-        new RegExp(`functionName "sliding_allow_v9" is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`),
+        new RegExp(
+          `functionName "sliding_allow_v9" is not a shipped function; known: ${KNOWN_FUNCTION_NAMES.join(', ')}`,
+        ),
       );
     });
 
@@ -262,7 +277,14 @@ describe('SlidingWindowLimiter', () => {
         error = caught as RateLimitConfigError;
       }
       expect(error).toBeInstanceOf(RateLimitConfigError);
-      expect(error?.problems.map((p) => p.split(' ')[0])).toEqual(['client', 'keyPrefix', 'loadFunctions', 'mode', 'clock', 'maxClockSkewMs']);
+      expect(error?.problems.map((p) => p.split(' ')[0])).toEqual([
+        'client',
+        'keyPrefix',
+        'loadFunctions',
+        'mode',
+        'clock',
+        'maxClockSkewMs',
+      ]);
     });
 
     it.each([
@@ -279,7 +301,9 @@ describe('SlidingWindowLimiter', () => {
 
     it('rejects an empty key and stacked limits sharing a key', async () => {
       const limiter = limiterWith();
-      await expect(limiter.consume('', { limit: 1, windowMs: 1000 })).rejects.toThrow(/key 0 must be a non-empty string/);
+      await expect(limiter.consume('', { limit: 1, windowMs: 1000 })).rejects.toThrow(
+        /key 0 must be a non-empty string/,
+      );
       await expect(
         limiter.consumeAll([
           { key: 'a', limit: 1, windowMs: 1000 },

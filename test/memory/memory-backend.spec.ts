@@ -79,6 +79,8 @@ describe('MemoryBackend', () => {
   it('rejects bad options, naming them', () => {
     expect(() => new MemoryBackend({ maxKeys: 0 })).toThrow(RateLimitConfigError);
     expect(() => new MemoryBackend({ maxKeys: 1.5 })).toThrow('maxKeys must be a whole number ≥ 1, got 1.5');
-    expect(() => new MemoryBackend({ clock: 5 as never })).toThrow('clock must be a function returning epoch milliseconds, got 5');
+    expect(() => new MemoryBackend({ clock: 5 as never })).toThrow(
+      'clock must be a function returning epoch milliseconds, got 5',
+    );
   });
 });

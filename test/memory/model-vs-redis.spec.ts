@@ -78,22 +78,52 @@ const windowMs = fc.oneof(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, 
 
 const timeMove: fc.Arbitrary<TimeMove> = fc.oneof(
   { weight: 3, arbitrary: fc.constant({ kind: 'same' as const }) },
-  { weight: 4, arbitrary: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 6000 })).map((ms) => ({ kind: 'forward' as const, ms })) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('boundary' as const), pick: fc.nat(), offsetMs: fc.constantFrom(-1, 0, 0, 1) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.nat(2000), beyondTolerance: fc.constant(false) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.integer({ min: 1, max: 3000 }), beyondTolerance: fc.constant(true) }) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 6000 }))
+      .map((ms) => ({ kind: 'forward' as const, ms })),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('boundary' as const),
+      pick: fc.nat(),
+      offsetMs: fc.constantFrom(-1, 0, 0, 1),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.nat(2000), beyondTolerance: fc.constant(false) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('back' as const),
+      ms: fc.integer({ min: 1, max: 3000 }),
+      beyondTolerance: fc.constant(true),
+    }),
+  },
 );
 
 const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 5, arbitrary: keyIndex.map((key) => ({ op: 'consume' as const, key })) },
-  { weight: 2, arbitrary: fc.uniqueArray(keyIndex, { minLength: 1, maxLength: 3 }).map((keys) => ({ op: 'consumeAll' as const, keys })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .uniqueArray(keyIndex, { minLength: 1, maxLength: 3 })
+      .map((keys) => ({ op: 'consumeAll' as const, keys })),
+  },
   { weight: 2, arbitrary: keyIndex.map((key) => ({ op: 'peek' as const, key })) },
   { weight: 1, arbitrary: keyIndex.map((key) => ({ op: 'reset' as const, key })) },
 );
 
 const scenario: fc.Arbitrary<Scenario> = fc.record({
   maxClockSkewMs: fc.oneof(fc.constantFrom(0, 1, 1000), fc.nat(2000)),
-  rules: fc.array(fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }), { minLength: KEY_POOL, maxLength: KEY_POOL }),
+  rules: fc.array(fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }), {
+    minLength: KEY_POOL,
+    maxLength: KEY_POOL,
+  }),
   steps: fc.array(fc.record({ time: timeMove, action }), { minLength: 1, maxLength: 40 }),
 });
 
@@ -148,7 +178,11 @@ function checkTtls(observations: TtlObservation[], memory: MemoryBackend, redisN
     }
     if (pttl === -1) {
       // The call set no TTL (a rejection): the key keeps the expiry it had, in both.
-      expect({ context, key, expiresAt: redis.expiresAt.get(key) }).toEqual({ context, key, expiresAt: redisNowMs + modelPttl });
+      expect({ context, key, expiresAt: redis.expiresAt.get(key) }).toEqual({
+        context,
+        key,
+        expiresAt: redisNowMs + modelPttl,
+      });
       continue;
     }
     const matches = sameTtl(BigInt(pttl), BigInt(modelPttl), spanMs);
@@ -195,7 +229,11 @@ interface LimiterConfig {
   forwardOnly?: boolean;
 }
 
-async function runScenario({ functionName, mode, blockCache, forwardOnly }: LimiterConfig, { maxClockSkewMs, rules, steps }: Scenario, coverage: Coverage): Promise<void> {
+async function runScenario(
+  { functionName, mode, blockCache, forwardOnly }: LimiterConfig,
+  { maxClockSkewMs, rules, steps }: Scenario,
+  coverage: Coverage,
+): Promise<void> {
   await redis.flushdb(); // functions and scripts stay
   redis.expiresAt.clear();
   redis.takeObservations();
@@ -209,7 +247,14 @@ async function runScenario({ functionName, mode, blockCache, forwardOnly }: Limi
   const times: number[] = [];
   const clock = () => now;
   const keyPrefix = 'rl:';
-  const settings = { functionName, clock, keyPrefix, maxClockSkewMs, onRedisError: 'throw' as const, timeoutMs: 60_000 };
+  const settings = {
+    functionName,
+    clock,
+    keyPrefix,
+    maxClockSkewMs,
+    onRedisError: 'throw' as const,
+    timeoutMs: 60_000,
+  };
   const memory = new MemoryBackend({ clock });
   const onRedis = new SlidingWindowLimiter({ ...settings, client: redis, mode, blockCache });
   const onModel = new SlidingWindowLimiter({ ...settings, backend: memory, blockCache: false });
@@ -226,7 +271,12 @@ async function runScenario({ functionName, mode, blockCache, forwardOnly }: Limi
       redisNow = Math.max(redisNow, now);
       times.push(now);
       await redis.expireUpTo(redisNow);
-      if (action.op !== 'reset' && keysOf(action).some((key) => memory.entries(fullKey(key)).some((entry) => entry.score === now - rules[key].windowMs))) {
+      if (
+        action.op !== 'reset' &&
+        keysOf(action).some((key) =>
+          memory.entries(fullKey(key)).some((entry) => entry.score === now - rules[key].windowMs),
+        )
+      ) {
         coverage.onBoundary++;
       }
 
@@ -236,7 +286,11 @@ async function runScenario({ functionName, mode, blockCache, forwardOnly }: Limi
       expect({ context, ...(fromRedis as object) }).toEqual({ context, ...(fromModel as object) });
       checkTtls(redis.takeObservations(), memory, redisNow, context);
       for (const key of keysOf(action)) {
-        expect({ context, key, exists: (await redis.exists(fullKey(key))) === 1 }).toEqual({ context, key, exists: memory.pttl(fullKey(key)) !== -2 });
+        expect({ context, key, exists: (await redis.exists(fullKey(key))) === 1 }).toEqual({
+          context,
+          key,
+          exists: memory.pttl(fullKey(key)) !== -2,
+        });
       }
 
       const outcome = fromModel as { result?: { allowed?: boolean }; error?: string };
@@ -265,14 +319,27 @@ async function runScenario({ functionName, mode, blockCache, forwardOnly }: Limi
 }
 
 /** The next step's time; `windowMs` and `scores` are those of the step's first key. */
-function nextTime(move: TimeMove, now: number, latest: number, times: number[], windowMs: number, scores: number[], maxClockSkewMs: number): number {
+function nextTime(
+  move: TimeMove,
+  now: number,
+  latest: number,
+  times: number[],
+  windowMs: number,
+  scores: number[],
+  maxClockSkewMs: number,
+): number {
   switch (move.kind) {
     case 'same':
       return now;
     case 'forward':
       return now + move.ms;
     case 'boundary': {
-      const from = scores.length > 0 ? scores[move.pick % scores.length] : times.length > 0 ? times[move.pick % times.length] : now;
+      const from =
+        scores.length > 0
+          ? scores[move.pick % scores.length]
+          : times.length > 0
+            ? times[move.pick % times.length]
+            : now;
       return from + windowMs + move.offsetMs;
     }
     case 'back':
@@ -306,15 +373,21 @@ describe('the block cache (limiter on Redis) against the model without one', () 
   // With one clock that never goes back, Redis' key expiry and the caller's window agree, and a
   // cached rejection is what Redis would answer. (With a caller whose clock lags Redis' they need
   // not: Redis may already have expired a key whose rejection the cache still serves. Not claimed.)
-  it.each(['sliding_allow_v2', 'sliding_allow_v1'])('%s: answers every step as Redis without the cache would', async (functionName) => {
-    const coverage = noCoverage();
-    await fc.assert(
-      fc.asyncProperty(scenario, (s) => runScenario({ functionName, mode: 'function', blockCache: true, forwardOnly: true }, s, coverage)),
-      checkParameters(100),
-    );
-    expect(coverage.rejected).toBeGreaterThan(0);
-    expect(coverage.onBoundary).toBeGreaterThan(0);
-  }, 60_000);
+  it.each(['sliding_allow_v2', 'sliding_allow_v1'])(
+    '%s: answers every step as Redis without the cache would',
+    async (functionName) => {
+      const coverage = noCoverage();
+      await fc.assert(
+        fc.asyncProperty(scenario, (s) =>
+          runScenario({ functionName, mode: 'function', blockCache: true, forwardOnly: true }, s, coverage),
+        ),
+        checkParameters(100),
+      );
+      expect(coverage.rejected).toBeGreaterThan(0);
+      expect(coverage.onBoundary).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -326,15 +399,64 @@ const MODEL_NOW = 1_000_000;
 
 /** What tonumber must get right: spaces, signs, hex, exponents, inf/nan, overflow, NUL, junk. */
 const GARBAGE = [
-  '', ' ', 'nan', '-nan', 'NaN', 'nan(1)', 'inf', '-inf', 'Infinity', 'infinit', '-0', '0', '+0', '1.5', '.5', '5.', '1e3', '1E3',
-  ' 5 ', '\t7\n', '5 x', '5abc', '0x10', '0X1F', '0x', '0x1p4', '0x.8', '1e400', '-1e400', '1e-400', '1e17', '1e20', '1e300', '-1e300',
-  '99999999999999984', '9007199254740993', '-1', '-5', 'abc', ' * ', '**', '5\u00000', '\u00005', '+5', '- 5', '1,5', '١',
+  '',
+  ' ',
+  'nan',
+  '-nan',
+  'NaN',
+  'nan(1)',
+  'inf',
+  '-inf',
+  'Infinity',
+  'infinit',
+  '-0',
+  '0',
+  '+0',
+  '1.5',
+  '.5',
+  '5.',
+  '1e3',
+  '1E3',
+  ' 5 ',
+  '\t7\n',
+  '5 x',
+  '5abc',
+  '0x10',
+  '0X1F',
+  '0x',
+  '0x1p4',
+  '0x.8',
+  '1e400',
+  '-1e400',
+  '1e-400',
+  '1e17',
+  '1e20',
+  '1e300',
+  '-1e300',
+  '99999999999999984',
+  '9007199254740993',
+  '-1',
+  '-5',
+  'abc',
+  ' * ',
+  '**',
+  '5\u00000',
+  '\u00005',
+  '+5',
+  '- 5',
+  '1,5',
+  '١',
 ];
 const garbage = fc.constantFrom(...GARBAGE);
-const mixed = (valid: fc.Arbitrary<string>) => fc.oneof({ weight: 12, arbitrary: valid }, { weight: 1, arbitrary: garbage });
+const mixed = (valid: fc.Arbitrary<string>) =>
+  fc.oneof({ weight: 12, arbitrary: valid }, { weight: 1, arbitrary: garbage });
 
 // Times that repeat and sit on, just before and just after the windows' boundaries.
-const timeArg = mixed(fc.constantFrom(0, 0, 1, 2, 4, 5, 6, 99, 100, 101, 999, 1000, 1001, 4999, 5000, 5001, -1, -10, -1000, -1001, -3000).map((d) => String(T0 + d)));
+const timeArg = mixed(
+  fc
+    .constantFrom(0, 0, 1, 2, 4, 5, 6, 99, 100, 101, 999, 1000, 1001, 4999, 5000, 5001, -1, -10, -1000, -1001, -3000)
+    .map((d) => String(T0 + d)),
+);
 // Huge values too: a window whose TTL PEXPIRE cannot take, a limit whose remaining overflows the reply.
 const windowArg = mixed(
   fc.oneof(
@@ -343,7 +465,10 @@ const windowArg = mixed(
   ),
 );
 const limitArg = mixed(fc.constantFrom('1', '2', '3', '5', '1', '2', '3', '5', '1e20'));
-const memberArg = fc.oneof({ weight: 8, arbitrary: fc.constantFrom('m1', 'm2', 'm3', 'm4') }, { weight: 1, arbitrary: fc.constantFrom('', ' ', 'ü', '\u0000') });
+const memberArg = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom('m1', 'm2', 'm3', 'm4') },
+  { weight: 1, arbitrary: fc.constantFrom('', ' ', 'ü', '\u0000') },
+);
 const skewArg = mixed(fc.constantFrom('0', '10', '1000'));
 const anyArg = fc.oneof(timeArg, windowArg, limitArg, memberArg, garbage);
 const rawKey = fc.constantFrom('a', 'b', 'c');
@@ -357,32 +482,53 @@ interface RawCall {
   decisions?: number;
 }
 
-const pairs = (n: number) => fc.array(fc.tuple(windowArg, limitArg), { minLength: n, maxLength: n }).map((p) => p.flat());
+const pairs = (n: number) =>
+  fc.array(fc.tuple(windowArg, limitArg), { minLength: n, maxLength: n }).map((p) => p.flat());
 /** JSON's number grammar: texts matching it go into a batch's JSON as numbers, verbatim (1e400 too). */
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 /** One field of a batch decision as JSON: a number where the text is one, else (and now and then anyway) a string. */
-const jsonField = (arg: fc.Arbitrary<string>) => fc.tuple(arg, fc.nat(15)).map(([text, roll]) => (JSON_NUMBER.test(text) && roll > 0 ? text : JSON.stringify(text)));
+const jsonField = (arg: fc.Arbitrary<string>) =>
+  fc.tuple(arg, fc.nat(15)).map(([text, roll]) => (JSON_NUMBER.test(text) && roll > 0 ? text : JSON.stringify(text)));
 /** One decision of sliding_allow_many_v2: its keys, and its fields in the JSON (now, member, key count, pairs). */
 const manyDecision = fc
-  .oneof({ weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 2 }) }, { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 2 }) })
+  .oneof(
+    { weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 2 }) },
+    { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 2 }) },
+  )
   .chain((keys) =>
     fc
-      .tuple(jsonField(timeArg), memberArg.map((member) => JSON.stringify(member)), jsonField(mixed(fc.constant(String(keys.length)))), pairs(keys.length).chain((p) => fc.tuple(...p.map((text) => jsonField(fc.constant(text))))))
+      .tuple(
+        jsonField(timeArg),
+        memberArg.map((member) => JSON.stringify(member)),
+        jsonField(mixed(fc.constant(String(keys.length)))),
+        pairs(keys.length).chain((p) => fc.tuple(...p.map((text) => jsonField(fc.constant(text))))),
+      )
       .map(([now, member, count, rest]) => ({ keys, fields: [now, member, count, ...rest] })),
   );
 const wellFormed: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.oneof(
-  fc.tuple(rawKey, timeArg, windowArg, limitArg, memberArg).map(([key, ...args]) => ({ fn: 'sliding_allow_v1' as const, keys: [key], args })),
+  fc
+    .tuple(rawKey, timeArg, windowArg, limitArg, memberArg)
+    .map(([key, ...args]) => ({ fn: 'sliding_allow_v1' as const, keys: [key], args })),
   // Mostly distinct keys (a repeated key is invalid).
-  fc.oneof({ weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 3 }) }, { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 3 }) }).chain((keys) =>
-    fc.tuple(timeArg, memberArg, skewArg, pairs(keys.length)).map(([now, member, skew, rest]) => ({
-      fn: 'sliding_allow_v2' as const,
-      keys,
-      args: [now, member, skew, ...rest],
-    })),
-  ),
-  fc.uniqueArray(rawKey, { minLength: 1, maxLength: 3 }).chain((keys) =>
-    fc.tuple(timeArg, pairs(keys.length)).map(([now, rest]) => ({ fn: 'sliding_peek_v2' as const, keys, args: [now, ...rest] })),
-  ),
+  fc
+    .oneof(
+      { weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 3 }) },
+      { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 3 }) },
+    )
+    .chain((keys) =>
+      fc.tuple(timeArg, memberArg, skewArg, pairs(keys.length)).map(([now, member, skew, rest]) => ({
+        fn: 'sliding_allow_v2' as const,
+        keys,
+        args: [now, member, skew, ...rest],
+      })),
+    ),
+  fc
+    .uniqueArray(rawKey, { minLength: 1, maxLength: 3 })
+    .chain((keys) =>
+      fc
+        .tuple(timeArg, pairs(keys.length))
+        .map(([now, rest]) => ({ fn: 'sliding_peek_v2' as const, keys, args: [now, ...rest] })),
+    ),
   // A batch: a few decisions, keys repeated across them (and now and then within one, invalid),
   // a key count that is now and then garbage.
   fc.tuple(skewArg, fc.array(manyDecision, { minLength: 1, maxLength: 4 })).map(([skew, decisions]) => ({
@@ -393,17 +539,27 @@ const wellFormed: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.oneof(
   })),
 );
 const freeForm: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.record({
-  fn: fc.constantFrom('sliding_allow_v1' as const, 'sliding_allow_v2' as const, 'sliding_allow_many_v2' as const, 'sliding_peek_v2' as const),
+  fn: fc.constantFrom(
+    'sliding_allow_v1' as const,
+    'sliding_allow_v2' as const,
+    'sliding_allow_many_v2' as const,
+    'sliding_peek_v2' as const,
+  ),
   keys: fc.array(rawKey, { maxLength: 3 }),
   args: fc.array(anyArg, { maxLength: 9 }),
 });
 const rawCall: fc.Arbitrary<RawCall> = fc
-  .tuple(fc.oneof({ weight: 4, arbitrary: wellFormed }, { weight: 1, arbitrary: freeForm }), fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }))
+  .tuple(
+    fc.oneof({ weight: 4, arbitrary: wellFormed }, { weight: 1, arbitrary: freeForm }),
+    fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  )
   .map(([call, readOnly]) => ({ ...call, readOnly: readOnly || call.fn === 'sliding_peek_v2' }));
 
 const scripts = new Map(
   FUNCTION_VERSIONS.flatMap((version) =>
-    [version.allowFunction, version.batch?.name, version.peekFunction].filter((fn): fn is string => fn !== undefined).map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
+    [version.allowFunction, version.batch?.name, version.peekFunction]
+      .filter((fn): fn is string => fn !== undefined)
+      .map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
   ),
 );
 
@@ -440,7 +596,9 @@ async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCo
     }
     let fromModel: { reply?: string[]; error?: string };
     try {
-      fromModel = { reply: model.call(call.fn, keys, call.args, call.readOnly && !viaScript).map((n) => BigInt(n).toString()) };
+      fromModel = {
+        reply: model.call(call.fn, keys, call.args, call.readOnly && !viaScript).map((n) => BigInt(n).toString()),
+      };
     } catch (error) {
       fromModel = { error: (error as Error).message };
     }
@@ -453,7 +611,11 @@ async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCo
       const modelPttl = BigInt(model.pttl(key));
       // -1: the call set no TTL (the key was persisted by an earlier call, or was never written).
       const matches = pttl === -1n || sameTtl(pttl, modelPttl, spanMs);
-      expect({ context, key, pttl: matches ? 'as in the model' : pttlText }).toEqual({ context, key, pttl: 'as in the model' });
+      expect({ context, key, pttl: matches ? 'as in the model' : pttlText }).toEqual({
+        context,
+        key,
+        pttl: 'as in the model',
+      });
     }
 
     if (fromModel.reply) coverage.replies++;
@@ -470,7 +632,10 @@ async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCo
     const flat = (await rawRedis.zrange(key, 0, '-1', 'WITHSCORES')) as string[];
     const entries = [];
     for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i], score: Number(flat[i + 1]) + 0 });
-    expect({ key, entries }).toEqual({ key, entries: model.entries(key).map(({ member, score }) => ({ member, score: score + 0 })) });
+    expect({ key, entries }).toEqual({
+      key,
+      entries: model.entries(key).map(({ member, score }) => ({ member, score: score + 0 })),
+    });
   }
 }
 
@@ -479,9 +644,18 @@ describe.each([
   ['EVAL (script mode)', true],
 ] as const)('raw calls through %s: the model gives the Lua’s replies, errors and keys', (_label, viaScript) => {
   it('for random ARGV, valid and garbage', async () => {
-    const coverage: RawCoverage = { replies: 0, batchReplies: 0, invalidArguments: 0, clockSkew: 0, commandErrors: 0, castOverflow: 0 };
+    const coverage: RawCoverage = {
+      replies: 0,
+      batchReplies: 0,
+      invalidArguments: 0,
+      clockSkew: 0,
+      commandErrors: 0,
+      castOverflow: 0,
+    };
     await fc.assert(
-      fc.asyncProperty(fc.array(rawCall, { minLength: 1, maxLength: 25 }), (calls) => runRawCalls(calls, viaScript, coverage)),
+      fc.asyncProperty(fc.array(rawCall, { minLength: 1, maxLength: 25 }), (calls) =>
+        runRawCalls(calls, viaScript, coverage),
+      ),
       checkParameters(300),
     );
     expect(coverage.replies).toBeGreaterThan(0);
@@ -516,25 +690,69 @@ describe('now_ms "*" (the server clock)', () => {
 // ------------------------------------------------------------------------------------------------
 
 const space = fc.constantFrom('', ' ', '  ', '\t', '\n', '\v', '\f', '\r');
-const digitString = (max: number) => fc.array(fc.constantFrom(...'0123456789'), { maxLength: max }).map((d) => d.join(''));
-const hexString = (max: number) => fc.array(fc.constantFrom(...'0123456789abcdefABCDEF'), { maxLength: max }).map((d) => d.join(''));
+const digitString = (max: number) =>
+  fc.array(fc.constantFrom(...'0123456789'), { maxLength: max }).map((d) => d.join(''));
+const hexString = (max: number) =>
+  fc.array(fc.constantFrom(...'0123456789abcdefABCDEF'), { maxLength: max }).map((d) => d.join(''));
 const numberBody = fc.oneof(
-  fc.tuple(digitString(20), fc.constantFrom('', '.'), digitString(20), fc.oneof(fc.constant(''), fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), digitString(4)).map((p) => p.join(''))))
+  fc
+    .tuple(
+      digitString(20),
+      fc.constantFrom('', '.'),
+      digitString(20),
+      fc.oneof(
+        fc.constant(''),
+        fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), digitString(4)).map((p) => p.join('')),
+      ),
+    )
     .map((p) => p.join('')),
-  fc.tuple(fc.constantFrom('0x', '0X'), hexString(18), fc.constantFrom('', '.'), hexString(6), fc.oneof(fc.constant(''), fc.tuple(fc.constantFrom('p', 'P'), fc.constantFrom('', '-'), digitString(4)).map((p) => p.join(''))))
+  fc
+    .tuple(
+      fc.constantFrom('0x', '0X'),
+      hexString(18),
+      fc.constantFrom('', '.'),
+      hexString(6),
+      fc.oneof(
+        fc.constant(''),
+        fc.tuple(fc.constantFrom('p', 'P'), fc.constantFrom('', '-'), digitString(4)).map((p) => p.join('')),
+      ),
+    )
     .map((p) => p.join('')),
   fc.constantFrom('inf', 'INF', 'infinity', 'Infinity', 'infin', 'nan', 'NaN', 'nan()', 'nan(abc_1)', 'nan(x', 'x', ''),
   // 53 bits, then exactly half of the last one: rounding must go to even.
-  fc.tuple(hexString(12).map((d) => d.padEnd(12, '0')), fc.constantFrom(...'0123456789abcdef'), fc.constantFrom('', '0', '000'), fc.constantFrom('', 'p0', 'p-1074', 'p-1100', 'p970'))
+  fc
+    .tuple(
+      hexString(12).map((d) => d.padEnd(12, '0')),
+      fc.constantFrom(...'0123456789abcdef'),
+      fc.constantFrom('', '0', '000'),
+      fc.constantFrom('', 'p0', 'p-1074', 'p-1100', 'p970'),
+    )
     .map(([digits, last, zeros, exponent]) => `0x1${digits}${last}8${zeros}${exponent}`),
 );
-const numberLike = fc.tuple(space, fc.constantFrom('', '+', '-'), numberBody, space, fc.constantFrom('', '', 'x', 'abc', '\u0000junk', ' 1')).map((p) => p.join(''));
+const numberLike = fc
+  .tuple(
+    space,
+    fc.constantFrom('', '+', '-'),
+    numberBody,
+    space,
+    fc.constantFrom('', '', 'x', 'abc', '\u0000junk', ' 1'),
+  )
+  .map((p) => p.join(''));
 
 describe('tonumber', () => {
   it('reads strings as Lua 5.1 in Redis does (spaces, hex, exponents, inf, nan, trailing junk, NUL)', async () => {
-    const show = (n: number | undefined) => (n === undefined ? null : Number.isNaN(n) ? 'nan' : Object.is(n, -0) ? '-0' : String(n));
-    const lua = "local n = tonumber(ARGV[1]) if n == nil then return false end if n ~= n then return 'nan' end return string.format('%.17g', n)";
-    const fromLua = (text: unknown) => (text === null ? null : text === 'nan' ? 'nan' : text === '-0' ? '-0' : String(Number(String(text).replace('inf', 'Infinity'))));
+    const show = (n: number | undefined) =>
+      n === undefined ? null : Number.isNaN(n) ? 'nan' : Object.is(n, -0) ? '-0' : String(n);
+    const lua =
+      "local n = tonumber(ARGV[1]) if n == nil then return false end if n ~= n then return 'nan' end return string.format('%.17g', n)";
+    const fromLua = (text: unknown) =>
+      text === null
+        ? null
+        : text === 'nan'
+          ? 'nan'
+          : text === '-0'
+            ? '-0'
+            : String(Number(String(text).replace('inf', 'Infinity')));
     await fc.assert(
       fc.asyncProperty(fc.oneof(numberLike, garbage), async (text) => {
         const expected = fromLua(await redis.eval(lua, 0, text));

@@ -78,15 +78,25 @@ describe('Prometheus export', () => {
       expect(values.get(`sliding_limit_call_duration_seconds_count{function="${fn}"}`)).toBe(m.calls);
       expect(values.get(`sliding_limit_call_duration_seconds_bucket{le="+Inf",function="${fn}"}`)).toBe(m.calls);
       const histogram = limiter.metrics.histogramOf(fn)!;
-      expect(values.get(`sliding_limit_call_duration_seconds_sum{function="${fn}"}`)).toBeCloseTo(histogram.sum / 1000, 9);
+      expect(values.get(`sliding_limit_call_duration_seconds_sum{function="${fn}"}`)).toBeCloseTo(
+        histogram.sum / 1000,
+        9,
+      );
 
       // Every exported bucket holds exactly the calls at most that slow, and they never decrease.
-      const buckets = [...values].filter(([name]) => name.startsWith('sliding_limit_call_duration_seconds_bucket{') && name.endsWith(`function="${fn}"}`) && !name.includes('+Inf'));
+      const buckets = [...values].filter(
+        ([name]) =>
+          name.startsWith('sliding_limit_call_duration_seconds_bucket{') &&
+          name.endsWith(`function="${fn}"}`) &&
+          !name.includes('+Inf'),
+      );
       expect(buckets).toHaveLength(23);
       let previous = 0;
       for (const [name, count] of buckets) {
         const le = Number(/le="([^"]+)"/.exec(name)![1]) * 1000;
-        const expected = histogram.bucketCounts().reduce((sum, n, i) => (LATENCY_BUCKETS_MS[i] <= le * (1 + 1e-6) ? sum + n : sum), 0);
+        const expected = histogram
+          .bucketCounts()
+          .reduce((sum, n, i) => (LATENCY_BUCKETS_MS[i] <= le * (1 + 1e-6) ? sum + n : sum), 0);
         expect(count).toBe(expected);
         expect(count).toBeGreaterThanOrEqual(previous);
         previous = count;
@@ -99,11 +109,19 @@ describe('Prometheus export', () => {
     expect(rejectedTotal).toBe(100 + keysOnV1);
     const v2Keys = snapshot.find((m) => m.functionName === 'sliding_allow_v2')!;
     expect(v2Keys.errors.clock_skew).toBeGreaterThan(0);
-    expect(values.get('sliding_limit_errors_total{function="sliding_allow_v2",kind="clock_skew"}')).toBe(v2Keys.errors.clock_skew);
-    expect([...values.keys()].some((name) => name.startsWith('sliding_limit_errors_total{function="sliding_allow_v1"'))).toBe(false);
+    expect(values.get('sliding_limit_errors_total{function="sliding_allow_v2",kind="clock_skew"}')).toBe(
+      v2Keys.errors.clock_skew,
+    );
+    expect(
+      [...values.keys()].some((name) => name.startsWith('sliding_limit_errors_total{function="sliding_allow_v1"')),
+    ).toBe(false);
     for (const m of snapshot) {
-      const exported = [...values].filter(([name]) => name.startsWith(`sliding_limit_fallbacks_total{function="${m.functionName}"`));
-      expect(Object.fromEntries(exported.map(([name, value]) => [/kind="([^"]+)"/.exec(name)![1], value]))).toEqual(m.fallbacks ?? {});
+      const exported = [...values].filter(([name]) =>
+        name.startsWith(`sliding_limit_fallbacks_total{function="${m.functionName}"`),
+      );
+      expect(Object.fromEntries(exported.map(([name, value]) => [/kind="([^"]+)"/.exec(name)![1], value]))).toEqual(
+        m.fallbacks ?? {},
+      );
     }
 
     // Scrape time, not registration time: a new call shows in the next scrape.
@@ -118,7 +136,14 @@ describe('Prometheus export', () => {
     const registry = new Registry<OpenMetricsContentType>();
     registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
     const exported = registerPrometheusMetrics(limiter, { registry, prefix: 'edge_rl_' });
-    expect(exported.names).toEqual(['edge_rl_calls', 'edge_rl_decisions', 'edge_rl_errors', 'edge_rl_blocked_locally', 'edge_rl_fallbacks', 'edge_rl_call_duration_seconds']);
+    expect(exported.names).toEqual([
+      'edge_rl_calls',
+      'edge_rl_decisions',
+      'edge_rl_errors',
+      'edge_rl_blocked_locally',
+      'edge_rl_fallbacks',
+      'edge_rl_call_duration_seconds',
+    ]);
     const text = await registry.metrics();
     expect(text).toMatch(/^edge_rl_calls_total\{function="sliding_allow_v1"\} \d+$/m);
     expect(text).not.toContain('_total_total');
@@ -128,11 +153,15 @@ describe('Prometheus export', () => {
   it("registers in prom-client's global registry by default, and refuses a second export under the same names without breaking the first", async () => {
     const exported = registerPrometheusMetrics(limiter);
     try {
-      expect(await globalRegister.metrics()).toContain('sliding_limit_decisions_total{function="sliding_allow_v1",outcome="allowed"}');
+      expect(await globalRegister.metrics()).toContain(
+        'sliding_limit_decisions_total{function="sliding_allow_v1",outcome="allowed"}',
+      );
       const other = new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('prom2') });
       expect(() => registerPrometheusMetrics(other)).toThrow(/already been registered/);
       const values = samples(await globalRegister.metrics());
-      expect(values.get('sliding_limit_calls_total{function="sliding_allow_v1"}')).toBe(limiter.metrics.snapshot().find((m) => m.functionName === 'sliding_allow_v1')!.calls);
+      expect(values.get('sliding_limit_calls_total{function="sliding_allow_v1"}')).toBe(
+        limiter.metrics.snapshot().find((m) => m.functionName === 'sliding_allow_v1')!.calls,
+      );
     } finally {
       exported.unregister();
     }
@@ -144,7 +173,10 @@ describe('Prometheus export', () => {
       registerPrometheusMetrics({} as SlidingWindowLimiter, { registry: new Registry(), prefix: 'has-dash' });
     } catch (error) {
       expect(error).toBeInstanceOf(RateLimitConfigError);
-      expect((error as RateLimitConfigError).problems).toEqual([expect.stringMatching(/^limiter must be/), expect.stringMatching(/^prefix must be/)]);
+      expect((error as RateLimitConfigError).problems).toEqual([
+        expect.stringMatching(/^limiter must be/),
+        expect.stringMatching(/^prefix must be/),
+      ]);
     }
     expect.assertions(2);
   });
@@ -161,10 +193,16 @@ describe('Prometheus export', () => {
         if (seen.has(file)) continue;
         seen.add(file);
         const source = readFileSync(file, 'utf8');
-        for (const [, spec] of source.matchAll(/^import (?!type )[^;]*? from '(\.[^']+)';/gm)) pending.push(resolve(dirname(file), `${spec}.ts`));
+        for (const [, spec] of source.matchAll(/^import (?!type )[^;]*? from '(\.[^']+)';/gm))
+          pending.push(resolve(dirname(file), `${spec}.ts`));
         const out = join(root, relative(lib, file)).replace(/\.ts$/, '.js');
         mkdirSync(dirname(out), { recursive: true });
-        writeFileSync(out, ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText);
+        writeFileSync(
+          out,
+          ts.transpileModule(source, {
+            compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
+          }).outputText,
+        );
       }
       const script = `
         const { registerPrometheusMetrics } = require(${JSON.stringify(join(root, 'metrics', 'prometheus.js'))});

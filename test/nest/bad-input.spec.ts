@@ -40,7 +40,10 @@ afterAll(async () => {
 });
 
 /** The error bootstrap fails with, or undefined when it succeeds (the app is closed either way). */
-async function bootstrapError(imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>, controllers: Type[] = []): Promise<unknown> {
+async function bootstrapError(
+  imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>,
+  controllers: Type[] = [],
+): Promise<unknown> {
   let app;
   try {
     const moduleRef = await Test.createTestingModule({ imports, controllers }).compile();
@@ -66,42 +69,170 @@ async function limitKeys(): Promise<string[]> {
 describe('RateLimitModule.forRoot options', () => {
   const url = () => server.url;
   const rows: [string, () => unknown, string][] = [
-    ['no connection at all', () => ({}), 'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client'],
-    ['two connections', () => ({ redis: url(), backend: new MemoryBackend() }), 'set only one of redis, client and backend'],
-    ['a URL without scheme', () => ({ redis: 'localhost:6379' }), 'redis must be a redis:// or rediss:// URL, got "localhost:6379"'],
-    ['a URL of another scheme', () => ({ redis: 'http://127.0.0.1:6379' }), 'redis must be a redis:// or rediss:// URL'],
+    [
+      'no connection at all',
+      () => ({}),
+      'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client',
+    ],
+    [
+      'two connections',
+      () => ({ redis: url(), backend: new MemoryBackend() }),
+      'set only one of redis, client and backend',
+    ],
+    [
+      'a URL without scheme',
+      () => ({ redis: 'localhost:6379' }),
+      'redis must be a redis:// or rediss:// URL, got "localhost:6379"',
+    ],
+    [
+      'a URL of another scheme',
+      () => ({ redis: 'http://127.0.0.1:6379' }),
+      'redis must be a redis:// or rediss:// URL',
+    ],
     ['redis as a number', () => ({ redis: 6379 }), 'redis must be a URL string or ioredis options, got 6379'],
-    ['client that is not a client', () => ({ client: { host: 'x' } }), 'client must be an ioredis Redis or Cluster instance'],
+    [
+      'client that is not a client',
+      () => ({ client: { host: 'x' } }),
+      'client must be an ioredis Redis or Cluster instance',
+    ],
     ['an unknown option', () => ({ redis: url(), keyprefix: 'x' }), 'unknown option keyprefix'],
-    ['an unknown function name', () => ({ redis: url(), functionName: 'sliding_allow_v9' }), 'functionName "sliding_allow_v9" is not a shipped function; known: sliding_allow_v1, sliding_allow_v2'],
-    ['a function name of another type', () => ({ redis: url(), functionName: 2 }), 'functionName 2 is not a shipped function'],
-    ['a negative maxClockSkewMs', () => ({ redis: url(), maxClockSkewMs: -1 }), 'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got -1'],
-    ['an absurd maxClockSkewMs', () => ({ redis: url(), maxClockSkewMs: 1e12 }), 'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got 1000000000000'],
-    ['a fractional maxClockSkewMs', () => ({ redis: url(), maxClockSkewMs: 1.5 }), 'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got 1.5'],
-    ['a NaN maxClockSkewMs', () => ({ redis: url(), maxClockSkewMs: Number.NaN }), 'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got NaN'],
-    ['a maxClockSkewMs string', () => ({ redis: url(), maxClockSkewMs: '5' }), 'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got "5"'],
-    ['a zero timeoutMs', () => ({ redis: url(), timeoutMs: 0 }), 'timeoutMs must be a whole number of milliseconds from 1 to 60000, got 0'],
-    ['an absurd timeoutMs', () => ({ redis: url(), timeoutMs: 1e9 }), 'timeoutMs must be a whole number of milliseconds from 1 to 60000, got 1000000000'],
-    ['a keyPrefix over 128 characters', () => ({ redis: url(), keyPrefix: 'p'.repeat(129) }), 'keyPrefix must be a string of at most 128 characters'],
-    ['a keyPrefix that is not a string', () => ({ redis: url(), keyPrefix: 42 }), 'keyPrefix must be a string of at most 128 characters without { or }, got 42'],
-    ['a keyPrefix with a hash tag', () => ({ redis: url(), keyPrefix: '{rl}:' }), 'keyPrefix must be a string of at most 128 characters without { or }, got "{rl}:"'],
-    ['an unknown loadFunctions', () => ({ redis: url(), loadFunctions: 'sometimes' }), 'loadFunctions must be one of auto, verify, off, got "sometimes"'],
-    ['an unknown mode', () => ({ redis: url(), mode: 'eval' }), 'mode must be one of auto, function, script, got "eval"'],
-    ['an unknown clock', () => ({ redis: url(), clock: 'utc' }), "clock must be 'local', 'server' or a function returning epoch milliseconds"],
-    ['a batch of no decisions', () => ({ redis: url(), batch: { maxSize: 0 } }), 'batch must be true, false or { maxSize: 1 … 1000 }, got an object'],
-    ['a batch that is not an object', () => ({ redis: url(), batch: 16 }), 'batch must be true, false or { maxSize: 1 … 1000 }, got 16'],
-    ['an unknown onRedisError', () => ({ redis: url(), onRedisError: 'retry' }), 'onRedisError must be one of allow, deny, throw, got "retry"'],
-    ['a block cache of no entries', () => ({ redis: url(), blockCache: { maxEntries: 0 } }), 'blockCache must be true, false or { maxEntries: 1'],
-    ['a fractional insurance maxKeys', () => ({ redis: url(), insurance: { maxKeys: 1.5 } }), 'insurance must be true, false or { maxKeys: 1'],
+    [
+      'an unknown function name',
+      () => ({ redis: url(), functionName: 'sliding_allow_v9' }),
+      'functionName "sliding_allow_v9" is not a shipped function; known: sliding_allow_v1, sliding_allow_v2',
+    ],
+    [
+      'a function name of another type',
+      () => ({ redis: url(), functionName: 2 }),
+      'functionName 2 is not a shipped function',
+    ],
+    [
+      'a negative maxClockSkewMs',
+      () => ({ redis: url(), maxClockSkewMs: -1 }),
+      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got -1',
+    ],
+    [
+      'an absurd maxClockSkewMs',
+      () => ({ redis: url(), maxClockSkewMs: 1e12 }),
+      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got 1000000000000',
+    ],
+    [
+      'a fractional maxClockSkewMs',
+      () => ({ redis: url(), maxClockSkewMs: 1.5 }),
+      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got 1.5',
+    ],
+    [
+      'a NaN maxClockSkewMs',
+      () => ({ redis: url(), maxClockSkewMs: Number.NaN }),
+      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got NaN',
+    ],
+    [
+      'a maxClockSkewMs string',
+      () => ({ redis: url(), maxClockSkewMs: '5' }),
+      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got "5"',
+    ],
+    [
+      'a zero timeoutMs',
+      () => ({ redis: url(), timeoutMs: 0 }),
+      'timeoutMs must be a whole number of milliseconds from 1 to 60000, got 0',
+    ],
+    [
+      'an absurd timeoutMs',
+      () => ({ redis: url(), timeoutMs: 1e9 }),
+      'timeoutMs must be a whole number of milliseconds from 1 to 60000, got 1000000000',
+    ],
+    [
+      'a keyPrefix over 128 characters',
+      () => ({ redis: url(), keyPrefix: 'p'.repeat(129) }),
+      'keyPrefix must be a string of at most 128 characters',
+    ],
+    [
+      'a keyPrefix that is not a string',
+      () => ({ redis: url(), keyPrefix: 42 }),
+      'keyPrefix must be a string of at most 128 characters without { or }, got 42',
+    ],
+    [
+      'a keyPrefix with a hash tag',
+      () => ({ redis: url(), keyPrefix: '{rl}:' }),
+      'keyPrefix must be a string of at most 128 characters without { or }, got "{rl}:"',
+    ],
+    [
+      'an unknown loadFunctions',
+      () => ({ redis: url(), loadFunctions: 'sometimes' }),
+      'loadFunctions must be one of auto, verify, off, got "sometimes"',
+    ],
+    [
+      'an unknown mode',
+      () => ({ redis: url(), mode: 'eval' }),
+      'mode must be one of auto, function, script, got "eval"',
+    ],
+    [
+      'an unknown clock',
+      () => ({ redis: url(), clock: 'utc' }),
+      "clock must be 'local', 'server' or a function returning epoch milliseconds",
+    ],
+    [
+      'a batch of no decisions',
+      () => ({ redis: url(), batch: { maxSize: 0 } }),
+      'batch must be true, false or { maxSize: 1 … 1000 }, got an object',
+    ],
+    [
+      'a batch that is not an object',
+      () => ({ redis: url(), batch: 16 }),
+      'batch must be true, false or { maxSize: 1 … 1000 }, got 16',
+    ],
+    [
+      'an unknown onRedisError',
+      () => ({ redis: url(), onRedisError: 'retry' }),
+      'onRedisError must be one of allow, deny, throw, got "retry"',
+    ],
+    [
+      'a block cache of no entries',
+      () => ({ redis: url(), blockCache: { maxEntries: 0 } }),
+      'blockCache must be true, false or { maxEntries: 1',
+    ],
+    [
+      'a fractional insurance maxKeys',
+      () => ({ redis: url(), insurance: { maxKeys: 1.5 } }),
+      'insurance must be true, false or { maxKeys: 1',
+    ],
     ['a report that is a string', () => ({ redis: url(), report: 'yes' }), 'report must be true, false or'],
-    ['a report interval of 5 ms', () => ({ redis: url(), report: { intervalMs: 5 } }), 'report.intervalMs must be a whole number of milliseconds from 100 to 86400000, got 5'],
-    ['a report id with a space', () => ({ redis: url(), report: { instanceId: 'web 1' } }), 'report.instanceId must be 1 to 200 characters without spaces, got "web 1"'],
-    ['a logger without methods', () => ({ redis: url(), logger: {} }), 'logger must have log(message) and warn(message)'],
-    ['a canary of 101 %', () => ({ redis: url(), canary: { functionName: 'sliding_allow_v1', percent: 101 } }), 'canary.percent must be a number from 0 to 100, got 101'],
-    ['an unknown header style', () => ({ redis: url(), headers: 'all' }), 'headers must be one of legacy, draft, both, none, got "all"'],
-    ['a global that is not boolean', () => ({ redis: url(), global: 'yes' }), 'global must be true or false, got "yes"'],
+    [
+      'a report interval of 5 ms',
+      () => ({ redis: url(), report: { intervalMs: 5 } }),
+      'report.intervalMs must be a whole number of milliseconds from 100 to 86400000, got 5',
+    ],
+    [
+      'a report id with a space',
+      () => ({ redis: url(), report: { instanceId: 'web 1' } }),
+      'report.instanceId must be 1 to 200 characters without spaces, got "web 1"',
+    ],
+    [
+      'a logger without methods',
+      () => ({ redis: url(), logger: {} }),
+      'logger must have log(message) and warn(message)',
+    ],
+    [
+      'a canary of 101 %',
+      () => ({ redis: url(), canary: { functionName: 'sliding_allow_v1', percent: 101 } }),
+      'canary.percent must be a number from 0 to 100, got 101',
+    ],
+    [
+      'an unknown header style',
+      () => ({ redis: url(), headers: 'all' }),
+      'headers must be one of legacy, draft, both, none, got "all"',
+    ],
+    [
+      'a global that is not boolean',
+      () => ({ redis: url(), global: 'yes' }),
+      'global must be true or false, got "yes"',
+    ],
     ['a bad default key', () => ({ redis: url(), key: 'usr' }), 'key "usr": unknown part "usr"'],
-    ['a bad defaultLimit', () => ({ redis: url(), defaultLimit: { limit: 0, windowMs: 1000 } }), 'defaultLimit.limit must be a whole number from 1 to 1000000, got 0'],
+    [
+      'a bad defaultLimit',
+      () => ({ redis: url(), defaultLimit: { limit: 0, windowMs: 1000 } }),
+      'defaultLimit.limit must be a whole number from 1 to 1000000, got 0',
+    ],
   ];
 
   it.each(rows)('%s: fails bootstrap naming the option', async (_label, options, expected) => {
@@ -121,13 +252,16 @@ describe('RateLimitModule.forRoot options', () => {
   });
 
   it('reports every problem together', async () => {
-    const error = await bootstrapError([RateLimitModule.forRoot({ redis: 'nope', mode: 'x', maxClockSkewMs: -1 } as never)]);
+    const error = await bootstrapError([
+      RateLimitModule.forRoot({ redis: 'nope', mode: 'x', maxClockSkewMs: -1 } as never),
+    ]);
     expect((error as RateLimitConfigError).problems).toHaveLength(3);
   });
 
   describe('a password in the connection never shows in an error', () => {
     /** Everything a log line could print of an error: message, stack and own properties. */
-    const printed = (error: unknown) => `${(error as Error)?.message}\n${(error as Error)?.stack}\n${inspect(error, { depth: 5 })}`;
+    const printed = (error: unknown) =>
+      `${(error as Error)?.message}\n${(error as Error)?.stack}\n${inspect(error, { depth: 5 })}`;
 
     it("ioredis options with a password, server unreachable, loadFunctions 'verify': fails bootstrap without the password", async () => {
       const error = await bootstrapError([
@@ -147,11 +281,19 @@ describe('RateLimitModule.forRoot options', () => {
       try {
         const started = Date.now();
         const error = await bootstrapError([
-          RateLimitModule.forRoot({ redis: { host: '127.0.0.1', port: frozen.port, password: PASSWORD }, loadFunctions: 'verify', timeoutMs: 300 }),
+          RateLimitModule.forRoot({
+            redis: { host: '127.0.0.1', port: frozen.port, password: PASSWORD },
+            loadFunctions: 'verify',
+            timeoutMs: 300,
+          }),
         ]);
         // Without the bound, bootstrap would wait for ever (ioredis queues commands until it connects).
         // The bound is max(timeoutMs, 2 s), not timeoutMs (300).
-        expect(error).toMatchObject({ name: 'RedisUnavailableError', reason: 'timeout', message: 'Redis did not answer within 2000 ms' });
+        expect(error).toMatchObject({
+          name: 'RedisUnavailableError',
+          reason: 'timeout',
+          message: 'Redis did not answer within 2000 ms',
+        });
         expect(printed(error)).not.toContain(PASSWORD);
         // The start-up bound: 1 to 1.25 × max(timeoutMs, 2 s).
         expect(Date.now() - started).toBeLessThan(5000);
@@ -165,7 +307,16 @@ describe('RateLimitModule.forRoot options', () => {
       const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
       try {
         const error = await bootstrapError([
-          RateLimitModule.forRoot({ redis: { host: '127.0.0.1', port: 1, password: PASSWORD, retryStrategy: () => null, maxRetriesPerRequest: 0 }, timeoutMs: 300 }),
+          RateLimitModule.forRoot({
+            redis: {
+              host: '127.0.0.1',
+              port: 1,
+              password: PASSWORD,
+              retryStrategy: () => null,
+              maxRetriesPerRequest: 0,
+            },
+            timeoutMs: 300,
+          }),
         ]);
         expect(error).toBeUndefined();
         const warnings = warn.mock.calls.map((call) => String(call[0]));
@@ -177,19 +328,25 @@ describe('RateLimitModule.forRoot options', () => {
     });
 
     it('a URL with a password that parses: the options problems do not echo it', async () => {
-      const error = await bootstrapError([RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:${server.port}`, mode: 'x' as never })]);
+      const error = await bootstrapError([
+        RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:${server.port}`, mode: 'x' as never }),
+      ]);
       expect(error).toBeInstanceOf(RateLimitConfigError);
       expect(printed(error)).not.toContain(PASSWORD);
     });
 
     it('a URL of another scheme with a password: the error does not echo the password', async () => {
-      const error = await bootstrapError([RateLimitModule.forRoot({ redis: `http://user:${PASSWORD}@127.0.0.1:6379` })]);
+      const error = await bootstrapError([
+        RateLimitModule.forRoot({ redis: `http://user:${PASSWORD}@127.0.0.1:6379` }),
+      ]);
       expect(error).toBeInstanceOf(RateLimitConfigError);
       expect(printed(error)).not.toContain(PASSWORD);
     });
 
     it('a URL with a password that does not parse: a RateLimitConfigError without the password', async () => {
-      const error = await bootstrapError([RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:notaport` })]);
+      const error = await bootstrapError([
+        RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:notaport` }),
+      ]);
       expect(error).toBeInstanceOf(RateLimitConfigError);
       expect(printed(error)).not.toContain(PASSWORD);
     });
@@ -200,7 +357,9 @@ describe('RateLimitModule.forRoot options', () => {
       const admin = new Redis(guarded.url);
       try {
         await admin.config('SET', 'requirepass', 'the-right-one');
-        const error = await bootstrapError([RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:${guarded.port}` })]);
+        const error = await bootstrapError([
+          RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:${guarded.port}` }),
+        ]);
         expect((error as Error).message).toMatch(/WRONGPASS/);
         expect(printed(error)).not.toContain(PASSWORD);
       } finally {
@@ -258,11 +417,31 @@ describe('@SlidingLimit options', () => {
     ['limit missing', { windowMs: 1000 }, `${LIMIT} undefined`],
     ['windowMs missing', { limit: 1 }, `${WINDOW} undefined`],
     ['no options at all', undefined, '@SlidingLimit must be an object with limit and windowMs, got undefined'],
-    ['a key template with an unknown part', { limit: 1, windowMs: 1000, key: 'usr:id' }, '@SlidingLimit.key "usr:id": unknown part "usr:id"'],
-    ['a key template with an empty path', { limit: 1, windowMs: 1000, key: 'body:' }, '@SlidingLimit.key "body:": part "body:"'],
-    ['a key template naming a part twice', { limit: 1, windowMs: 1000, key: 'ip+ip' }, '@SlidingLimit.key "ip+ip": part "ip" appears twice'],
-    ['a key template reaching for the prototype', { limit: 1, windowMs: 1000, key: 'user:__proto__..x' }, '@SlidingLimit.key "user:__proto__..x"'],
-    ['a key that is a number', { limit: 1, windowMs: 1000, key: 42 }, '@SlidingLimit.key must be a key template string or a function'],
+    [
+      'a key template with an unknown part',
+      { limit: 1, windowMs: 1000, key: 'usr:id' },
+      '@SlidingLimit.key "usr:id": unknown part "usr:id"',
+    ],
+    [
+      'a key template with an empty path',
+      { limit: 1, windowMs: 1000, key: 'body:' },
+      '@SlidingLimit.key "body:": part "body:"',
+    ],
+    [
+      'a key template naming a part twice',
+      { limit: 1, windowMs: 1000, key: 'ip+ip' },
+      '@SlidingLimit.key "ip+ip": part "ip" appears twice',
+    ],
+    [
+      'a key template reaching for the prototype',
+      { limit: 1, windowMs: 1000, key: 'user:__proto__..x' },
+      '@SlidingLimit.key "user:__proto__..x"',
+    ],
+    [
+      'a key that is a number',
+      { limit: 1, windowMs: 1000, key: 42 },
+      '@SlidingLimit.key must be a key template string or a function',
+    ],
     ['a name with a space', { limit: 1, windowMs: 1000, name: 'bad name' }, `${NAME} "bad name"`],
     ['a name opening a hash tag', { limit: 1, windowMs: 1000, name: '{x}' }, `${NAME} "{x}"`],
     ['a name with a colon', { limit: 1, windowMs: 1000, name: 'a:b' }, `${NAME} "a:b"`],
@@ -277,7 +456,10 @@ describe('@SlidingLimit options', () => {
   });
 
   it('on a class: fails bootstrap naming the controller', async () => {
-    const error = await bootstrapError([RateLimitModule.forRoot({ redis: server.url })], [controllerWith({ limit: 0, windowMs: 1000 }, true)]);
+    const error = await bootstrapError(
+      [RateLimitModule.forRoot({ redis: server.url })],
+      [controllerWith({ limit: 0, windowMs: 1000 }, true)],
+    );
     expect((error as Error).message).toContain(`ClassRowController: ${LIMIT} 0`);
   });
 });
@@ -358,13 +540,22 @@ describe.each(PLATFORMS)('request-derived key parts on %s', (platform) => {
 
   beforeAll(async () => {
     await redis.flushdb();
-    app = await startTestApp({ platform, controllers: [KeyPartsController], options: { redis: server.url, keyPrefix: PREFIX } });
+    app = await startTestApp({
+      platform,
+      controllers: [KeyPartsController],
+      options: { redis: server.url, keyPrefix: PREFIX },
+    });
   });
   afterAll(() => app.close());
 
   /** The key of limit `name` for a part `label` whose value became `segment` (undefined: missing). */
   const expectKey = async (name: string, label: string | undefined, segment: string | undefined) => {
-    const identity = segment === undefined ? `no-${label ?? 'key'}:ip:127.0.0.1` : label === undefined ? segment : `${label}:${segment}`;
+    const identity =
+      segment === undefined
+        ? `no-${label ?? 'key'}:ip:127.0.0.1`
+        : label === undefined
+          ? segment
+          : `${label}:${segment}`;
     const key = `${PREFIX}${name}:{${identity}}`;
     expect({ key, exists: await redis.exists(key) }).toEqual({ key, exists: 1 });
   };
@@ -408,8 +599,16 @@ describe.each(PLATFORMS)('request-derived key parts on %s', (platform) => {
     await app.http().get('/parts/query').expect(200);
     await app.http().get('/parts/query?v=1&v=2').expect(200);
     await app.http().get('/parts/query?v[a]=1').expect(200);
-    await app.http().post('/parts/body').send({ v: { nested: 'x' } }).expect(201);
-    await app.http().post('/parts/body').send({ v: ['x'] }).expect(201);
+    await app
+      .http()
+      .post('/parts/body')
+      .send({ v: { nested: 'x' } })
+      .expect(201);
+    await app
+      .http()
+      .post('/parts/body')
+      .send({ v: ['x'] })
+      .expect(201);
     await app.http().post('/parts/body').send({ v: null }).expect(201);
     await app.http().post('/parts/body').send('v=raw').set('content-type', 'text/plain').expect(201);
     await app.http().get('/parts/both').query({ v: '{x}' }).expect(200);
@@ -485,7 +684,10 @@ describe('direct FCALL with bad arguments', () => {
     // Once on fresh keys, once with the existing key in place of the first one.
     const withExisting = fresh.map((key) => (key === fresh[0] ? existing : key));
     for (const callKeys of fresh.length > 0 ? [fresh, withExisting] : [fresh]) {
-      const call = fn === 'sliding_peek_v2' ? redis.fcall_ro(fn, callKeys.length, ...callKeys, ...args) : redis.fcall(fn, callKeys.length, ...callKeys, ...args);
+      const call =
+        fn === 'sliding_peek_v2'
+          ? redis.fcall_ro(fn, callKeys.length, ...callKeys, ...args)
+          : redis.fcall(fn, callKeys.length, ...callKeys, ...args);
       await expect(call).rejects.toThrow(/^ERR invalid arguments$/);
     }
     for (const key of fresh) expect(await redis.exists(key)).toBe(0);
@@ -522,20 +724,72 @@ describe('SlidingWindowLimiter arguments', () => {
   const rows: [string, (l: SlidingWindowLimiter) => Promise<unknown>, string][] = [
     ['consume: empty key', (l) => l.consume('', ok), 'key 0 must be a non-empty string, got ""'],
     ['consume: key not a string', (l) => l.consume(42 as never, ok), 'key 0 must be a non-empty string, got 42'],
-    ['consume: no rule', (l) => l.consume('k', undefined as never), 'rule must be an object with limit and windowMs, got undefined'],
-    ['consume: limit 0', (l) => l.consume('k', { limit: 0, windowMs: 1000 }), 'rule.limit must be a whole number from 1 to 1000000, got 0'],
-    ['consume: limit "5"', (l) => l.consume('k', { limit: '5' as never, windowMs: 1000 }), 'rule.limit must be a whole number from 1 to 1000000, got "5"'],
-    ['consume: windowMs NaN', (l) => l.consume('k', { limit: 5, windowMs: Number.NaN }), 'rule.windowMs must be a whole number of milliseconds from 1 to 31622400000, got NaN'],
-    ['consume: windowMs beyond a year', (l) => l.consume('k', { limit: 5, windowMs: 1e15 }), 'rule.windowMs must be a whole number of milliseconds'],
-    ['consume: an unknown onRedisError', (l) => l.consume('k', ok, { onRedisError: 'later' as never }), 'onRedisError must be one of allow, deny, throw'],
+    [
+      'consume: no rule',
+      (l) => l.consume('k', undefined as never),
+      'rule must be an object with limit and windowMs, got undefined',
+    ],
+    [
+      'consume: limit 0',
+      (l) => l.consume('k', { limit: 0, windowMs: 1000 }),
+      'rule.limit must be a whole number from 1 to 1000000, got 0',
+    ],
+    [
+      'consume: limit "5"',
+      (l) => l.consume('k', { limit: '5' as never, windowMs: 1000 }),
+      'rule.limit must be a whole number from 1 to 1000000, got "5"',
+    ],
+    [
+      'consume: windowMs NaN',
+      (l) => l.consume('k', { limit: 5, windowMs: Number.NaN }),
+      'rule.windowMs must be a whole number of milliseconds from 1 to 31622400000, got NaN',
+    ],
+    [
+      'consume: windowMs beyond a year',
+      (l) => l.consume('k', { limit: 5, windowMs: 1e15 }),
+      'rule.windowMs must be a whole number of milliseconds',
+    ],
+    [
+      'consume: an unknown onRedisError',
+      (l) => l.consume('k', ok, { onRedisError: 'later' as never }),
+      'onRedisError must be one of allow, deny, throw',
+    ],
     ['consumeAll: no limits', (l) => l.consumeAll([]), 'at least one limit is required'],
     ['consumeAll: not an array', (l) => l.consumeAll('k' as never), 'at least one limit is required'],
-    ['consumeAll: a key twice', (l) => l.consumeAll([{ key: 'k', ...ok }, { key: 'k', ...ok }]), 'each stacked limit needs its own key'],
-    ['consumeAll: one bad rule', (l) => l.consumeAll([{ key: 'k', ...ok }, { key: 'j', limit: -1, windowMs: 1000 }]), 'limits[1].limit must be a whole number'],
-    ['peek: limit fractional', (l) => l.peek('k', { limit: 2.5, windowMs: 1000 }), 'rule.limit must be a whole number from 1 to 1000000, got 2.5'],
+    [
+      'consumeAll: a key twice',
+      (l) =>
+        l.consumeAll([
+          { key: 'k', ...ok },
+          { key: 'k', ...ok },
+        ]),
+      'each stacked limit needs its own key',
+    ],
+    [
+      'consumeAll: one bad rule',
+      (l) =>
+        l.consumeAll([
+          { key: 'k', ...ok },
+          { key: 'j', limit: -1, windowMs: 1000 },
+        ]),
+      'limits[1].limit must be a whole number',
+    ],
+    [
+      'peek: limit fractional',
+      (l) => l.peek('k', { limit: 2.5, windowMs: 1000 }),
+      'rule.limit must be a whole number from 1 to 1000000, got 2.5',
+    ],
     ['reset: empty key', (l) => l.reset(''), 'key 0 must be a non-empty string, got ""'],
-    ['use: an unknown function', (l) => l.use('sliding_allow_v9'), 'functionName "sliding_allow_v9" is not a shipped function'],
-    ['use: a canary over 100 %', (l) => l.use({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 250 } }), 'canary.percent must be a number from 0 to 100, got 250'],
+    [
+      'use: an unknown function',
+      (l) => l.use('sliding_allow_v9'),
+      'functionName "sliding_allow_v9" is not a shipped function',
+    ],
+    [
+      'use: a canary over 100 %',
+      (l) => l.use({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 250 } }),
+      'canary.percent must be a number from 0 to 100, got 250',
+    ],
   ];
 
   it.each(rows)('%s: RateLimitConfigError naming the argument, nothing written', async (_label, call, expected) => {
@@ -548,7 +802,11 @@ describe('SlidingWindowLimiter arguments', () => {
   it.each([
     ['no client or backend', {}, 'client must be an ioredis Redis or Cluster instance'],
     ['a client that is not one', { client: { get: () => 1 } }, 'client must be an ioredis Redis or Cluster instance'],
-    ['an unknown function name', { client: null, backend: new MemoryBackend(), functionName: 'x' }, 'functionName "x" is not a shipped function'],
+    [
+      'an unknown function name',
+      { client: null, backend: new MemoryBackend(), functionName: 'x' },
+      'functionName "x" is not a shipped function',
+    ],
   ])('construction with %s: RateLimitConfigError', (_label, options, expected) => {
     expect(() => new SlidingWindowLimiter(options as never)).toThrow(expected);
   });

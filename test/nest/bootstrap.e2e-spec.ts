@@ -7,7 +7,9 @@ import { rejectionOf } from '../support/rejection';
 
 describe('bootstrap errors', () => {
   it('fails app.init() on bad @SlidingLimit arguments, naming controller and handler', async () => {
-    const error = await rejectionOf(startTestApp({ platform: 'express', controllers: [UsersController, BadClassController, FineController] }));
+    const error = await rejectionOf(
+      startTestApp({ platform: 'express', controllers: [UsersController, BadClassController, FineController] }),
+    );
     expect(error).toBeInstanceOf(RateLimitConfigError);
     const message = (error as Error).message;
     for (const expected of [
@@ -31,17 +33,19 @@ describe('bootstrap errors', () => {
   });
 
   it('reports every bad module option together, each by name', async () => {
-    const error = await rejectionOf(startTestApp({
-      platform: 'express',
-      rateLimitModule: RateLimitModule.forRoot({
-        redis: 'localhost:6379',
-        headers: 'fancy' as never,
-        errorBody: 'html' as never,
-        functionName: 'sliding_allow_v9',
-        key: 'body:',
-        defaultLimit: { limit: 0, windowMs: 1000 },
+    const error = await rejectionOf(
+      startTestApp({
+        platform: 'express',
+        rateLimitModule: RateLimitModule.forRoot({
+          redis: 'localhost:6379',
+          headers: 'fancy' as never,
+          errorBody: 'html' as never,
+          functionName: 'sliding_allow_v9',
+          key: 'body:',
+          defaultLimit: { limit: 0, windowMs: 1000 },
+        }),
       }),
-    }));
+    );
     expect(error).toBeInstanceOf(RateLimitConfigError);
     const problems = (error as RateLimitConfigError).problems.join('\n');
     expect(problems).toContain('redis must be a redis:// or rediss:// URL, got "localhost:6379"');
@@ -53,18 +57,22 @@ describe('bootstrap errors', () => {
   });
 
   it('requires exactly one of redis and client', async () => {
-    const error = await rejectionOf(startTestApp({ platform: 'express', rateLimitModule: RateLimitModule.forRoot({}) }));
+    const error = await rejectionOf(
+      startTestApp({ platform: 'express', rateLimitModule: RateLimitModule.forRoot({}) }),
+    );
     expect((error as Error).message).toContain('set redis');
   });
 
   it("fails app.init() when loadFunctions is 'verify' and the function is not loaded", async () => {
     const server = await startRedisServer(); // a fresh server: nothing loaded
     try {
-      const error = await rejectionOf(startTestApp({
-        platform: 'express',
-        controllers: [FineController],
-        rateLimitModule: RateLimitModule.forRoot({ redis: server.url, loadFunctions: 'verify' }),
-      }));
+      const error = await rejectionOf(
+        startTestApp({
+          platform: 'express',
+          controllers: [FineController],
+          rateLimitModule: RateLimitModule.forRoot({ redis: server.url, loadFunctions: 'verify' }),
+        }),
+      );
       expect((error as Error).message).toMatch(/not loaded/);
     } finally {
       await server.stop();
@@ -72,7 +80,11 @@ describe('bootstrap errors', () => {
   });
 
   it('starts with valid decorators', async () => {
-    const app = await startTestApp({ platform: 'fastify', controllers: [FineController], options: { redis: sharedRedisUrl() } });
+    const app = await startTestApp({
+      platform: 'fastify',
+      controllers: [FineController],
+      options: { redis: sharedRedisUrl() },
+    });
     await app.http().get('/fine').expect(200);
     await app.close();
   });

@@ -1,7 +1,14 @@
 import { ForbiddenException, Injectable, type ExecutionContext } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { MemoryBackend, RateLimitTestingModule, SlidingLimit, SlidingLimitGuard, SlidingLimitPlans, SlidingWindowLimiter } from 'nestjs-sliding-limit';
+import {
+  MemoryBackend,
+  RateLimitTestingModule,
+  SlidingLimit,
+  SlidingLimitGuard,
+  SlidingLimitPlans,
+  SlidingWindowLimiter,
+} from 'nestjs-sliding-limit';
 import { AuthController, SmsController } from '../fixtures/limits/limits.controllers';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { sleep } from '../support/sleep';
@@ -41,7 +48,11 @@ class StackedKeys {
 }
 
 function httpContext(handler: keyof StackedKeys, request: object): ExecutionContext {
-  const host = new ExecutionContextHost([request, undefined, () => undefined], StackedKeys, StackedKeys.prototype[handler]);
+  const host = new ExecutionContextHost(
+    [request, undefined, () => undefined],
+    StackedKeys,
+    StackedKeys.prototype[handler],
+  );
   host.setType('http');
   return host;
 }
@@ -50,7 +61,10 @@ describe('guard path', () => {
   let moduleRef: TestingModule;
   let guard: SlidingLimitGuard;
   beforeEach(async () => {
-    moduleRef = await Test.createTestingModule({ imports: [RateLimitTestingModule.forRoot()], providers: [StackedKeys] }).compile();
+    moduleRef = await Test.createTestingModule({
+      imports: [RateLimitTestingModule.forRoot()],
+      providers: [StackedKeys],
+    }).compile();
     moduleRef.useLogger(false);
     await moduleRef.init();
     guard = moduleRef.get(SlidingLimitGuard);
@@ -59,10 +73,16 @@ describe('guard path', () => {
   afterEach(() => moduleRef.close());
 
   it('resolves stacked keys one after the other, in declaration order, whatever mix of functions and templates', async () => {
-    await expect(guard.canActivate(httpContext('handle', { ip: '10.0.0.1', headers: { 'x-client': 'c1' } }))).resolves.toBe(true);
+    await expect(
+      guard.canActivate(httpContext('handle', { ip: '10.0.0.1', headers: { 'x-client': 'c1' } })),
+    ).resolves.toBe(true);
     // "first" takes longer, yet "second" starts only once it has resolved.
     expect(events).toEqual(['start first', 'end first', 'start second', 'end second']);
-    expect(moduleRef.get(MemoryBackend).keys().sort()).toEqual(['rl:first:{c1}', 'rl:second:{c1}', 'rl:template:{header.x-client:c1}']);
+    expect(moduleRef.get(MemoryBackend).keys().sort()).toEqual([
+      'rl:first:{c1}',
+      'rl:second:{c1}',
+      'rl:template:{header.x-client:c1}',
+    ]);
   });
 
   it('stops at a key function that fails: later keys are not resolved and nothing is counted', async () => {
@@ -89,7 +109,9 @@ describe('guard path', () => {
     await guard.canActivate(httpContext('byUser', fresh));
     expect(moduleRef.get(MemoryBackend).keys()).toEqual(['rl:by-user:{no-user:ip:10.0.0.2}']);
     // Three calls with one request, one with another: two entries in the window.
-    await expect(moduleRef.get(MemoryBackend).commands.zcount('rl:by-user:{no-user:ip:10.0.0.2}', '-inf', '+inf')).resolves.toBe(2);
+    await expect(
+      moduleRef.get(MemoryBackend).commands.zcount('rl:by-user:{no-user:ip:10.0.0.2}', '-inf', '+inf'),
+    ).resolves.toBe(2);
   });
 });
 
@@ -103,7 +125,11 @@ describe('headers on Express and Fastify', () => {
   it('are the same names and values on both platforms, allowed and rejected', async () => {
     const seen: Record<string, unknown[]> = {};
     for (const platform of PLATFORMS) {
-      const app = await startTestApp({ platform, controllers: [AuthController, SmsController], options: { headers: 'both' } });
+      const app = await startTestApp({
+        platform,
+        controllers: [AuthController, SmsController],
+        options: { headers: 'both' },
+      });
       apps.push(app);
       const responses = [
         await app.http().post('/sms/code').send({ phone: '5' }),
@@ -112,13 +138,21 @@ describe('headers on Express and Fastify', () => {
       ];
       seen[platform] = responses.map((res) => ({
         status: res.status,
-        headers: Object.fromEntries(Object.entries(res.headers).filter(([name]) => /^(x-ratelimit-|ratelimit|retry-after$)/.test(name))),
+        headers: Object.fromEntries(
+          Object.entries(res.headers).filter(([name]) => /^(x-ratelimit-|ratelimit|retry-after$)/.test(name)),
+        ),
       }));
     }
     const express = seen.express as { status: number; headers: Record<string, string> }[];
     expect(express.map((r) => r.status)).toEqual([201, 429, 201]);
     // Both platforms must send them, not merely agree on sending none.
-    expect(Object.keys(express[0].headers).sort()).toEqual(['ratelimit', 'ratelimit-policy', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
+    expect(Object.keys(express[0].headers).sort()).toEqual([
+      'ratelimit',
+      'ratelimit-policy',
+      'x-ratelimit-limit',
+      'x-ratelimit-remaining',
+      'x-ratelimit-reset',
+    ]);
     expect(express[1].headers).toHaveProperty('retry-after');
     expect(seen.fastify).toEqual(seen.express);
   });

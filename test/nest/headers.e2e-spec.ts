@@ -11,7 +11,11 @@ describe.each(PLATFORMS)('headers and 429 on %s', (platform) => {
 
   const start = async (options: Parameters<typeof startTestApp>[0]['options'] = {}) => {
     const clock = manualClock();
-    app = await startTestApp({ platform, controllers: [AuthController, SmsController, InCodeLimitController], options: { clock: clock.now, ...options } });
+    app = await startTestApp({
+      platform,
+      controllers: [AuthController, SmsController, InCodeLimitController],
+      options: { clock: clock.now, ...options },
+    });
     return { app, clock };
   };
 
@@ -91,13 +95,20 @@ describe.each(PLATFORMS)('headers and 429 on %s', (platform) => {
     expect(rejected.headers['retry-after']).toBe('60');
   });
 
-  it.each(['nest', 'problem'] as const)('adds Retry-After to a TooManyRequestsException thrown by application code (errorBody %s)', async (errorBody) => {
-    const { app, clock } = await start({ errorBody });
-    await app.http().post('/in-code').expect(201);
-    clock.advance(10_000);
-    const rejected = await app.http().post('/in-code').expect(429);
-    expect(rejected.headers['retry-after']).toBe('20');
-    const body = JSON.parse(rejected.text) as Record<string, unknown>;
-    expect(body).toMatchObject(errorBody === 'nest' ? { statusCode: 429, error: 'Too Many Requests' } : { status: 429, detail: 'Rate limit exceeded; retry in 20 seconds.' });
-  });
+  it.each(['nest', 'problem'] as const)(
+    'adds Retry-After to a TooManyRequestsException thrown by application code (errorBody %s)',
+    async (errorBody) => {
+      const { app, clock } = await start({ errorBody });
+      await app.http().post('/in-code').expect(201);
+      clock.advance(10_000);
+      const rejected = await app.http().post('/in-code').expect(429);
+      expect(rejected.headers['retry-after']).toBe('20');
+      const body = JSON.parse(rejected.text) as Record<string, unknown>;
+      expect(body).toMatchObject(
+        errorBody === 'nest'
+          ? { statusCode: 429, error: 'Too Many Requests' }
+          : { status: 429, detail: 'Rate limit exceeded; retry in 20 seconds.' },
+      );
+    },
+  );
 });

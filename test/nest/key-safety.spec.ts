@@ -23,11 +23,28 @@ const MAX_SEGMENT = 128;
 const IP = '10.1.2.3';
 
 /** The templates the properties run through: every part kind, alone and combined. */
-const TEMPLATES = ['ip', 'user', 'user:tenant.id', 'param:id', 'body:phone', 'query:q', 'header:x-api-key', 'route', 'global', 'user+param:id', 'route+ip', 'query:q+header:x-api-key', 'body:a.b+user'];
+const TEMPLATES = [
+  'ip',
+  'user',
+  'user:tenant.id',
+  'param:id',
+  'body:phone',
+  'query:q',
+  'header:x-api-key',
+  'route',
+  'global',
+  'user+param:id',
+  'route+ip',
+  'query:q+header:x-api-key',
+  'body:a.b+user',
+];
 
 /** Strings an attacker would send: braces, separators, the escape character, the hashed form, NUL, unicode. */
 const hostileString = fc.oneof(
-  fc.string({ unit: fc.constantFrom('{', '}', ':', '%', '2', '5', '7', 'B', 'D', 'a', '.', '\u0000', '\n', 'ü', '😀', ' ', '*') , maxLength: 24 }),
+  fc.string({
+    unit: fc.constantFrom('{', '}', ':', '%', '2', '5', '7', 'B', 'D', 'a', '.', '\u0000', '\n', 'ü', '😀', ' ', '*'),
+    maxLength: 24,
+  }),
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ minLength: 100, maxLength: 300 }),
   fc.stringMatching(/^[0-9a-f]{64}$/).map((hex) => `%sha256.${hex}`),
@@ -76,7 +93,12 @@ function requestOf(v: Values): RateLimitRequest {
 }
 
 function identityOf(template: string, request: RateLimitRequest): string | undefined {
-  const source: KeySource = { request, context: {} as ExecutionContext, route: 'OrdersController.create', tracker: () => request.ip };
+  const source: KeySource = {
+    request,
+    context: {} as ExecutionContext,
+    route: 'OrdersController.create',
+    tracker: () => request.ip,
+  };
   return compileKey(template)(source) as string | undefined;
 }
 
@@ -86,7 +108,11 @@ function identityOf(template: string, request: RateLimitRequest): string | undef
  */
 function tupleOf(template: string, v: Values): unknown[] | undefined {
   const text = (value: unknown) =>
-    (typeof value === 'string' && value !== '') || (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean' ? String(value) : undefined;
+    (typeof value === 'string' && value !== '') ||
+    (typeof value === 'number' && Number.isFinite(value)) ||
+    typeof value === 'boolean'
+      ? String(value)
+      : undefined;
   const parts = template.split('+');
   const read: Record<string, unknown> = {
     ip: v.ip,
@@ -132,10 +158,13 @@ describe('key safety (properties over the real key compiler)', () => {
       fc.tuple(values, values),
       values.map((v) => [v, { ...v }] as const),
       // A separator moved from one part into the next: "L:param.id:M" + "R" vs "L" + "M:param.id:R".
-      fc.tuple(values, hostileString, hostileString, hostileString).map(([v, left, middle, right]) => [
-        { ...v, user: `${left}:param.id:${middle}`, id: right },
-        { ...v, user: left, id: `${middle}:param.id:${right}` },
-      ] as const),
+      fc.tuple(values, hostileString, hostileString, hostileString).map(
+        ([v, left, middle, right]) =>
+          [
+            { ...v, user: `${left}:param.id:${middle}`, id: right },
+            { ...v, user: left, id: `${middle}:param.id:${right}` },
+          ] as const,
+      ),
     );
     fc.assert(
       fc.property(fc.constantFrom(...TEMPLATES), pair, (template, [v1, v2]) => {
@@ -164,7 +193,12 @@ describe('key safety (properties over the real key compiler)', () => {
   });
 
   it('toKeySegment is injective on text and never longer than 128 characters', () => {
-    const near = hostileString.chain((s) => fc.tuple(fc.constant(s), fc.oneof(hostileString, fc.constant(s), fc.constant(`${s}\u0000`), fc.constant(encodeURIComponent(s)))));
+    const near = hostileString.chain((s) =>
+      fc.tuple(
+        fc.constant(s),
+        fc.oneof(hostileString, fc.constant(s), fc.constant(`${s}\u0000`), fc.constant(encodeURIComponent(s))),
+      ),
+    );
     fc.assert(
       fc.property(near, ([a, b]) => {
         const [sa, sb] = [toKeySegment(a), toKeySegment(b)];
@@ -178,9 +212,22 @@ describe('key safety (properties over the real key compiler)', () => {
 
   it.each([
     ['user "a:param.id:b" vs user "a" and param "b"', { user: 'a:param.id:b', id: undefined }, { user: 'a', id: 'b' }],
-    ['user "a:param.id:b" and param "c" vs user "a" and param "b:param.id:c"', { user: 'a:param.id:b', id: 'c' }, { user: 'a', id: 'b:param.id:c' }],
+    [
+      'user "a:param.id:b" and param "c" vs user "a" and param "b:param.id:c"',
+      { user: 'a:param.id:b', id: 'c' },
+      { user: 'a', id: 'b:param.id:c' },
+    ],
   ])('%s: distinct keys', (_label, first, second) => {
-    const base: Values = { user: undefined, tenant: undefined, id: undefined, phone: undefined, a: undefined, q: undefined, apiKey: 'k', ip: IP };
+    const base: Values = {
+      user: undefined,
+      tenant: undefined,
+      id: undefined,
+      phone: undefined,
+      a: undefined,
+      q: undefined,
+      apiKey: 'k',
+      ip: IP,
+    };
     const id1 = identityOf('user+param:id', requestOf({ ...base, ...first }));
     const id2 = identityOf('user+param:id', requestOf({ ...base, ...second }));
     expect(id1).not.toBe(id2);
@@ -218,7 +265,11 @@ describe.each(PLATFORMS)('key safety through the guard on %s', (platform) => {
   beforeAll(async () => {
     server = await startRedisServer();
     redis = new Redis(server.url);
-    app = await startTestApp({ platform, controllers: [OrdersController], options: { redis: server.url, keyPrefix: PREFIX } });
+    app = await startTestApp({
+      platform,
+      controllers: [OrdersController],
+      options: { redis: server.url, keyPrefix: PREFIX },
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -243,7 +294,9 @@ describe.each(PLATFORMS)('key safety through the guard on %s', (platform) => {
     for (const key of keys) {
       expect(calculateSlot(key)).toBe(calculateSlot(identity));
       expect(calculateSlot(key)).not.toBe(calculateSlot('victim'));
-      expect(key.length).toBeLessThanOrEqual(PREFIX.length + 'orders-minute'.length + 3 + 'query.q:'.length + MAX_SEGMENT);
+      expect(key.length).toBeLessThanOrEqual(
+        PREFIX.length + 'orders-minute'.length + 3 + 'query.q:'.length + MAX_SEGMENT,
+      );
       expect(await redis.pttl(key)).toBeGreaterThan(0);
     }
   });

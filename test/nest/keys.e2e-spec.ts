@@ -79,13 +79,30 @@ describe.each(PLATFORMS)('keys on %s', (platform) => {
 
   it('survives hostile request values without crashing or sharing a bucket', async () => {
     app = await start();
-    await app.http().post('/sms/code').send({ phone: { $ne: 1 } }).expect(201);
-    await app.http().post('/sms/code').send({ phone: ['1', '2'] }).expect(429); // still that IP's fallback bucket
+    await app
+      .http()
+      .post('/sms/code')
+      .send({ phone: { $ne: 1 } })
+      .expect(201);
+    await app
+      .http()
+      .post('/sms/code')
+      .send({ phone: ['1', '2'] })
+      .expect(429); // still that IP's fallback bucket
     await app.http().post('/sms/code').send({ phone: 'a{b} c%' }).expect(201);
-    await app.http().post('/sms/code').send({ phone: 'x'.repeat(500) }).expect(201);
-    await app.http().post('/sms/code').set('content-type', 'text/plain').send('nonsense').expect((res) => {
-      expect([201, 415, 429]).toContain(res.status);
-    });
+    await app
+      .http()
+      .post('/sms/code')
+      .send({ phone: 'x'.repeat(500) })
+      .expect(201);
+    await app
+      .http()
+      .post('/sms/code')
+      .set('content-type', 'text/plain')
+      .send('nonsense')
+      .expect((res) => {
+        expect([201, 415, 429]).toContain(res.status);
+      });
     const keys = await keysOf(app);
     expect(keys).toContain('sms-minute:{no-body.phone:ip:127.0.0.1}');
     expect(keys).toContain('sms-minute:{body.phone:a%7Bb%7D%20c%25}');

@@ -40,7 +40,13 @@ describe.each(PLATFORMS)('RateLimitModule on %s', (platform) => {
         imports: [
           ConfigModule.forRoot({
             ignoreEnvFile: true,
-            load: [() => ({ REDIS_URL: sharedRedisUrl(), RATE_LIMIT_FUNCTION: 'sliding_allow_v1', RATE_LIMIT_PREFIX: keyPrefix })],
+            load: [
+              () => ({
+                REDIS_URL: sharedRedisUrl(),
+                RATE_LIMIT_FUNCTION: 'sliding_allow_v1',
+                RATE_LIMIT_PREFIX: keyPrefix,
+              }),
+            ],
           }),
         ],
         inject: [ConfigService],
@@ -58,7 +64,11 @@ describe.each(PLATFORMS)('RateLimitModule on %s', (platform) => {
   });
 
   it('forRootAsync accepts useClass and useExisting', async () => {
-    app = await startTestApp({ platform, controllers: [AuthController], rateLimitModule: RateLimitModule.forRootAsync({ useClass: OptionsFromClass }) });
+    app = await startTestApp({
+      platform,
+      controllers: [AuthController],
+      rateLimitModule: RateLimitModule.forRootAsync({ useClass: OptionsFromClass }),
+    });
     expect((await app.http().post('/auth/login').expect(201)).headers['ratelimit-policy']).toBe('"login";q=5;w=60');
     await app.close();
 
@@ -73,7 +83,11 @@ describe.each(PLATFORMS)('RateLimitModule on %s', (platform) => {
   it('leaves an injected client open and closes the connection it created', async () => {
     const client = connectShared();
     try {
-      app = await startTestApp({ platform, controllers: [AuthController], rateLimitModule: RateLimitModule.forRoot({ client, keyPrefix: uniquePrefix() }) });
+      app = await startTestApp({
+        platform,
+        controllers: [AuthController],
+        rateLimitModule: RateLimitModule.forRoot({ client, keyPrefix: uniquePrefix() }),
+      });
       await app.http().post('/auth/login').expect(201);
       await app.close();
       app = undefined;
@@ -111,7 +125,11 @@ describe.each(PLATFORMS)('RateLimitModule on %s', (platform) => {
   });
 
   it('with global: false limits only routes using @UseGuards, and a double registration counts once', async () => {
-    app = await startTestApp({ platform, controllers: [AuthController, GuardedController], options: { global: false } });
+    app = await startTestApp({
+      platform,
+      controllers: [AuthController, GuardedController],
+      options: { global: false },
+    });
     for (let i = 0; i < 7; i++) await app.http().post('/auth/login').expect(201);
     expect((await app.http().get('/guarded').expect(200)).headers['x-ratelimit-remaining']).toBe('1');
     await app.close();
@@ -130,7 +148,8 @@ describe('the connection RateLimitModule opens', () => {
     app = undefined;
   });
 
-  const openedClient = (testApp: TestApp) => testApp.app.get<RateLimitConnection>(RATE_LIMIT_CONNECTION).client as Redis;
+  const openedClient = (testApp: TestApp) =>
+    testApp.app.get<RateLimitConnection>(RATE_LIMIT_CONNECTION).client as Redis;
 
   it('does not auto-pipeline (the limiter batches decisions itself) unless the redis options ask for it', async () => {
     app = await startTestApp({ platform: 'express', controllers: [AuthController] });
@@ -139,7 +158,11 @@ describe('the connection RateLimitModule opens', () => {
     await app.close();
 
     const { hostname, port } = new URL(sharedRedisUrl());
-    app = await startTestApp({ platform: 'express', controllers: [AuthController], options: { redis: { host: hostname, port: Number(port), enableAutoPipelining: true } } });
+    app = await startTestApp({
+      platform: 'express',
+      controllers: [AuthController],
+      options: { redis: { host: hostname, port: Number(port), enableAutoPipelining: true } },
+    });
     expect(openedClient(app).options.enableAutoPipelining).toBe(true);
     await app.http().post('/auth/login').expect(201);
   });

@@ -28,7 +28,11 @@ const url = await app.getUrl();
 const answers = [];
 for (let i = 0; i < 3; i++) {
   const response = await fetch(`${url}/limited`);
-  answers.push({ status: response.status, remaining: response.headers.get('x-ratelimit-remaining'), retryAfter: response.headers.get('retry-after') });
+  answers.push({
+    status: response.status,
+    remaining: response.headers.get('x-ratelimit-remaining'),
+    retryAfter: response.headers.get('retry-after'),
+  });
 }
 const limiter = app.get(SlidingWindowLimiter);
 console.log(JSON.stringify({ answers, functionName: limiter.functionName, mode: limiter.mode }));

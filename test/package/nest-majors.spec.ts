@@ -24,44 +24,60 @@ describe('NestJS and ioredis majors beside the dev ones', () => {
   let packDir: string;
   beforeAll(async () => {
     packDir = mkdtempSync(join(tmpdir(), 'nsl-pack-'));
-    const { stdout } = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' });
+    const { stdout } = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     const [packed] = JSON.parse(stdout) as [{ filename: string }];
     tarball = join(packDir, packed.filename);
   });
   afterAll(() => rmSync(packDir, { recursive: true, force: true }));
 
-  it.each(COMBINATIONS)('NestJS $nest with ioredis $ioredis: limits a route and answers 429', async ({ nest, ioredis }) => {
-    const dir = mkdtempSync(join(tmpdir(), `nsl-nest${nest}-`));
-    try {
-      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `compat-nest${nest}`, private: true }));
-      await run(
-        'npm',
-        [
-          'install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error',
-          `@nestjs/common@${nest}`, `@nestjs/core@${nest}`, `@nestjs/platform-express@${nest}`,
-          'reflect-metadata@0.2', 'rxjs@7', `ioredis@${ioredis}`, tarball,
-        ],
-        { cwd: dir },
-      );
-      copyFileSync(join(__dirname, 'nest-app.mjs'), join(dir, 'nest-app.mjs'));
-      const { stdout } = await run(process.execPath, ['nest-app.mjs'], {
-        cwd: dir,
-        encoding: 'utf8',
-        env: { ...process.env, REDIS_URL: sharedRedisUrl(), KEY_PREFIX: uniquePrefix(`nest${nest}`) },
-      });
-      const result = JSON.parse(stdout.trim().split('\n').pop() as string) as {
-        answers: { status: number; remaining: string | null; retryAfter: string | null }[];
-        functionName: string;
-        mode: string;
-      };
-      expect(result.answers).toEqual([
-        { status: 200, remaining: '1', retryAfter: null },
-        { status: 200, remaining: '0', retryAfter: null },
-        { status: 429, remaining: '0', retryAfter: '60' },
-      ]);
-      expect(result).toMatchObject({ functionName: 'sliding_allow_v2', mode: 'function' });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 180_000);
+  it.each(COMBINATIONS)(
+    'NestJS $nest with ioredis $ioredis: limits a route and answers 429',
+    async ({ nest, ioredis }) => {
+      const dir = mkdtempSync(join(tmpdir(), `nsl-nest${nest}-`));
+      try {
+        writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `compat-nest${nest}`, private: true }));
+        await run(
+          'npm',
+          [
+            'install',
+            '--no-audit',
+            '--no-fund',
+            '--ignore-scripts',
+            '--loglevel=error',
+            `@nestjs/common@${nest}`,
+            `@nestjs/core@${nest}`,
+            `@nestjs/platform-express@${nest}`,
+            'reflect-metadata@0.2',
+            'rxjs@7',
+            `ioredis@${ioredis}`,
+            tarball,
+          ],
+          { cwd: dir },
+        );
+        copyFileSync(join(__dirname, 'nest-app.mjs'), join(dir, 'nest-app.mjs'));
+        const { stdout } = await run(process.execPath, ['nest-app.mjs'], {
+          cwd: dir,
+          encoding: 'utf8',
+          env: { ...process.env, REDIS_URL: sharedRedisUrl(), KEY_PREFIX: uniquePrefix(`nest${nest}`) },
+        });
+        const result = JSON.parse(stdout.trim().split('\n').pop() as string) as {
+          answers: { status: number; remaining: string | null; retryAfter: string | null }[];
+          functionName: string;
+          mode: string;
+        };
+        expect(result.answers).toEqual([
+          { status: 200, remaining: '1', retryAfter: null },
+          { status: 200, remaining: '0', retryAfter: null },
+          { status: 429, remaining: '0', retryAfter: '60' },
+        ]);
+        expect(result).toMatchObject({ functionName: 'sliding_allow_v2', mode: 'function' });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    180_000,
+  );
 });

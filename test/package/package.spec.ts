@@ -25,7 +25,8 @@ function filesUnder(dir: string): string[] {
 
 describe('the published package', () => {
   beforeAll(() => {
-    if (!existsSync(join(root, 'dist', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does it)');
+    if (!existsSync(join(root, 'dist', 'index.js')))
+      throw new Error('dist/ is missing: run `npm run build` (npm test does it)');
   });
 
   it('points main, types and exports at built files', () => {
@@ -40,17 +41,28 @@ describe('the published package', () => {
       "console.log(require.resolve('nestjs-sliding-limit'))",
       "console.log(typeof p.SlidingWindowLimiter, require('fs').readdirSync(p.LUA_DIR).join(','))",
     ].join(';');
-    const [resolved, exported] = execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim().split('\n');
+    const [resolved, exported] = execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' })
+      .trim()
+      .split('\n');
     expect(relative(root, resolved)).toBe(join('dist', 'index.js'));
     expect(exported).toBe('function rate_limit_v1.lua,rate_limit_v2.lua');
   });
 
   it('ships dist with declarations and the .lua libraries, and no sources or tests', () => {
-    const [{ files }] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as [
-      { files: { path: string }[] },
-    ];
+    const [{ files }] = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' }),
+    ) as [{ files: { path: string }[] }];
     const paths = files.map((f) => f.path);
-    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/redis/lua/rate_limit_v1.lua', 'dist/redis/lua/rate_limit_v2.lua', 'README.md', 'package.json']));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/redis/lua/rate_limit_v1.lua',
+        'dist/redis/lua/rate_limit_v2.lua',
+        'README.md',
+        'package.json',
+      ]),
+    );
     expect(paths.filter((p) => p.startsWith('lib/') || p.startsWith('test/') || p.startsWith('sample/'))).toEqual([]);
   });
 

@@ -10,7 +10,12 @@
  */
 import Redis6 from 'ioredis';
 import Redis5 from 'ioredis5';
-import { FunctionCodeMismatchError, RedisConnection, SlidingWindowLimiter, SlidingWindowLimiterOptions } from '../../lib';
+import {
+  FunctionCodeMismatchError,
+  RedisConnection,
+  SlidingWindowLimiter,
+  SlidingWindowLimiterOptions,
+} from '../../lib';
 import { librarySource } from '../support/lua-functions';
 import { commandStats, listLibraries } from '../support/redis-inspect';
 import { RedisServer, startRedisServer } from '../support/redis-server';
@@ -30,14 +35,45 @@ interface ClientConfig {
 
 const ioredis6 = (options: Record<string, unknown>) => (url: string) => new Redis6(url, options);
 // ioredis 5 has its own (structurally different) types; the limiter accepts it at run time.
-const ioredis5 = (options: Record<string, unknown>) => (url: string) => new Redis5(url, options) as unknown as RedisConnection;
+const ioredis5 = (options: Record<string, unknown>) => (url: string) =>
+  new Redis5(url, options) as unknown as RedisConnection;
 
 const CONFIGS: ClientConfig[] = [
-  { name: 'ioredis 6, protocol 2', resp: 2, maps: 'flat array', stringNumbers: false, connect: ioredis6({ protocol: 2 }) },
-  { name: "ioredis 6, protocol 3, replyMapping 'legacy' (default)", resp: 3, maps: 'flat array', stringNumbers: false, connect: ioredis6({ protocol: 3 }) },
-  { name: "ioredis 6, protocol 3, replyMapping 'resp3'", resp: 3, maps: 'object', stringNumbers: false, connect: ioredis6({ protocol: 3, replyMapping: 'resp3' }) },
-  { name: 'ioredis 6, protocol 2, stringNumbers', resp: 2, maps: 'flat array', stringNumbers: true, connect: ioredis6({ protocol: 2, stringNumbers: true }) },
-  { name: 'ioredis 6, protocol 3, stringNumbers', resp: 3, maps: 'flat array', stringNumbers: true, connect: ioredis6({ protocol: 3, stringNumbers: true }) },
+  {
+    name: 'ioredis 6, protocol 2',
+    resp: 2,
+    maps: 'flat array',
+    stringNumbers: false,
+    connect: ioredis6({ protocol: 2 }),
+  },
+  {
+    name: "ioredis 6, protocol 3, replyMapping 'legacy' (default)",
+    resp: 3,
+    maps: 'flat array',
+    stringNumbers: false,
+    connect: ioredis6({ protocol: 3 }),
+  },
+  {
+    name: "ioredis 6, protocol 3, replyMapping 'resp3'",
+    resp: 3,
+    maps: 'object',
+    stringNumbers: false,
+    connect: ioredis6({ protocol: 3, replyMapping: 'resp3' }),
+  },
+  {
+    name: 'ioredis 6, protocol 2, stringNumbers',
+    resp: 2,
+    maps: 'flat array',
+    stringNumbers: true,
+    connect: ioredis6({ protocol: 2, stringNumbers: true }),
+  },
+  {
+    name: 'ioredis 6, protocol 3, stringNumbers',
+    resp: 3,
+    maps: 'flat array',
+    stringNumbers: true,
+    connect: ioredis6({ protocol: 3, stringNumbers: true }),
+  },
   {
     name: "ioredis 6, protocol 3, replyMapping 'resp3', stringNumbers",
     resp: 3,
@@ -46,7 +82,13 @@ const CONFIGS: ClientConfig[] = [
     connect: ioredis6({ protocol: 3, replyMapping: 'resp3', stringNumbers: true }),
   },
   { name: 'ioredis 5', resp: 2, maps: 'flat array', stringNumbers: false, connect: ioredis5({}) },
-  { name: 'ioredis 5, stringNumbers', resp: 2, maps: 'flat array', stringNumbers: true, connect: ioredis5({ stringNumbers: true }) },
+  {
+    name: 'ioredis 5, stringNumbers',
+    resp: 2,
+    maps: 'flat array',
+    stringNumbers: true,
+    connect: ioredis5({ stringNumbers: true }),
+  },
 ];
 
 /** A copy of the bundled v2 that differs by one space in a comment: still valid, still "other code". */
@@ -143,17 +185,25 @@ describe('client compatibility', () => {
     });
 
     it.each([
-      ['other code', "#!lua name=rate_limit_v2\nredis.register_function('sliding_allow_v2', function() return {1, 1, 0, 0, 0} end)\n"],
+      [
+        'other code',
+        "#!lua name=rate_limit_v2\nredis.register_function('sliding_allow_v2', function() return {1, 1, 0, 0, 0} end)\n",
+      ],
       ['one character changed', ALMOST_V2],
-    ])('a v2 library with different code (%s) is detected and left in place (WITHCODE parsing)', async (_label, foreign) => {
-      await ownAdmin.call('FUNCTION', 'FLUSH');
-      await ownAdmin.call('FUNCTION', 'LOAD', foreign);
+    ])(
+      'a v2 library with different code (%s) is detected and left in place (WITHCODE parsing)',
+      async (_label, foreign) => {
+        await ownAdmin.call('FUNCTION', 'FLUSH');
+        await ownAdmin.call('FUNCTION', 'LOAD', foreign);
 
-      for (const loadFunctions of ['auto', 'verify'] as const) {
-        await expect(limiterOn(own, { functionName: 'sliding_allow_v2', loadFunctions }).init()).rejects.toThrow(FunctionCodeMismatchError);
-      }
-      expect(await listLibraries(ownAdmin)).toMatchObject([{ name: 'rate_limit_v2', code: foreign }]);
-    });
+        for (const loadFunctions of ['auto', 'verify'] as const) {
+          await expect(limiterOn(own, { functionName: 'sliding_allow_v2', loadFunctions }).init()).rejects.toThrow(
+            FunctionCodeMismatchError,
+          );
+        }
+        expect(await listLibraries(ownAdmin)).toMatchObject([{ name: 'rate_limit_v2', code: foreign }]);
+      },
+    );
 
     it('v2: consume, peek and consumeAll report exact numbers', async () => {
       const t0 = 1_750_000_000_000;
@@ -162,19 +212,57 @@ describe('client compatibility', () => {
       const rule = { limit: 3, windowMs: 1000 };
       const base = { limit: 3, functionName: 'sliding_allow_v2' };
 
-      expect(await limiter.consume('a', rule)).toEqual({ ...base, allowed: true, remaining: 2, retryAfterMs: 0, resetMs: 1000 });
+      expect(await limiter.consume('a', rule)).toEqual({
+        ...base,
+        allowed: true,
+        remaining: 2,
+        retryAfterMs: 0,
+        resetMs: 1000,
+      });
       clock.now = t0 + 10;
-      expect(await limiter.consume('a', rule)).toEqual({ ...base, allowed: true, remaining: 1, retryAfterMs: 0, resetMs: 1000 });
+      expect(await limiter.consume('a', rule)).toEqual({
+        ...base,
+        allowed: true,
+        remaining: 1,
+        retryAfterMs: 0,
+        resetMs: 1000,
+      });
       clock.now = t0 + 20;
-      expect(await limiter.consume('a', rule)).toEqual({ ...base, allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 1000 });
+      expect(await limiter.consume('a', rule)).toEqual({
+        ...base,
+        allowed: true,
+        remaining: 0,
+        retryAfterMs: 0,
+        resetMs: 1000,
+      });
       clock.now = t0 + 30;
       // Full: the oldest entry (t0) leaves at t0 + 1000; the newest (t0 + 20) at t0 + 1020.
-      expect(await limiter.consume('a', rule)).toEqual({ ...base, allowed: false, remaining: 0, retryAfterMs: 970, resetMs: 990 });
-      expect(await limiter.peek('a', rule)).toEqual({ ...base, allowed: false, remaining: 0, retryAfterMs: 970, resetMs: 990, count: 3 });
+      expect(await limiter.consume('a', rule)).toEqual({
+        ...base,
+        allowed: false,
+        remaining: 0,
+        retryAfterMs: 970,
+        resetMs: 990,
+      });
+      expect(await limiter.peek('a', rule)).toEqual({
+        ...base,
+        allowed: false,
+        remaining: 0,
+        retryAfterMs: 970,
+        resetMs: 990,
+        count: 3,
+      });
 
       // An entry exactly one window old has left it.
       clock.now = t0 + 1000;
-      expect(await limiter.peek('a', rule)).toEqual({ ...base, allowed: true, remaining: 1, retryAfterMs: 0, resetMs: 20, count: 2 });
+      expect(await limiter.peek('a', rule)).toEqual({
+        ...base,
+        allowed: true,
+        remaining: 1,
+        retryAfterMs: 0,
+        resetMs: 20,
+        count: 2,
+      });
 
       const stacked = [
         { key: 'a', limit: 3, windowMs: 1000 },
@@ -227,11 +315,23 @@ describe('client compatibility', () => {
       const base = { limit: 3, functionName: 'sliding_allow_v1' };
 
       for (const remaining of [2, 1, 0]) {
-        expect(await limiter.consume('a', rule)).toEqual({ ...base, allowed: true, remaining, retryAfterMs: 0, resetMs: 1000 });
+        expect(await limiter.consume('a', rule)).toEqual({
+          ...base,
+          allowed: true,
+          remaining,
+          retryAfterMs: 0,
+          resetMs: 1000,
+        });
         clock.now += 10;
       }
       // v1 says nothing about time: a rejection asks for a full window, never too early.
-      expect(await limiter.consume('a', rule)).toEqual({ ...base, allowed: false, remaining: 0, retryAfterMs: 1000, resetMs: 1000 });
+      expect(await limiter.consume('a', rule)).toEqual({
+        ...base,
+        allowed: false,
+        remaining: 0,
+        retryAfterMs: 1000,
+        resetMs: 1000,
+      });
       expect(await limiter.peek('a', rule)).toMatchObject({ allowed: false, remaining: 0, count: 3 });
       clock.now = t0 + 1000;
       expect(await limiter.peek('a', rule)).toMatchObject({ allowed: true, remaining: 1, count: 2 });
@@ -251,28 +351,35 @@ describe('client compatibility', () => {
       expect(await sharedAdmin.zcard(`${keyPrefix}a`)).toBe(3);
     });
 
-    it.each(['sliding_allow_v1', 'sliding_allow_v2'])("%s with clock 'server' records at the Redis server's time (v1 reads TIME through the client, v2 inside the function)", async (functionName) => {
-      // The local clock is moved far away (2001-09-09) while the limiter is built and consumes.
-      const localNow = 1_000_000_000_000;
-      const limiter = limiterOn(shared, { functionName, clock: 'server' });
-      const before = await serverNowMs(sharedAdmin);
-      const spy = jest.spyOn(Date, 'now').mockReturnValue(localNow);
-      let decision;
-      try {
-        await limiter.init();
-        decision = await limiter.consume('s', { limit: 2, windowMs: 60_000 });
-      } finally {
-        spy.mockRestore();
-      }
-      const after = await serverNowMs(sharedAdmin);
+    it.each(['sliding_allow_v1', 'sliding_allow_v2'])(
+      "%s with clock 'server' records at the Redis server's time (v1 reads TIME through the client, v2 inside the function)",
+      async (functionName) => {
+        // The local clock is moved far away (2001-09-09) while the limiter is built and consumes.
+        const localNow = 1_000_000_000_000;
+        const limiter = limiterOn(shared, { functionName, clock: 'server' });
+        const before = await serverNowMs(sharedAdmin);
+        const spy = jest.spyOn(Date, 'now').mockReturnValue(localNow);
+        let decision;
+        try {
+          await limiter.init();
+          decision = await limiter.consume('s', { limit: 2, windowMs: 60_000 });
+        } finally {
+          spy.mockRestore();
+        }
+        const after = await serverNowMs(sharedAdmin);
 
-      expect(decision).toMatchObject({ allowed: true, remaining: 1 });
-      const [member, score] = (await sharedAdmin.zrange(`${keyPrefix}s`, '0', '-1', 'WITHSCORES')) as string[];
-      expect(member).toEqual(expect.any(String));
-      expect(Math.abs(Number(score) - localNow)).toBeGreaterThan(86_400_000);
-      expect(Number(score)).toBeGreaterThanOrEqual(before);
-      expect(Number(score)).toBeLessThanOrEqual(after);
-      expect(await limiter.peek('s', { limit: 2, windowMs: 60_000 })).toMatchObject({ allowed: true, remaining: 1, count: 1 });
-    });
+        expect(decision).toMatchObject({ allowed: true, remaining: 1 });
+        const [member, score] = (await sharedAdmin.zrange(`${keyPrefix}s`, '0', '-1', 'WITHSCORES')) as string[];
+        expect(member).toEqual(expect.any(String));
+        expect(Math.abs(Number(score) - localNow)).toBeGreaterThan(86_400_000);
+        expect(Number(score)).toBeGreaterThanOrEqual(before);
+        expect(Number(score)).toBeLessThanOrEqual(after);
+        expect(await limiter.peek('s', { limit: 2, windowMs: 60_000 })).toMatchObject({
+          allowed: true,
+          remaining: 1,
+          count: 1,
+        });
+      },
+    );
   });
 });

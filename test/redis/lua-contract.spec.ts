@@ -25,35 +25,59 @@ describe('Lua function contracts', () => {
     prefix = uniquePrefix('lua');
   });
 
-  const v1 = (key: string, now: number | string, window: number | string, limit: number | string, member: string | number) =>
-    redis.fcall('sliding_allow_v1', 1, prefix + key, now, window, limit, member);
-  const v2 = (keys: string[], now: number | string, member: string, skew: number | string, ...pairs: (number | string)[]) =>
-    redis.fcall('sliding_allow_v2', keys.length, ...keys.map((k) => prefix + k), now, member, skew, ...pairs);
+  const v1 = (
+    key: string,
+    now: number | string,
+    window: number | string,
+    limit: number | string,
+    member: string | number,
+  ) => redis.fcall('sliding_allow_v1', 1, prefix + key, now, window, limit, member);
+  const v2 = (
+    keys: string[],
+    now: number | string,
+    member: string,
+    skew: number | string,
+    ...pairs: (number | string)[]
+  ) => redis.fcall('sliding_allow_v2', keys.length, ...keys.map((k) => prefix + k), now, member, skew, ...pairs);
   const peek2 = (keys: string[], now: number | string, ...pairs: (number | string)[]) =>
     redis.fcall_ro('sliding_peek_v2', keys.length, ...keys.map((k) => prefix + k), now, ...pairs);
 
   describe('library identity', () => {
-    it.each(FUNCTION_VERSIONS.map((v) => [v.libraryName, v] as const))('%s: #!lua name, FUNCTION LOAD reply and registered functions match the registry', async (_name, version) => {
-      const source = librarySource(version.version as 'v1' | 'v2');
-      expect(libraryNameOf(source)).toBe(version.libraryName);
-      const server = await startRedisServer();
-      const own = new (require('ioredis').default as typeof Redis)(server.url);
-      try {
-        expect(await own.call('FUNCTION', 'LOAD', source)).toBe(version.libraryName);
-        const [library] = parseFunctionList(await own.call('FUNCTION', 'LIST'));
-        expect(library.functions.sort()).toEqual([version.allowFunction, version.batch?.name, version.peekFunction].filter(Boolean).sort());
-      } finally {
-        own.disconnect();
-        await server.stop();
-      }
-    });
+    it.each(FUNCTION_VERSIONS.map((v) => [v.libraryName, v] as const))(
+      '%s: #!lua name, FUNCTION LOAD reply and registered functions match the registry',
+      async (_name, version) => {
+        const source = librarySource(version.version as 'v1' | 'v2');
+        expect(libraryNameOf(source)).toBe(version.libraryName);
+        const server = await startRedisServer();
+        const own = new (require('ioredis').default as typeof Redis)(server.url);
+        try {
+          expect(await own.call('FUNCTION', 'LOAD', source)).toBe(version.libraryName);
+          const [library] = parseFunctionList(await own.call('FUNCTION', 'LIST'));
+          expect(library.functions.sort()).toEqual(
+            [version.allowFunction, version.batch?.name, version.peekFunction].filter(Boolean).sort(),
+          );
+        } finally {
+          own.disconnect();
+          await server.stop();
+        }
+      },
+    );
   });
 
   describe('sliding_allow_v1', () => {
     it("follows the article's scenario: limit 5 per 60 s, 8 calls", async () => {
       const replies = [];
       for (let i = 0; i < 8; i++) replies.push(await v1('login', T0 + i, 60_000, 5, `m${i}`));
-      expect(replies).toEqual([[1, 4], [1, 3], [1, 2], [1, 1], [1, 0], [0, 0], [0, 0], [0, 0]]);
+      expect(replies).toEqual([
+        [1, 4],
+        [1, 3],
+        [1, 2],
+        [1, 1],
+        [1, 0],
+        [0, 0],
+        [0, 0],
+        [0, 0],
+      ]);
       expect(await redis.zcard(prefix + 'login')).toBe(5);
     });
 
@@ -95,7 +119,9 @@ describe('Lua function contracts', () => {
       ['a non-numeric limit', [T0, 1000, 'five', 'm']],
       ['no arguments', []],
     ])('answers ERR invalid arguments to %s and writes nothing', async (_case, args) => {
-      const message = await errorMessageOf(redis.fcall('sliding_allow_v1', 1, prefix + 'bad', ...(args as (string | number)[])));
+      const message = await errorMessageOf(
+        redis.fcall('sliding_allow_v1', 1, prefix + 'bad', ...(args as (string | number)[])),
+      );
       expect(message).toBe('ERR invalid arguments');
       expect(await redis.exists(prefix + 'bad')).toBe(0);
     });
@@ -122,7 +148,9 @@ describe('Lua function contracts', () => {
     });
 
     it('decides stacked limits atomically: rejected by one, recorded in none', async () => {
-      expect(await v2(['minute', 'day'], T0, 'a', 1000, 60_000, 1, 86_400_000, 10)).toEqual([1, 1, 0, 0, 60_000, 1, 9, 0, 86_400_000]);
+      expect(await v2(['minute', 'day'], T0, 'a', 1000, 60_000, 1, 86_400_000, 10)).toEqual([
+        1, 1, 0, 0, 60_000, 1, 9, 0, 86_400_000,
+      ]);
       expect(await v2(['minute', 'day'], T0 + 1000, 'b', 1000, 60_000, 1, 86_400_000, 10)).toEqual([
         0, 1, 0, 59_000, 59_000, 1, 9, 0, 86_399_000,
       ]);
@@ -130,10 +158,16 @@ describe('Lua function contracts', () => {
     });
 
     it('answers a retried member (same arguments) as allowed again without counting it twice', async () => {
-      expect(await v2(['retry', 'retry-day'], T0, 'a', 1000, 60_000, 1, 86_400_000, 5)).toEqual([1, 1, 0, 0, 60_000, 1, 4, 0, 86_400_000]);
+      expect(await v2(['retry', 'retry-day'], T0, 'a', 1000, 60_000, 1, 86_400_000, 5)).toEqual([
+        1, 1, 0, 0, 60_000, 1, 4, 0, 86_400_000,
+      ]);
       // The reply was lost and the caller retries: the window is full now, yet the request stays admitted.
-      expect(await v2(['retry', 'retry-day'], T0, 'a', 1000, 60_000, 1, 86_400_000, 5)).toEqual([1, 1, 0, 0, 60_000, 1, 4, 0, 86_400_000]);
-      expect(await v2(['retry', 'retry-day'], T0 + 1, 'b', 1000, 60_000, 1, 86_400_000, 5)).toEqual([0, 1, 0, 59_999, 59_999, 1, 4, 0, 86_399_999]);
+      expect(await v2(['retry', 'retry-day'], T0, 'a', 1000, 60_000, 1, 86_400_000, 5)).toEqual([
+        1, 1, 0, 0, 60_000, 1, 4, 0, 86_400_000,
+      ]);
+      expect(await v2(['retry', 'retry-day'], T0 + 1, 'b', 1000, 60_000, 1, 86_400_000, 5)).toEqual([
+        0, 1, 0, 59_999, 59_999, 1, 4, 0, 86_399_999,
+      ]);
       expect(await redis.zcard(prefix + 'retry-day')).toBe(1);
     });
 
@@ -149,7 +183,9 @@ describe('Lua function contracts', () => {
       await v2(['skew'], T0, 'a', 1000, 60_000, 5);
       expect(await v2(['skew'], T0 - 1000, 'b', 1000, 60_000, 5)).toEqual([1, 2, 3, 0, 61_000]);
       const message = await errorMessageOf(v2(['skew'], T0 - 1001, 'c', 1000, 60_000, 5));
-      expect(message).toMatch(/^CLOCKSKEW now_ms \d+ is 1001 ms behind the newest entry of .*skew \(tolerance 1000 ms\)$/);
+      expect(message).toMatch(
+        /^CLOCKSKEW now_ms \d+ is 1001 ms behind the newest entry of .*skew \(tolerance 1000 ms\)$/,
+      );
       expect(await redis.zcard(prefix + 'skew')).toBe(2);
     });
 
@@ -177,7 +213,9 @@ describe('Lua function contracts', () => {
       ['a missing limit pair', ['x', T0, 'm', 1000]],
       ['one pair too many', ['x', T0, 'm', 1000, 1000, 5, 1000, 5]],
     ])('answers ERR invalid arguments to %s and writes nothing', async (_case, [key, ...args]) => {
-      const message = await errorMessageOf(redis.fcall('sliding_allow_v2', 1, prefix + key, ...(args as (string | number)[])));
+      const message = await errorMessageOf(
+        redis.fcall('sliding_allow_v2', 1, prefix + key, ...(args as (string | number)[])),
+      );
       expect(message).toBe('ERR invalid arguments');
       expect(await redis.exists(prefix + key)).toBe(0);
     });
@@ -193,11 +231,27 @@ describe('Lua function contracts', () => {
 
     it('decides each decision of the JSON list as sliding_allow_v2 would, in order', async () => {
       // Two one-key decisions on one key, then one two-key decision sharing it.
-      const decisions = JSON.stringify([T0, 'a', 1, 60_000, 2, T0 + 1, 'b', 1, 60_000, 2, T0 + 2, 'c', 2, 60_000, 2, 1000, 5]);
+      const decisions = JSON.stringify([
+        T0,
+        'a',
+        1,
+        60_000,
+        2,
+        T0 + 1,
+        'b',
+        1,
+        60_000,
+        2,
+        T0 + 2,
+        'c',
+        2,
+        60_000,
+        2,
+        1000,
+        5,
+      ]);
       expect(await many(['k', 'k', 'k', 'other'], 1000, decisions)).toEqual([
-        1, 1, 1, 0, 60_000,
-        1, 2, 0, 0, 60_000,
-        0, 2, 0, 59_998, 59_999, 0, 5, 0, 0,
+        1, 1, 1, 0, 60_000, 1, 2, 0, 0, 60_000, 0, 2, 0, 59_998, 59_999, 0, 5, 0, 0,
       ]);
       expect(await redis.zrange(prefix + 'k', 0, '-1')).toEqual(['a', 'b']);
       expect(await redis.exists(prefix + 'other')).toBe(0);
@@ -228,7 +282,9 @@ describe('Lua function contracts', () => {
     });
 
     it('answers ERR invalid arguments to the arguments of sliding_allow_v2 (one per value)', async () => {
-      const message = await errorMessageOf(redis.fcall('sliding_allow_many_v2', 1, prefix + 'x', 1000, T0, 'm', 1, 1000, 5));
+      const message = await errorMessageOf(
+        redis.fcall('sliding_allow_many_v2', 1, prefix + 'x', 1000, T0, 'm', 1, 1000, 5),
+      );
       expect(message).toBe('ERR invalid arguments');
     });
   });
@@ -237,7 +293,11 @@ describe('Lua function contracts', () => {
     it('share one window: the limit holds whichever version decides', async () => {
       let admitted = 0;
       for (let i = 0; i < 10; i++) {
-        const reply = (i % 2 === 0 ? await v1('both', T0 + i, 60_000, 6, `a${i}`) : await v2(['both'], T0 + i, `b${i}`, 1000, 60_000, 6)) as number[];
+        const reply = (
+          i % 2 === 0
+            ? await v1('both', T0 + i, 60_000, 6, `a${i}`)
+            : await v2(['both'], T0 + i, `b${i}`, 1000, 60_000, 6)
+        ) as number[];
         admitted += reply[0];
       }
       expect(admitted).toBe(6);
@@ -255,7 +315,9 @@ describe('Lua function contracts', () => {
     });
 
     it('is refused by FCALL_RO when it is the allow function', async () => {
-      expect(await errorMessageOf(redis.fcall_ro('sliding_allow_v2', 1, prefix + 'ro', T0, 'm', 1000, 1000, 1))).toMatch(/write flag/);
+      expect(
+        await errorMessageOf(redis.fcall_ro('sliding_allow_v2', 1, prefix + 'ro', T0, 'm', 1000, 1000, 1)),
+      ).toMatch(/write flag/);
     });
 
     describe('on a replica', () => {
@@ -271,7 +333,7 @@ describe('Lua function contracts', () => {
         await primary.stop();
       });
 
-      it('answers FCALL_RO from the replica with the primary\'s data', async () => {
+      it("answers FCALL_RO from the replica with the primary's data", async () => {
         const IORedis = require('ioredis').default as typeof Redis;
         const writer = new IORedis(primary.url);
         const reader = new IORedis(replica.url);
@@ -280,7 +342,9 @@ describe('Lua function contracts', () => {
           await writer.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'a', 1000, 10_000, 3);
           expect(await writer.call('WAIT', 1, 5000)).toBe(1);
           expect(await reader.fcall_ro('sliding_peek_v2', 1, 'rl:r', T0 + 1, 10_000, 3)).toEqual([1, 1, 2, 0, 9999]);
-          expect(await errorMessageOf(reader.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'b', 1000, 10_000, 3))).toMatch(/READONLY/);
+          expect(await errorMessageOf(reader.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'b', 1000, 10_000, 3))).toMatch(
+            /READONLY/,
+          );
         } finally {
           writer.disconnect();
           reader.disconnect();
@@ -295,7 +359,10 @@ async function waitForReplicaLink(replica: RedisServer): Promise<void> {
   const IORedis = require('ioredis').default as typeof Redis;
   const client = new IORedis(replica.url);
   try {
-    await waitUntil(async () => /master_link_status:up/.test(await client.info('replication')), { timeoutMs: 10_000, intervalMs: 50 });
+    await waitUntil(async () => /master_link_status:up/.test(await client.info('replication')), {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    });
   } finally {
     client.disconnect();
   }

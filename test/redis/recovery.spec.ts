@@ -5,7 +5,13 @@
  * redis-server and never touches the shared one.
  */
 import Redis, { RedisOptions } from 'ioredis';
-import { FunctionCodeMismatchError, FunctionNameTakenError, FunctionNotLoadedError, SlidingWindowLimiter, SlidingWindowLimiterOptions } from '../../lib';
+import {
+  FunctionCodeMismatchError,
+  FunctionNameTakenError,
+  FunctionNotLoadedError,
+  SlidingWindowLimiter,
+  SlidingWindowLimiterOptions,
+} from '../../lib';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../support/redis-server';
 import { sleep } from '../support/sleep';
 import { startTraffic, type TrafficCall } from '../support/traffic';
@@ -13,16 +19,15 @@ import { rejectionOf } from '../support/rejection';
 import { librarySource } from '../support/lua-functions';
 import { commandStats, listLibraries } from '../support/redis-inspect';
 
-
 type Version = 'v1' | 'v2';
 const FUNCTION_OF: Record<Version, string> = { v1: 'sliding_allow_v1', v2: 'sliding_allow_v2' };
 const LIBRARY_OF: Record<Version, string> = { v1: 'rate_limit_v1', v2: 'rate_limit_v2' };
 const BUNDLED: Record<Version, string> = { v1: librarySource('v1'), v2: librarySource('v2') };
 /** Same library name and function name as the bundled v2, other code: what a hand edit on a server looks like. */
-const IMPOSTOR_V2 = "#!lua name=rate_limit_v2\nredis.register_function('sliding_allow_v2', function(keys, args) return {1, 1, 99, 0, 0} end)\n";
+const IMPOSTOR_V2 =
+  "#!lua name=rate_limit_v2\nredis.register_function('sliding_allow_v2', function(keys, args) return {1, 1, 99, 0, 0} end)\n";
 
 /** A limit that never rejects, so every successful call under traffic is one recorded entry. */
-
 
 /** Sum of ZCARD over keys. */
 async function totalEntries(client: Redis, keys: string[]): Promise<number> {
@@ -30,11 +35,14 @@ async function totalEntries(client: Redis, keys: string[]): Promise<number> {
   return counts.reduce((sum, n) => sum + n, 0);
 }
 
-
 /** Calls that succeeded and were admitted, and those that threw. */
 function summary(calls: TrafficCall[]) {
   const succeeded = calls.filter((call) => call.error === undefined);
-  return { succeeded: succeeded.length, allowed: succeeded.filter((call) => call.allowed).length, failures: calls.filter((call) => call.error !== undefined) };
+  return {
+    succeeded: succeeded.length,
+    allowed: succeeded.filter((call) => call.allowed).length,
+    failures: calls.filter((call) => call.error !== undefined),
+  };
 }
 
 describe('loading and recovery (own redis-server)', () => {
@@ -78,20 +86,23 @@ describe('loading and recovery (own redis-server)', () => {
   });
 
   describe("loadFunctions: 'auto'", () => {
-    it.each<Version>(['v1', 'v2'])('init() loads the missing %s library, exactly as bundled, and only that one', async (version) => {
-      expect(await listLibraries(admin)).toEqual([]);
-      const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'auto' });
+    it.each<Version>(['v1', 'v2'])(
+      'init() loads the missing %s library, exactly as bundled, and only that one',
+      async (version) => {
+        expect(await listLibraries(admin)).toEqual([]);
+        const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'auto' });
 
-      await limiter.init();
+        await limiter.init();
 
-      expect(limiter.mode).toBe('function');
-      const libraries = await listLibraries(admin);
-      expect(libraries.map((lib) => lib.name)).toEqual([LIBRARY_OF[version]]);
-      expect(libraries[0].code).toBe(BUNDLED[version]);
-      expect(libraries[0].functions).toContain(FUNCTION_OF[version]);
-      const decision = await limiter.consume('k', { limit: 3, windowMs: 1000 });
-      expect(decision).toMatchObject({ allowed: true, remaining: 2, functionName: FUNCTION_OF[version] });
-    });
+        expect(limiter.mode).toBe('function');
+        const libraries = await listLibraries(admin);
+        expect(libraries.map((lib) => lib.name)).toEqual([LIBRARY_OF[version]]);
+        expect(libraries[0].code).toBe(BUNDLED[version]);
+        expect(libraries[0].functions).toContain(FUNCTION_OF[version]);
+        const decision = await limiter.consume('k', { limit: 3, windowMs: 1000 });
+        expect(decision).toMatchObject({ allowed: true, remaining: 2, functionName: FUNCTION_OF[version] });
+      },
+    );
 
     it('without init(), the first consume loads the library', async () => {
       const limiter = limiterWith({ loadFunctions: 'auto' });
@@ -104,7 +115,9 @@ describe('loading and recovery (own redis-server)', () => {
       await expect(Promise.all(limiters.map((limiter) => limiter.init()))).resolves.toHaveLength(6);
       const libraries = await listLibraries(admin);
       expect(libraries).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 })]);
-      const decisions = await Promise.all(limiters.map((limiter) => limiter.consume('shared', { limit: 4, windowMs: 60_000 })));
+      const decisions = await Promise.all(
+        limiters.map((limiter) => limiter.consume('shared', { limit: 4, windowMs: 60_000 })),
+      );
       expect(decisions.filter((d) => d.allowed)).toHaveLength(4);
     });
   });
@@ -161,26 +174,31 @@ describe('loading and recovery (own redis-server)', () => {
       );
       const limiter = limiterWith({ functionName: 'sliding_allow_v2', loadFunctions: 'auto' });
       await expect(limiter.init()).rejects.toThrow(FunctionNameTakenError);
-      await expect(limiter.init()).rejects.toThrow(/cannot load library rate_limit_v2 on 127\.0\.0\.1:\d+: ERR Function sliding_allow_v2 already exists/);
+      await expect(limiter.init()).rejects.toThrow(
+        /cannot load library rate_limit_v2 on 127\.0\.0\.1:\d+: ERR Function sliding_allow_v2 already exists/,
+      );
     });
   });
 
   describe('a library of the same name with different code', () => {
-    it.each(['auto', 'verify'] as const)('loadFunctions %s: FunctionCodeMismatchError, and the loaded library is left alone', async (loadFunctions) => {
-      await admin.call('FUNCTION', 'LOAD', IMPOSTOR_V2);
-      const limiter = limiterWith({ functionName: 'sliding_allow_v2', loadFunctions });
+    it.each(['auto', 'verify'] as const)(
+      'loadFunctions %s: FunctionCodeMismatchError, and the loaded library is left alone',
+      async (loadFunctions) => {
+        await admin.call('FUNCTION', 'LOAD', IMPOSTOR_V2);
+        const limiter = limiterWith({ functionName: 'sliding_allow_v2', loadFunctions });
 
-      const error = await rejectionOf(limiter.init());
+        const error = await rejectionOf(limiter.init());
 
-      expect(error).toBeInstanceOf(FunctionCodeMismatchError);
-      expect((error as Error).message).toContain('rate_limit_v2');
-      expect((error as Error).message).toContain(address);
-      // A consume does not fall through to the foreign code either.
-      await expect(limiter.consume('k', { limit: 1, windowMs: 1000 })).rejects.toThrow(FunctionCodeMismatchError);
-      expect((await commandStats(admin, 'fcall')).calls).toBe(0);
-      const libraries = await listLibraries(admin);
-      expect(libraries).toEqual([{ name: 'rate_limit_v2', functions: ['sliding_allow_v2'], code: IMPOSTOR_V2 }]);
-    });
+        expect(error).toBeInstanceOf(FunctionCodeMismatchError);
+        expect((error as Error).message).toContain('rate_limit_v2');
+        expect((error as Error).message).toContain(address);
+        // A consume does not fall through to the foreign code either.
+        await expect(limiter.consume('k', { limit: 1, windowMs: 1000 })).rejects.toThrow(FunctionCodeMismatchError);
+        expect((await commandStats(admin, 'fcall')).calls).toBe(0);
+        const libraries = await listLibraries(admin);
+        expect(libraries).toEqual([{ name: 'rate_limit_v2', functions: ['sliding_allow_v2'], code: IMPOSTOR_V2 }]);
+      },
+    );
   });
 
   describe('FUNCTION FLUSH under traffic', () => {
@@ -188,46 +206,62 @@ describe('loading and recovery (own redis-server)', () => {
       ['v1', false],
       ['v2', false],
       ['v2', true],
-    ])("%s (batch %s) with 'auto': every consume succeeds (reload + retry), each counted once, and the library is back", async (version, batch) => {
-      const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'auto', batch });
-      await limiter.init();
-      const keys = Array.from({ length: 50 }, (_, i) => `flush:${i}`);
-      const traffic = startTraffic(limiter, keys, { concurrency: 40 });
+    ])(
+      "%s (batch %s) with 'auto': every consume succeeds (reload + retry), each counted once, and the library is back",
+      async (version, batch) => {
+        const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'auto', batch });
+        await limiter.init();
+        const keys = Array.from({ length: 50 }, (_, i) => `flush:${i}`);
+        const traffic = startTraffic(limiter, keys, { concurrency: 40 });
 
-      for (let i = 0; i < 4; i++) {
-        await sleep(40);
-        await admin.call('FUNCTION', 'FLUSH');
-      }
-      await sleep(60);
-      const report = summary(await traffic.stop());
+        for (let i = 0; i < 4; i++) {
+          await sleep(40);
+          await admin.call('FUNCTION', 'FLUSH');
+        }
+        await sleep(60);
+        const report = summary(await traffic.stop());
 
-      expect(report.failures).toEqual([]);
-      expect(report.succeeded).toBeGreaterThan(200);
-      expect(report.allowed).toBe(report.succeeded);
-      // The flushes really hit calls in flight, and the library was reloaded.
-      const fcall = await commandStats(admin, 'fcall');
-      expect(fcall.failed).toBeGreaterThan(0);
-      expect((await commandStats(admin, 'function|load')).calls).toBeGreaterThanOrEqual(2);
-      // A retried call is recorded once: the sorted sets hold one entry per successful call.
-      expect(await totalEntries(admin, keys.map((key) => `rl:${key}`))).toBe(report.succeeded);
-      // Every call that succeeded carried one decision, or, batched, several.
-      if (batch) expect(fcall.calls - fcall.failed).toBeLessThan(report.succeeded);
-      else expect(fcall.calls - fcall.failed).toBe(report.succeeded);
-      expect(await listLibraries(admin)).toEqual([expect.objectContaining({ name: LIBRARY_OF[version], code: BUNDLED[version] })]);
-    });
+        expect(report.failures).toEqual([]);
+        expect(report.succeeded).toBeGreaterThan(200);
+        expect(report.allowed).toBe(report.succeeded);
+        // The flushes really hit calls in flight, and the library was reloaded.
+        const fcall = await commandStats(admin, 'fcall');
+        expect(fcall.failed).toBeGreaterThan(0);
+        expect((await commandStats(admin, 'function|load')).calls).toBeGreaterThanOrEqual(2);
+        // A retried call is recorded once: the sorted sets hold one entry per successful call.
+        expect(
+          await totalEntries(
+            admin,
+            keys.map((key) => `rl:${key}`),
+          ),
+        ).toBe(report.succeeded);
+        // Every call that succeeded carried one decision, or, batched, several.
+        if (batch) expect(fcall.calls - fcall.failed).toBeLessThan(report.succeeded);
+        else expect(fcall.calls - fcall.failed).toBe(report.succeeded);
+        expect(await listLibraries(admin)).toEqual([
+          expect.objectContaining({ name: LIBRARY_OF[version], code: BUNDLED[version] }),
+        ]);
+      },
+    );
 
     /**
      * A limiter started on the bundled v2, whose functions are then flushed: its next call must
      * reload. Its client follows each of the next `reloadsToFlush` reloads (FUNCTION LOAD) at once
      * with another FUNCTION FLUSH, before the call's retry; each reload takes one from `flushes.left`.
      */
-    async function startedThenFlushed(reloadsToFlush: number): Promise<{ limiter: SlidingWindowLimiter; flushes: { left: number } }> {
+    async function startedThenFlushed(
+      reloadsToFlush: number,
+    ): Promise<{ limiter: SlidingWindowLimiter; flushes: { left: number } }> {
       const flushes = { left: 0 }; // none during start-up
       const client = connect();
       const call = client.call.bind(client) as (...args: unknown[]) => Promise<unknown>;
       (client as unknown as { call: typeof call }).call = async (...args) => {
         const reply = await call(...args);
-        if (String(args[0]).toUpperCase() === 'FUNCTION' && String(args[1]).toUpperCase() === 'LOAD' && flushes.left-- > 0) {
+        if (
+          String(args[0]).toUpperCase() === 'FUNCTION' &&
+          String(args[1]).toUpperCase() === 'LOAD' &&
+          flushes.left-- > 0
+        ) {
           await admin.call('FUNCTION', 'FLUSH');
         }
         return reply;
@@ -248,7 +282,9 @@ describe('loading and recovery (own redis-server)', () => {
       expect(decision).toMatchObject({ allowed: true, remaining: 4 });
       expect(flushes.left).toBeLessThan(0); // the flush after the first reload happened
       expect(await admin.zcard('rl:twice')).toBe(1);
-      expect(await listLibraries(admin)).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 })]);
+      expect(await listLibraries(admin)).toEqual([
+        expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 }),
+      ]);
       limiter.close();
     });
 
@@ -267,17 +303,20 @@ describe('loading and recovery (own redis-server)', () => {
       limiter.close();
     });
 
-    it.each(['verify', 'off'] as const)("with '%s' nothing is reloaded: consume fails with FunctionNotLoadedError", async (loadFunctions) => {
-      await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
-      const limiter = limiterWith({ loadFunctions });
-      await limiter.init();
-      expect((await limiter.consume('k', { limit: 5, windowMs: 1000 })).allowed).toBe(true);
+    it.each(['verify', 'off'] as const)(
+      "with '%s' nothing is reloaded: consume fails with FunctionNotLoadedError",
+      async (loadFunctions) => {
+        await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
+        const limiter = limiterWith({ loadFunctions });
+        await limiter.init();
+        expect((await limiter.consume('k', { limit: 5, windowMs: 1000 })).allowed).toBe(true);
 
-      await admin.call('FUNCTION', 'FLUSH');
+        await admin.call('FUNCTION', 'FLUSH');
 
-      await expect(limiter.consume('k', { limit: 5, windowMs: 1000 })).rejects.toThrow(FunctionNotLoadedError);
-      expect(await listLibraries(admin)).toEqual([]);
-    });
+        await expect(limiter.consume('k', { limit: 5, windowMs: 1000 })).rejects.toThrow(FunctionNotLoadedError);
+        expect(await listLibraries(admin)).toEqual([]);
+      },
+    );
   });
 
   describe('the retry after a lost function or script is the same request', () => {
@@ -302,38 +341,44 @@ describe('loading and recovery (own redis-server)', () => {
       return seen;
     }
 
-    it.each<Version>(['v1', 'v2'])('%s function mode: after FUNCTION FLUSH one consume sends the same FCALL twice (same member) and adds one entry', async (version) => {
-      const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'auto' });
-      await limiter.init();
-      await admin.call('FUNCTION', 'FLUSH');
+    it.each<Version>(['v1', 'v2'])(
+      '%s function mode: after FUNCTION FLUSH one consume sends the same FCALL twice (same member) and adds one entry',
+      async (version) => {
+        const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'auto' });
+        await limiter.init();
+        await admin.call('FUNCTION', 'FLUSH');
 
-      const commands = await monitorDuring(() => limiter.consume('once', { limit: 10, windowMs: 60_000 }));
+        const commands = await monitorDuring(() => limiter.consume('once', { limit: 10, windowMs: 60_000 }));
 
-      const fcalls = commands.filter((args) => args[0].toLowerCase() === 'fcall');
-      expect(fcalls).toHaveLength(2);
-      expect(fcalls[1]).toEqual(fcalls[0]);
-      const names = commands.map((args) => args.slice(0, 2).join(' ').toLowerCase());
-      const loadAt = names.indexOf('function load');
-      expect(loadAt).toBeGreaterThan(names.indexOf('fcall ' + FUNCTION_OF[version]));
-      expect(names.lastIndexOf('fcall ' + FUNCTION_OF[version])).toBeGreaterThan(loadAt);
-      // The one entry is the member both attempts carried.
-      expect(await admin.zrange('rl:once', '0', '-1')).toEqual([memberOf(version, fcalls[0])]);
-    });
+        const fcalls = commands.filter((args) => args[0].toLowerCase() === 'fcall');
+        expect(fcalls).toHaveLength(2);
+        expect(fcalls[1]).toEqual(fcalls[0]);
+        const names = commands.map((args) => args.slice(0, 2).join(' ').toLowerCase());
+        const loadAt = names.indexOf('function load');
+        expect(loadAt).toBeGreaterThan(names.indexOf('fcall ' + FUNCTION_OF[version]));
+        expect(names.lastIndexOf('fcall ' + FUNCTION_OF[version])).toBeGreaterThan(loadAt);
+        // The one entry is the member both attempts carried.
+        expect(await admin.zrange('rl:once', '0', '-1')).toEqual([memberOf(version, fcalls[0])]);
+      },
+    );
 
-    it.each<Version>(['v1', 'v2'])('%s script mode: after SCRIPT FLUSH the EVAL fallback carries the EVALSHA arguments and adds one entry', async (version) => {
-      const limiter = limiterWith({ functionName: FUNCTION_OF[version], mode: 'script', loadFunctions: 'auto' });
-      await limiter.init();
-      await admin.script('FLUSH');
+    it.each<Version>(['v1', 'v2'])(
+      '%s script mode: after SCRIPT FLUSH the EVAL fallback carries the EVALSHA arguments and adds one entry',
+      async (version) => {
+        const limiter = limiterWith({ functionName: FUNCTION_OF[version], mode: 'script', loadFunctions: 'auto' });
+        await limiter.init();
+        await admin.script('FLUSH');
 
-      const commands = await monitorDuring(() => limiter.consume('once', { limit: 10, windowMs: 60_000 }));
+        const commands = await monitorDuring(() => limiter.consume('once', { limit: 10, windowMs: 60_000 }));
 
-      const evalsha = commands.filter((args) => args[0].toLowerCase() === 'evalsha');
-      const evals = commands.filter((args) => args[0].toLowerCase() === 'eval');
-      expect(evalsha).toHaveLength(1);
-      expect(evals).toHaveLength(1);
-      expect(evals[0].slice(2)).toEqual(evalsha[0].slice(2));
-      expect(await admin.zrange('rl:once', '0', '-1')).toEqual([memberOf(version, evalsha[0])]);
-    });
+        const evalsha = commands.filter((args) => args[0].toLowerCase() === 'evalsha');
+        const evals = commands.filter((args) => args[0].toLowerCase() === 'eval');
+        expect(evalsha).toHaveLength(1);
+        expect(evals).toHaveLength(1);
+        expect(evals[0].slice(2)).toEqual(evalsha[0].slice(2));
+        expect(await admin.zrange('rl:once', '0', '-1')).toEqual([memberOf(version, evalsha[0])]);
+      },
+    );
 
     /** The member argument of a monitored FCALL/EVALSHA: [cmd, fn|sha, numkeys, key, ...argv]. */
     function memberOf(version: Version, args: string[]): string {
@@ -360,7 +405,12 @@ describe('loading and recovery (own redis-server)', () => {
       // A client that reconnects quickly; the limiter itself fails fast while it is disconnected.
       client = new Redis(first.url, { retryStrategy: () => 50 });
       client.on('error', () => undefined);
-      const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', loadFunctions: 'auto', logger: silentLogger() });
+      const limiter = new SlidingWindowLimiter({
+        client,
+        keyPrefix: 'rl:',
+        loadFunctions: 'auto',
+        logger: silentLogger(),
+      });
       await limiter.init();
       const keys = Array.from({ length: 10 }, (_, i) => `restart:${i}`);
       const degraded: number[] = [];
@@ -392,17 +442,24 @@ describe('loading and recovery (own redis-server)', () => {
       expect(Math.min(...degraded)).toBeGreaterThanOrEqual(stoppedAt);
       const degradedSeconds = (Math.max(...degraded) - Math.min(...degraded)) / 1000;
       expect(Math.max(...degraded)).toBeLessThan(restartedAt + 500);
-      process.stdout.write(`Redis restarted empty: ${degradedSeconds.toFixed(2)} s of degraded decisions for ${((restartedAt - stoppedAt) / 1000).toFixed(2)} s of downtime\n`);
+      process.stdout.write(
+        `Redis restarted empty: ${degradedSeconds.toFixed(2)} s of degraded decisions for ${((restartedAt - stoppedAt) / 1000).toFixed(2)} s of downtime\n`,
+      );
       // Redis decides again, on a server that got the library back.
       expect(redisDecided.filter((d) => d.startedAt > restartedAt + 500).length).toBeGreaterThan(0);
       const check = new Redis(restarted.url);
       try {
-        expect(await listLibraries(check)).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 })]);
+        expect(await listLibraries(check)).toEqual([
+          expect.objectContaining({ name: 'rate_limit_v2', code: BUNDLED.v2 }),
+        ]);
         // One entry per call Redis decided on the new server: at least those started after the restart,
         // at most those that ended after the old server was stopped, plus calls in flight at the stop
         // that ioredis re-sent after reconnecting (autoResendUnfulfilledCommands) although the limiter
         // had already decided them by its policy: such an entry can only make it stricter, never looser.
-        const entries = await totalEntries(check, keys.map((key) => `rl:${key}`));
+        const entries = await totalEntries(
+          check,
+          keys.map((key) => `rl:${key}`),
+        );
         expect(entries).toBeGreaterThanOrEqual(redisDecided.filter((d) => d.startedAt > restartedAt).length);
         expect(entries).toBeLessThanOrEqual(redisDecided.filter((d) => d.endedAt > stoppedAt).length + degraded.length);
       } finally {
@@ -413,19 +470,31 @@ describe('loading and recovery (own redis-server)', () => {
   });
 
   describe("mode: 'script'", () => {
-    it.each<Version>(['v1', 'v2'])('%s: consume and peek work through EVALSHA, and no function is loaded', async (version) => {
-      const limiter = limiterWith({ functionName: FUNCTION_OF[version], mode: 'script' });
-      await limiter.init();
-      expect(limiter.mode).toBe('script');
+    it.each<Version>(['v1', 'v2'])(
+      '%s: consume and peek work through EVALSHA, and no function is loaded',
+      async (version) => {
+        const limiter = limiterWith({ functionName: FUNCTION_OF[version], mode: 'script' });
+        await limiter.init();
+        expect(limiter.mode).toBe('script');
 
-      expect(await limiter.consume('s', { limit: 2, windowMs: 60_000 })).toMatchObject({ allowed: true, remaining: 1 });
-      expect(await limiter.consume('s', { limit: 2, windowMs: 60_000 })).toMatchObject({ allowed: true, remaining: 0 });
-      expect(await limiter.consume('s', { limit: 2, windowMs: 60_000 })).toMatchObject({ allowed: false, remaining: 0 });
-      expect(await limiter.peek('s', { limit: 2, windowMs: 60_000 })).toMatchObject({ allowed: false, count: 2 });
-      expect(await admin.zcard('rl:s')).toBe(2);
-      expect(await listLibraries(admin)).toEqual([]);
-      expect((await commandStats(admin, 'evalsha')).calls).toBeGreaterThan(0);
-    });
+        expect(await limiter.consume('s', { limit: 2, windowMs: 60_000 })).toMatchObject({
+          allowed: true,
+          remaining: 1,
+        });
+        expect(await limiter.consume('s', { limit: 2, windowMs: 60_000 })).toMatchObject({
+          allowed: true,
+          remaining: 0,
+        });
+        expect(await limiter.consume('s', { limit: 2, windowMs: 60_000 })).toMatchObject({
+          allowed: false,
+          remaining: 0,
+        });
+        expect(await limiter.peek('s', { limit: 2, windowMs: 60_000 })).toMatchObject({ allowed: false, count: 2 });
+        expect(await admin.zcard('rl:s')).toBe(2);
+        expect(await listLibraries(admin)).toEqual([]);
+        expect((await commandStats(admin, 'evalsha')).calls).toBeGreaterThan(0);
+      },
+    );
 
     it("loadFunctions 'verify' with the scripts missing from the cache: FunctionNotLoadedError naming the node", async () => {
       const limiter = limiterWith({ mode: 'script', loadFunctions: 'verify' });
@@ -434,26 +503,34 @@ describe('loading and recovery (own redis-server)', () => {
       expect((error as Error).message).toContain(address);
     });
 
-    it.each<Version>(['v1', 'v2'])('%s: SCRIPT FLUSH under traffic: every call succeeds through the NOSCRIPT fallback, each counted once', async (version) => {
-      const limiter = limiterWith({ functionName: FUNCTION_OF[version], mode: 'script', loadFunctions: 'auto' });
-      await limiter.init();
-      const keys = Array.from({ length: 50 }, (_, i) => `sflush:${i}`);
-      const traffic = startTraffic(limiter, keys, { concurrency: 40 });
+    it.each<Version>(['v1', 'v2'])(
+      '%s: SCRIPT FLUSH under traffic: every call succeeds through the NOSCRIPT fallback, each counted once',
+      async (version) => {
+        const limiter = limiterWith({ functionName: FUNCTION_OF[version], mode: 'script', loadFunctions: 'auto' });
+        await limiter.init();
+        const keys = Array.from({ length: 50 }, (_, i) => `sflush:${i}`);
+        const traffic = startTraffic(limiter, keys, { concurrency: 40 });
 
-      for (let i = 0; i < 4; i++) {
-        await sleep(40);
-        await admin.script('FLUSH');
-      }
-      await sleep(60);
-      const report = summary(await traffic.stop());
+        for (let i = 0; i < 4; i++) {
+          await sleep(40);
+          await admin.script('FLUSH');
+        }
+        await sleep(60);
+        const report = summary(await traffic.stop());
 
-      expect(report.failures).toEqual([]);
-      expect(report.succeeded).toBeGreaterThan(200);
-      expect(report.allowed).toBe(report.succeeded);
-      expect((await commandStats(admin, 'evalsha')).failed).toBeGreaterThan(0);
-      expect((await commandStats(admin, 'eval')).calls).toBeGreaterThan(0);
-      expect(await totalEntries(admin, keys.map((key) => `rl:${key}`))).toBe(report.succeeded);
-    });
+        expect(report.failures).toEqual([]);
+        expect(report.succeeded).toBeGreaterThan(200);
+        expect(report.allowed).toBe(report.succeeded);
+        expect((await commandStats(admin, 'evalsha')).failed).toBeGreaterThan(0);
+        expect((await commandStats(admin, 'eval')).calls).toBeGreaterThan(0);
+        expect(
+          await totalEntries(
+            admin,
+            keys.map((key) => `rl:${key}`),
+          ),
+        ).toBe(report.succeeded);
+      },
+    );
   });
 });
 

@@ -20,12 +20,16 @@ function newestMtimeMs(dir: string): number {
  */
 export function ensureBuilt(): void {
   const entry = join(ROOT, 'dist', 'index.js');
-  const shipsLua = ['rate_limit_v1.lua', 'rate_limit_v2.lua'].every((file) => existsSync(join(ROOT, 'dist', 'redis', 'lua', file)));
+  const shipsLua = ['rate_limit_v1.lua', 'rate_limit_v2.lua'].every((file) =>
+    existsSync(join(ROOT, 'dist', 'redis', 'lua', file)),
+  );
   if (shipsLua && existsSync(entry) && statSync(entry).mtimeMs >= newestMtimeMs(join(ROOT, 'lib'))) return;
   try {
     execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`npm run build failed; tests that load dist/ need it:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`);
+    throw new Error(
+      `npm run build failed; tests that load dist/ need it:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`,
+    );
   }
 }

@@ -52,9 +52,15 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   return { app, keyPrefix, http: () => request(server), close: () => app.close() };
 }
 
-function createApp(moduleRef: Awaited<ReturnType<ReturnType<typeof Test.createTestingModule>['compile']>>, options: TestAppOptions): INestApplication {
+function createApp(
+  moduleRef: Awaited<ReturnType<ReturnType<typeof Test.createTestingModule>['compile']>>,
+  options: TestAppOptions,
+): INestApplication {
   if (options.platform === 'fastify') {
-    return moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter({ trustProxy: options.trustProxy ?? false }), { logger: false });
+    return moduleRef.createNestApplication<NestFastifyApplication>(
+      new FastifyAdapter({ trustProxy: options.trustProxy ?? false }),
+      { logger: false },
+    );
   }
   const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressAdapter(), { logger: false });
   app.set('trust proxy', options.trustProxy ?? false);

@@ -25,11 +25,27 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
   try {
     for (let i = 0; i < count; i++) {
       nodes.push(
-        await startRedisServer(['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf', '--repl-diskless-sync-delay', '0']),
+        await startRedisServer([
+          '--cluster-enabled',
+          'yes',
+          '--cluster-node-timeout',
+          '1000',
+          '--cluster-config-file',
+          'nodes.conf',
+          '--repl-diskless-sync-delay',
+          '0',
+        ]),
       );
     }
     const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
-    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes']);
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...addresses,
+      '--cluster-replicas',
+      String(replicasPerMaster),
+      '--cluster-yes',
+    ]);
     await waitForClusterOk(nodes);
   } catch (error) {
     await stop();
@@ -50,7 +66,8 @@ export async function waitForClusterOk(nodes: RedisServer[], timeoutMs = 20_000)
           .catch(() => ''),
       ),
     );
-    if (states.every((info) => info.includes('cluster_state:ok') && info.includes('cluster_slots_assigned:16384'))) return;
+    if (states.every((info) => info.includes('cluster_state:ok') && info.includes('cluster_slots_assigned:16384')))
+      return;
     if (Date.now() > deadline) throw new Error(`cluster not ok after ${timeoutMs} ms:\n${states.join('\n')}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

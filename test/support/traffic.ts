@@ -25,7 +25,11 @@ export interface TrafficOptions {
 }
 
 /** Keeps `concurrency` consume loops busy over `keys` until `stop()`; records every outcome. */
-export function startTraffic(limiter: SlidingWindowLimiter, keys: readonly string[], { concurrency, pauseMs = 0, now = Date.now }: TrafficOptions) {
+export function startTraffic(
+  limiter: SlidingWindowLimiter,
+  keys: readonly string[],
+  { concurrency, pauseMs = 0, now = Date.now }: TrafficOptions,
+) {
   let running = true;
   let next = 0;
   const calls: TrafficCall[] = [];

@@ -55,7 +55,9 @@ export class VirtualTimeRedis extends Redis {
   /** Runs a script command with the TTL bookkeeping; `args` as FCALL takes them (name/script, numkeys, keys…, argv…). */
   async observe(command: string, args: readonly unknown[]): Promise<unknown> {
     const keys = args.slice(2, 2 + Number(args[1])).map(String);
-    const transaction = this.multi().time().call(command, ...(args as (string | number)[]));
+    const transaction = this.multi()
+      .time()
+      .call(command, ...(args as (string | number)[]));
     for (const key of new Set(keys)) transaction.pttl(key).persist(key);
     transaction.time();
     const results = (await transaction.exec()) ?? [];

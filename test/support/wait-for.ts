@@ -14,7 +14,11 @@ export interface WaitOptions {
  * node that is restarting refuses connections for a while). Throws after `timeoutMs`, naming the
  * last value or error read.
  */
-export async function waitFor<T>(read: () => T | Promise<T>, done: (value: T) => boolean, { timeoutMs = 5000, intervalMs = 20 }: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  read: () => T | Promise<T>,
+  done: (value: T) => boolean,
+  { timeoutMs = 5000, intervalMs = 20 }: WaitOptions = {},
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     let last: string;

@@ -20,9 +20,7 @@ const START = DEFAULT_TEST_START_TIME;
 const CONTROLLERS = [AuthController, SmsController, ItemsController, InCodeLimitController];
 
 /** One step of a script played against both apps. */
-type Step =
-  | { advance: number }
-  | { method: 'get' | 'post'; path: string; body?: object };
+type Step = { advance: number } | { method: 'get' | 'post'; path: string; body?: object };
 
 /** What the two apps must agree on: status, body and every rate-limit header. */
 function observable(res: { status: number; body: unknown; headers: Record<string, string | string[] | undefined> }) {
@@ -47,9 +45,17 @@ describe.each(PLATFORMS)('RateLimitTestingModule on %s', (platform) => {
   /** The same controllers on Redis (clock moved by hand) and on RateLimitTestingModule. */
   async function startPair(options: { headers?: 'legacy' | 'draft' | 'both'; errorBody?: 'nest' | 'problem' } = {}) {
     const clock = manualClock(START);
-    const onRedis = await startTestApp({ platform, controllers: CONTROLLERS, options: { ...options, clock: clock.now } });
+    const onRedis = await startTestApp({
+      platform,
+      controllers: CONTROLLERS,
+      options: { ...options, clock: clock.now },
+    });
     apps.push(onRedis);
-    const inMemory = await startTestApp({ platform, controllers: CONTROLLERS, rateLimitModule: RateLimitTestingModule.forRoot(options) });
+    const inMemory = await startTestApp({
+      platform,
+      controllers: CONTROLLERS,
+      rateLimitModule: RateLimitTestingModule.forRoot(options),
+    });
     apps.push(inMemory);
     const testClock = inMemory.app.get(TestClock);
     return {
@@ -72,7 +78,11 @@ describe.each(PLATFORMS)('RateLimitTestingModule on %s', (platform) => {
         pair.advance(step.advance);
         continue;
       }
-      const send = (app: TestApp) => app.http()[step.method](step.path).send(step.body ?? {});
+      const send = (app: TestApp) =>
+        app
+          .http()
+          [step.method](step.path)
+          .send(step.body ?? {});
       const fromRedis = observable(await send(pair.onRedis));
       const inMemory = observable(await send(pair.inMemory));
       expect({ index, step, ...inMemory }).toEqual({ index, step, ...fromRedis });
@@ -87,18 +97,47 @@ describe.each(PLATFORMS)('RateLimitTestingModule on %s', (platform) => {
     const item = { method: 'get', path: '/items/7' } as const;
     const inCode = { method: 'post', path: '/in-code' } as const;
     const { statuses } = await play([
-      login, login, { advance: 1_500 }, login, login, login, login, { advance: 20_250 }, login,
-      sms('1'), sms('1'), { advance: 59_999 }, sms('1'), sms('2'), { advance: 1 }, sms('1'),
-      item, item, { advance: 61_000 }, item,
-      inCode, inCode, { advance: 30_000 }, inCode,
-      { advance: 40_000 }, login, login, login, login, login, login,
+      login,
+      login,
+      { advance: 1_500 },
+      login,
+      login,
+      login,
+      login,
+      { advance: 20_250 },
+      login,
+      sms('1'),
+      sms('1'),
+      { advance: 59_999 },
+      sms('1'),
+      sms('2'),
+      { advance: 1 },
+      sms('1'),
+      item,
+      item,
+      { advance: 61_000 },
+      item,
+      inCode,
+      inCode,
+      { advance: 30_000 },
+      inCode,
+      { advance: 40_000 },
+      login,
+      login,
+      login,
+      login,
+      login,
+      login,
     ]);
     expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(6);
   });
 
   it('answers like the Redis-backed app with the IETF draft headers and problem bodies', async () => {
     const sms = (phone: string) => ({ method: 'post', path: '/sms/code', body: { phone } }) as const;
-    const { statuses } = await play([sms('9'), sms('9'), { advance: 45_000 }, sms('9'), { advance: 15_000 }, sms('9')], { headers: 'both', errorBody: 'problem' });
+    const { statuses } = await play(
+      [sms('9'), sms('9'), { advance: 45_000 }, sms('9'), { advance: 15_000 }, sms('9')],
+      { headers: 'both', errorBody: 'problem' },
+    );
     expect(statuses).toEqual([201, 429, 429, 201]);
   });
 
@@ -106,7 +145,10 @@ describe.each(PLATFORMS)('RateLimitTestingModule on %s', (platform) => {
     const login = { method: 'post', path: '/auth/login' } as const;
     const steps: Step[] = [login, { advance: 10_000 }, login, login, login, login];
     const pair = await play([...steps, { advance: 49_999 }, login]); // 1 ms before the first entry leaves
-    const statuses = async () => [(await pair.onRedis.http().post('/auth/login')).status, (await pair.inMemory.http().post('/auth/login')).status];
+    const statuses = async () => [
+      (await pair.onRedis.http().post('/auth/login')).status,
+      (await pair.inMemory.http().post('/auth/login')).status,
+    ];
     expect(await statuses()).toEqual([429, 429]);
     pair.advance(1); // the first entry leaves the window now
     expect(await statuses()).toEqual([201, 201]);
@@ -147,9 +189,19 @@ describe.each(PLATFORMS)('RateLimitTestingModule on %s', (platform) => {
         return { now: this.stamp.clock.now() };
       }
     }
-    const first = await startTestApp({ platform, controllers: [StampController], providers: [Stamp], rateLimitModule: RateLimitTestingModule.forRoot({ startTime: 5_000 }) });
+    const first = await startTestApp({
+      platform,
+      controllers: [StampController],
+      providers: [Stamp],
+      rateLimitModule: RateLimitTestingModule.forRoot({ startTime: 5_000 }),
+    });
     apps.push(first);
-    const second = await startTestApp({ platform, controllers: [StampController], providers: [Stamp], rateLimitModule: RateLimitTestingModule.forRoot() });
+    const second = await startTestApp({
+      platform,
+      controllers: [StampController],
+      providers: [Stamp],
+      rateLimitModule: RateLimitTestingModule.forRoot(),
+    });
     apps.push(second);
 
     expect((await first.http().get('/stamp').expect(200)).body).toEqual({ now: 5_000 });

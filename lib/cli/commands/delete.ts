@@ -33,19 +33,32 @@ export const deleteCommand: Command = async ({ options, masters, suggest }) => {
   const present = await Promise.all(masters.map(async (node) => (await librariesOf(node, library))[0]));
   const holders = masters.filter((_, i) => present[i] !== undefined);
   if (holders.length === 0 && !contract) {
-    throw new CliError(ExitCode.Failed, `no library named ${library} on any master; ${suggest('functions list')} shows what is loaded`);
+    throw new CliError(
+      ExitCode.Failed,
+      `no library named ${library} on any master; ${suggest('functions list')} shows what is loaded`,
+    );
   }
-  const functionNames = new Set([...(contract ? functionNamesOf(contract) : []), ...present.flatMap((lib) => lib?.functions ?? [])]);
+  const functionNames = new Set([
+    ...(contract ? functionNamesOf(contract) : []),
+    ...present.flatMap((lib) => lib?.functions ?? []),
+  ]);
 
   const { reports } = await readInstanceReports(masters, options.prefix);
   const callers: Caller[] = [];
   for (const { prefix, report } of reports) {
     const base = { instanceId: report.instanceId, host: report.host, pid: report.pid, prefix };
-    if (functionNames.has(report.functionName)) callers.push({ ...base, functionName: report.functionName, as: 'functionName' });
-    if (report.canary && functionNames.has(report.canary.functionName)) callers.push({ ...base, functionName: report.canary.functionName, as: 'canary' });
+    if (functionNames.has(report.functionName))
+      callers.push({ ...base, functionName: report.functionName, as: 'functionName' });
+    if (report.canary && functionNames.has(report.canary.functionName))
+      callers.push({ ...base, functionName: report.canary.functionName, as: 'canary' });
   }
   const callerLines = formatTable(
-    callers.map((c) => [c.instanceId, `host ${c.host} pid ${c.pid}`, `prefix ${c.prefix}`, c.as === 'canary' ? `canary → ${c.functionName}` : `calls ${c.functionName}`]),
+    callers.map((c) => [
+      c.instanceId,
+      `host ${c.host} pid ${c.pid}`,
+      `prefix ${c.prefix}`,
+      c.as === 'canary' ? `canary → ${c.functionName}` : `calls ${c.functionName}`,
+    ]),
     '  - ',
   );
   const json = { library, version: contract?.version ?? null, force: options.force, callers };
@@ -66,7 +79,9 @@ export const deleteCommand: Command = async ({ options, masters, suggest }) => {
     };
   }
 
-  const deleteOn = async (node: Redis): Promise<{ node: string; result: 'deleted' | 'absent' | 'failed'; error?: string }> => {
+  const deleteOn = async (
+    node: Redis,
+  ): Promise<{ node: string; result: 'deleted' | 'absent' | 'failed'; error?: string }> => {
     const address = nodeAddress(node);
     try {
       await node.call('FUNCTION', 'DELETE', library);
@@ -80,8 +95,14 @@ export const deleteCommand: Command = async ({ options, masters, suggest }) => {
   const nodes = await Promise.all(masters.map(deleteOn));
   const failed = nodes.filter((n) => n.result === 'failed');
   let text = formatTable(nodes.map((n) => [n.node, n.result, n.error ?? '']));
-  if (callers.length > 0) text += `Deleted with --force while ${plural(callers.length, 'caller')} remained:\n${callerLines}`;
-  text += failed.length > 0 ? '' : nodes.some((n) => n.result === 'deleted') ? `${library} is deleted on every master.\n` : `${library} was not loaded on any master; nothing to delete.\n`;
+  if (callers.length > 0)
+    text += `Deleted with --force while ${plural(callers.length, 'caller')} remained:\n${callerLines}`;
+  text +=
+    failed.length > 0
+      ? ''
+      : nodes.some((n) => n.result === 'deleted')
+        ? `${library} is deleted on every master.\n`
+        : `${library} was not loaded on any master; nothing to delete.\n`;
   return {
     exitCode: failed.length === 0 ? ExitCode.Ok : ExitCode.Failed,
     json: { ...json, refused: false, nodes },

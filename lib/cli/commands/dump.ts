@@ -25,7 +25,8 @@ export const dumpCommand: Command = async ({ options, masters, suggest }) => {
 
   const source = masters[0];
   const payload = await source.callBuffer('FUNCTION', 'DUMP');
-  if (!Buffer.isBuffer(payload)) throw new CliError(ExitCode.Failed, `FUNCTION DUMP on ${nodeAddress(source)} did not return a binary payload`);
+  if (!Buffer.isBuffer(payload))
+    throw new CliError(ExitCode.Failed, `FUNCTION DUMP on ${nodeAddress(source)} did not return a binary payload`);
   // Written next to the target and renamed, so an interrupted dump never leaves half a file under the name.
   const temporary = `${file}.${process.pid}.tmp`;
   try {

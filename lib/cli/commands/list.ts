@@ -21,7 +21,9 @@ export interface ListProblem {
  * script can use it as a check.
  */
 export const listCommand: Command = async ({ masters, suggest }) => {
-  const nodes = await Promise.all(masters.map(async (node) => ({ node: nodeAddress(node), libraries: await librariesOf(node) })));
+  const nodes = await Promise.all(
+    masters.map(async (node) => ({ node: nodeAddress(node), libraries: await librariesOf(node) })),
+  );
   const problems: ListProblem[] = [];
 
   const names = [...new Set(nodes.flatMap((n) => n.libraries.map((library) => library.name)))].sort();
@@ -86,9 +88,22 @@ export const listCommand: Command = async ({ masters, suggest }) => {
   let text = '';
   for (const { node, libraries } of json.nodes) {
     text += `${node}\n`;
-    text += libraries.length === 0 ? '  (no libraries)\n' : formatTable(libraries.map((l) => [l.library, l.version ?? '-', l.functions.join(', '), l.matchesBundled === false ? '(not the bundled code)' : '']));
+    text +=
+      libraries.length === 0
+        ? '  (no libraries)\n'
+        : formatTable(
+            libraries.map((l) => [
+              l.library,
+              l.version ?? '-',
+              l.functions.join(', '),
+              l.matchesBundled === false ? '(not the bundled code)' : '',
+            ]),
+          );
   }
-  text += problems.length === 0 ? `\nOK: ${plural(nodes.length, 'master')} checked; no master lacks a library, shipped libraries hold the bundled code.\n` : `\n${plural(problems.length, 'problem')}:\n${problems.map((p) => `  - ${p.message}\n`).join('')}`;
+  text +=
+    problems.length === 0
+      ? `\nOK: ${plural(nodes.length, 'master')} checked; no master lacks a library, shipped libraries hold the bundled code.\n`
+      : `\n${plural(problems.length, 'problem')}:\n${problems.map((p) => `  - ${p.message}\n`).join('')}`;
 
   return {
     exitCode: problems.length === 0 ? ExitCode.Ok : ExitCode.Failed,

@@ -40,7 +40,8 @@ export const loadCommand: Command = async ({ options, masters, suggest }) => {
       try {
         await (current ? node.call('FUNCTION', 'LOAD', 'REPLACE', source) : node.call('FUNCTION', 'LOAD', source));
       } catch (error) {
-        if (isFunctionNameTaken(error)) throw new Error(`${(error as Error).message}: another library registers that name; see functions list`);
+        if (isFunctionNameTaken(error))
+          throw new Error(`${(error as Error).message}: another library registers that name; see functions list`);
         // Another process loaded the library between our LIST and LOAD.
         if (!isLibraryAlreadyExists(error)) throw error;
         const [raced] = await librariesOf(node, contract.libraryName);
@@ -68,7 +69,9 @@ export const loadCommand: Command = async ({ options, masters, suggest }) => {
 
   const text =
     formatTable(nodes.map((n) => [n.node, n.result, n.error ?? ''])) +
-    (ok ? `${contract.libraryName} (${contract.version}) is loaded on every master.\n` : notes.map((note) => `${note}\n`).join(''));
+    (ok
+      ? `${contract.libraryName} (${contract.version}) is loaded on every master.\n`
+      : notes.map((note) => `${note}\n`).join(''));
   return {
     exitCode: ok ? ExitCode.Ok : ExitCode.Failed,
     json: { version: contract.version, library: contract.libraryName, replace: options.replace, nodes },

@@ -18,7 +18,8 @@ export function readDumpFile(path: string): Buffer {
 }
 
 const POLICY_HINTS: Record<string, string> = {
-  append: 'APPEND refuses libraries that exist already; --policy replace overwrites them, --policy flush makes each master hold exactly the dump',
+  append:
+    'APPEND refuses libraries that exist already; --policy replace overwrites them, --policy flush makes each master hold exactly the dump',
   replace: '',
   flush: '',
 };
@@ -32,7 +33,9 @@ export const restoreCommand: Command = async ({ options, masters }) => {
   const payload = readDumpFile(options.args[0]);
   const policy = options.policy.toUpperCase();
 
-  const restoreOn = async (node: Redis): Promise<{ node: string; result: 'restored' | 'failed'; error?: string; libraries: string[] }> => {
+  const restoreOn = async (
+    node: Redis,
+  ): Promise<{ node: string; result: 'restored' | 'failed'; error?: string; libraries: string[] }> => {
     const address = nodeAddress(node);
     let error: string | undefined;
     try {
@@ -42,12 +45,16 @@ export const restoreCommand: Command = async ({ options, masters }) => {
       error = (cause as Error).message;
     }
     const libraries = (await librariesOf(node)).map((library) => library.name);
-    return error === undefined ? { node: address, result: 'restored', libraries } : { node: address, result: 'failed', error, libraries };
+    return error === undefined
+      ? { node: address, result: 'restored', libraries }
+      : { node: address, result: 'failed', error, libraries };
   };
   const nodes = await Promise.all(masters.map(restoreOn));
   const failed = nodes.filter((n) => n.result === 'failed');
 
-  let text = formatTable(nodes.map((n) => [n.node, n.result, n.error ?? `now holds: ${n.libraries.join(', ') || 'no libraries'}`]));
+  let text = formatTable(
+    nodes.map((n) => [n.node, n.result, n.error ?? `now holds: ${n.libraries.join(', ') || 'no libraries'}`]),
+  );
   if (failed.length > 0 && POLICY_HINTS[options.policy]) text += `${POLICY_HINTS[options.policy]}.\n`;
   return {
     exitCode: failed.length === 0 ? ExitCode.Ok : ExitCode.Failed,

@@ -56,7 +56,9 @@ export const statusCommand: Command = async ({ options, masters }) => {
         f.functionName,
         f.version ?? '-',
         String(f.stable.length),
-        f.canary.length === 0 ? '0' : `${f.canary.length} (${[...new Set(f.canary.map((c) => `${c.percent}%`))].join(', ')})`,
+        f.canary.length === 0
+          ? '0'
+          : `${f.canary.length} (${[...new Set(f.canary.map((c) => `${c.percent}%`))].join(', ')})`,
         String(f.calls),
         formatRate(f.rejectionRate),
         formatRate(f.errorRate),
@@ -77,7 +79,8 @@ export const statusCommand: Command = async ({ options, masters }) => {
       ]),
     ]);
   }
-  if (unreadable.length > 0) text += `\nIgnored ${plural(unreadable.length, 'key')} that match the report pattern but hold no report: ${unreadable.map((u) => u.key).join(', ')}\n`;
+  if (unreadable.length > 0)
+    text += `\nIgnored ${plural(unreadable.length, 'key')} that match the report pattern but hold no report: ${unreadable.map((u) => u.key).join(', ')}\n`;
 
   return {
     exitCode: ExitCode.Ok,
@@ -122,7 +125,8 @@ export function summarize(reports: readonly FoundReport[]): FunctionStatus[] {
 
   for (const { report } of reports) {
     entry(report.functionName).stable.push(report.instanceId);
-    if (report.canary) entry(report.canary.functionName).canary.push({ instanceId: report.instanceId, percent: report.canary.percent });
+    if (report.canary)
+      entry(report.canary.functionName).canary.push({ instanceId: report.instanceId, percent: report.canary.percent });
     for (const m of report.functions) {
       const status = entry(m.functionName);
       status.calls += m.calls;
@@ -133,7 +137,8 @@ export function summarize(reports: readonly FoundReport[]): FunctionStatus[] {
         status.errors[kind] = (status.errors[kind] ?? 0) + count;
         status.errorCount += count;
       }
-      for (const [kind, count] of Object.entries(m.fallbacks ?? {})) status.fallbacks[kind] = (status.fallbacks[kind] ?? 0) + count;
+      for (const [kind, count] of Object.entries(m.fallbacks ?? {}))
+        status.fallbacks[kind] = (status.fallbacks[kind] ?? 0) + count;
       status.latencyMs.p99 = Math.max(status.latencyMs.p99, m.latencyMs.p99);
       status.latencyMs.max = Math.max(status.latencyMs.max, m.latencyMs.max);
     }

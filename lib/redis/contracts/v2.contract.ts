@@ -80,7 +80,8 @@ export const V2_CONTRACT: FunctionContract = {
       for (const call of calls) length += 1 + STRIDE * call.rules.length;
       const values = toIntegerArray(reply, length, 'FCALL sliding_allow_many_v2');
       const outcomes = new Array<CallOutcome>(calls.length);
-      for (let c = 0, at = 0; c < calls.length; at += 1 + STRIDE * calls[c].rules.length, c++) outcomes[c] = outcomeAt(values, at, calls[c].rules);
+      for (let c = 0, at = 0; c < calls.length; at += 1 + STRIDE * calls[c].rules.length, c++)
+        outcomes[c] = outcomeAt(values, at, calls[c].rules);
       return outcomes;
     },
   },

@@ -66,7 +66,9 @@ function isSettled(nodes: NodeEntry[]): boolean {
 /** Port of the master serving `key`. */
 function ownerOf(key: string, nodes: NodeEntry[]): number {
   const slot = calculateSlot(key);
-  const owner = nodes.find((node) => node.master && !node.failed && node.slots.some(([from, to]) => slot >= from && slot <= to));
+  const owner = nodes.find(
+    (node) => node.master && !node.failed && node.slots.some(([from, to]) => slot >= from && slot <= to),
+  );
   if (!owner) throw new Error(`no master serves slot ${slot}`);
   return owner.port;
 }
@@ -77,7 +79,6 @@ async function callsOn(nodes: Redis[], command: string): Promise<number[]> {
 }
 
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
-
 
 describe('Redis Cluster (3 masters + 3 replicas)', () => {
   let cluster: RedisCluster;
@@ -91,16 +92,24 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
   const logger = { log: () => undefined, warn: (message: string) => warnings.push(message) };
 
   const admin = (port: number) => admins.get(port) as Redis;
-  const masters = () => topology.filter((node) => node.master && !node.failed && node.slots.length > 0).map((node) => admin(node.port));
+  const masters = () =>
+    topology.filter((node) => node.master && !node.failed && node.slots.length > 0).map((node) => admin(node.port));
   const replicas = () => topology.filter((node) => !node.master).map((node) => admin(node.port));
   const limiterOn = (connection: Cluster, options: Partial<SlidingWindowLimiterOptions> = {}) => {
-    const limiter = new SlidingWindowLimiter({ client: connection, keyPrefix: uniquePrefix('cluster'), logger, onRedisError: 'throw', ...options });
+    const limiter = new SlidingWindowLimiter({
+      client: connection,
+      keyPrefix: uniquePrefix('cluster'),
+      logger,
+      onRedisError: 'throw',
+      ...options,
+    });
     limiters.push(limiter);
     return limiter;
   };
   /** A key (with its prefix) whose identity tag lands on the master at `port`. */
   const keyOn = (port: number, prefix: string, name: string) => {
-    for (let i = 0; i < 100_000; i++) if (ownerOf(`${prefix}${name}:{id-${i}}`, topology) === port) return `${name}:{id-${i}}`;
+    for (let i = 0; i < 100_000; i++)
+      if (ownerOf(`${prefix}${name}:{id-${i}}`, topology) === port) return `${name}:{id-${i}}`;
     throw new Error(`no key lands on port ${port}`);
   };
 
@@ -121,7 +130,10 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
       ),
     );
     // Right after creation a node may still see a future replica as a master without slots.
-    topology = await waitFor(() => clusterNodes(admin(cluster.nodes[0].port)), isSettled, { timeoutMs: 15_000, intervalMs: 50 });
+    topology = await waitFor(() => clusterNodes(admin(cluster.nodes[0].port)), isSettled, {
+      timeoutMs: 15_000,
+      intervalMs: 50,
+    });
     client = new Cluster(cluster.seeds);
     client.on('error', () => undefined);
   });
@@ -148,11 +160,17 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
       expect(libraries).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: V2_SOURCE })]);
     }
     for (const node of replicas()) {
-      await waitFor(async () => parseFunctionList(await node.call('FUNCTION', 'LIST')), (libraries) => libraries.length === 1, { intervalMs: 10 });
+      await waitFor(
+        async () => parseFunctionList(await node.call('FUNCTION', 'LIST')),
+        (libraries) => libraries.length === 1,
+        { intervalMs: 10 },
+      );
     }
     await expect(limiterOn(client, { loadFunctions: 'verify' }).init()).resolves.toBeUndefined();
 
-    const error = await rejectionOf(limiterOn(client, { functionName: 'sliding_allow_v1', loadFunctions: 'verify' }).init());
+    const error = await rejectionOf(
+      limiterOn(client, { functionName: 'sliding_allow_v1', loadFunctions: 'verify' }).init(),
+    );
     expect(error).toBeInstanceOf(FunctionNotLoadedError);
     const named = masters().map((node) => `127.0.0.1:${node.options.port}`);
     expect([...(error as FunctionNotLoadedError).nodes].sort()).toEqual(named.sort());
@@ -182,7 +200,9 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.consumeAll(tight)));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(3);
     expect(await Promise.all(tight.map((rule) => client.zcard(limiter.keyPrefix + rule.key)))).toEqual([3, 3]);
-    expect(decisions.filter((d) => !d.allowed).every((d) => d.limits[0].allowed === false && d.limits[1].allowed === true)).toBe(true);
+    expect(
+      decisions.filter((d) => !d.allowed).every((d) => d.limits[0].allowed === false && d.limits[1].allowed === true),
+    ).toBe(true);
   });
 
   it('stacked limits in different slots never fail with CROSSSLOT and never over-count: a request rejected by one group leaves no entry in the other', async () => {
@@ -214,7 +234,9 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     expect(new Set(keys.map((key) => ownerOf(limiter.keyPrefix + key, topology))).size).toBe(3);
     const before = sum(await callsOn(masters(), 'fcall'));
 
-    const decisions = await Promise.all(Array.from({ length: 300 }, (_, i) => limiter.consume(keys[i % keys.length], { limit: 5, windowMs: 60_000 })));
+    const decisions = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => limiter.consume(keys[i % keys.length], { limit: 5, windowMs: 60_000 })),
+    );
 
     expect(decisions.filter((d) => d.allowed)).toHaveLength(30 * 5);
     expect(await Promise.all(keys.map((key) => client.zcard(limiter.keyPrefix + key)))).toEqual(keys.map(() => 5));
@@ -225,7 +247,10 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     const writer = limiterOn(client);
     // CLUSTER SLOTS lists a replica only once it has synced and gossiped its offset, which each node
     // learns in its own time; ioredis maps the slots from whichever node it asks when it connects.
-    await waitUntil(async () => (await Promise.all([...admins.values()].map(listsReplicaForEverySlot))).every(Boolean), { timeoutMs: 15_000, intervalMs: 50 });
+    await waitUntil(
+      async () => (await Promise.all([...admins.values()].map(listsReplicaForEverySlot))).every(Boolean),
+      { timeoutMs: 15_000, intervalMs: 50 },
+    );
     const reads = new Cluster(cluster.seeds, { scaleReads: 'slave' });
     reads.on('error', () => undefined);
     extraClients.push(reads);
@@ -266,7 +291,9 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     expect(seen.filter((s) => s.error !== undefined || s.degraded !== undefined)).toEqual([]);
     expect(seen.length).toBeGreaterThan(200);
     expect((await commandStats(victim, 'function|load')).calls).toBeGreaterThan(loadsBefore);
-    expect(parseFunctionList(await victim.call('FUNCTION', 'LIST', 'WITHCODE'))).toEqual([expect.objectContaining({ name: 'rate_limit_v2', code: V2_SOURCE })]);
+    expect(parseFunctionList(await victim.call('FUNCTION', 'LIST', 'WITHCODE'))).toEqual([
+      expect.objectContaining({ name: 'rate_limit_v2', code: V2_SOURCE }),
+    ]);
     const entries = await Promise.all(keys.map((key) => client.zcard(limiter.keyPrefix + key)));
     expect(sum(entries)).toBe(seen.length);
   });
@@ -293,8 +320,9 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     await waitForClusterOk(cluster.nodes.filter((node) => node.port !== victimPort));
     const clusterOkAt = Date.now();
     // Decisions must continue on the promoted replica: keep going until nothing was degraded for 700 ms.
-    const quietSince = () => Math.max(clusterOkAt, ...traffic.calls.filter((s) => s.degraded !== undefined).map((s) => s.endedAt));
-    for (const deadline = Date.now() + 8000; Date.now() - quietSince() < 700 && Date.now() < deadline; ) await sleep(50);
+    const quietSince = () =>
+      Math.max(clusterOkAt, ...traffic.calls.filter((s) => s.degraded !== undefined).map((s) => s.endedAt));
+    for (const deadline = Date.now() + 8000; Date.now() - quietSince() < 700 && Date.now() < deadline;) await sleep(50);
     const seen = await traffic.stop();
     const stoppedAt = Date.now();
 
@@ -331,16 +359,21 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     // re-sends a command after a failover), at most one each since a retry reuses the member: stricter,
     // never looser.
     const heirAdmin = admin(heir.port);
-    const admittedOf = (key: string) => seen.filter((s) => s.key === key && s.allowed && s.degraded === undefined).length;
+    const admittedOf = (key: string) =>
+      seen.filter((s) => s.key === key && s.allowed && s.degraded === undefined).length;
     for (const key of onVictim) {
       const entries = await heirAdmin.zcard(limiter.keyPrefix + key);
       expect(entries).toBeGreaterThanOrEqual(admittedOf(key));
-      expect(entries).toBeLessThanOrEqual(admittedOf(key) + seen.filter((s) => s.key === key && s.degraded !== undefined).length);
+      expect(entries).toBeLessThanOrEqual(
+        admittedOf(key) + seen.filter((s) => s.key === key && s.degraded !== undefined).length,
+      );
     }
     // So a limit counting the whole history is never exceeded on the promoted master: with room for
     // exactly 5 more than Redis admitted, 20 concurrent requests get at most 5 through.
     for (const key of [...onVictim].slice(0, 5)) {
-      const burst = await Promise.all(Array.from({ length: 20 }, () => limiter.consume(key, { limit: admittedOf(key) + 5, windowMs: 60_000 })));
+      const burst = await Promise.all(
+        Array.from({ length: 20 }, () => limiter.consume(key, { limit: admittedOf(key) + 5, windowMs: 60_000 })),
+      );
       expect(burst.filter((d) => d.degraded !== undefined)).toEqual([]);
       expect(burst.filter((d) => d.allowed).length).toBeLessThanOrEqual(5);
     }

@@ -65,7 +65,11 @@ describe.each(PLATFORMS)('failure policy over HTTP while Redis is down (%s)', (p
     slowestDownMs = 0;
     first = await startRedisServer();
     open = await startTestApp({ platform, controllers: [PolicyController], options: { redis: first.url } });
-    closed = await startTestApp({ platform, controllers: [PolicyController], options: { redis: first.url, onRedisError: 'deny' } });
+    closed = await startTestApp({
+      platform,
+      controllers: [PolicyController],
+      options: { redis: first.url, onRedisError: 'deny' },
+    });
   });
   afterAll(async () => {
     await open?.close();

@@ -28,7 +28,14 @@ describe('insurance limiter', () => {
 
   it('decides by the sliding window in memory while Redis is down, and hands back to Redis when it returns', async () => {
     let now = 1_735_660_800_000;
-    const limiter = new SlidingWindowLimiter({ client, insurance: true, timeoutMs: 100, clock: () => now, logger, report: false });
+    const limiter = new SlidingWindowLimiter({
+      client,
+      insurance: true,
+      timeoutMs: 100,
+      clock: () => now,
+      logger,
+      report: false,
+    });
     const rule = { limit: 3, windowMs: 10_000 };
     expect(await limiter.consume('k', rule)).toMatchObject({ allowed: true, remaining: 2 });
     expect((await limiter.consume('k', rule)).degraded).toBeUndefined();
@@ -49,7 +56,10 @@ describe('insurance limiter', () => {
     ]);
     // Exact retry-after, as v2 on Redis would say: the oldest insured entry leaves at +10 s.
     expect(insured[4].retryAfterMs).toBe(10_000 - 4000);
-    expect(await limiter.consume('k', rule, { onRedisError: 'deny' })).toMatchObject({ allowed: false, degraded: 'deny' });
+    expect(await limiter.consume('k', rule, { onRedisError: 'deny' })).toMatchObject({
+      allowed: false,
+      degraded: 'deny',
+    });
 
     server = await startRedisServerOnPort(server.port);
     // The limiter's breakers close when the connection reports ready again.
@@ -67,7 +77,10 @@ describe('insurance limiter', () => {
     await limiter.init();
     await server.stop();
     await waitUntil(() => client.status !== 'ready');
-    await expect(limiter.consume('k', rule, { onRedisError: 'throw' })).rejects.toMatchObject({ name: 'RedisUnavailableError', reason: 'disconnected' });
+    await expect(limiter.consume('k', rule, { onRedisError: 'throw' })).rejects.toMatchObject({
+      name: 'RedisUnavailableError',
+      reason: 'disconnected',
+    });
     expect(await limiter.consume('k', rule)).toMatchObject({ allowed: true, degraded: 'insurance' });
     limiter.close();
   });
@@ -76,18 +89,45 @@ describe('insurance limiter', () => {
     let now = 1_735_660_800_000;
     await server.stop();
     await waitUntil(() => client.status !== 'ready');
-    const limiter = new SlidingWindowLimiter({ client, functionName: 'sliding_allow_v1', insurance: true, timeoutMs: 100, clock: () => now, logger, report: false });
+    const limiter = new SlidingWindowLimiter({
+      client,
+      functionName: 'sliding_allow_v1',
+      insurance: true,
+      timeoutMs: 100,
+      clock: () => now,
+      logger,
+      report: false,
+    });
     const rule = { limit: 1, windowMs: 10_000 };
-    expect(await limiter.consume('k', rule)).toMatchObject({ allowed: true, remaining: 0, functionName: 'sliding_allow_v1', degraded: 'insurance' });
+    expect(await limiter.consume('k', rule)).toMatchObject({
+      allowed: true,
+      remaining: 0,
+      functionName: 'sliding_allow_v1',
+      degraded: 'insurance',
+    });
     now += 4000;
     // v1's reply says nothing about time, so a rejection waits a whole window; v2 (the default) would say 6000.
-    expect(await limiter.consume('k', rule)).toMatchObject({ allowed: false, retryAfterMs: 10_000, functionName: 'sliding_allow_v1', degraded: 'insurance' });
-    expect(limiter.metrics.snapshot()).toEqual([expect.objectContaining({ functionName: 'sliding_allow_v1', fallbacks: { insurance: 2 } })]);
+    expect(await limiter.consume('k', rule)).toMatchObject({
+      allowed: false,
+      retryAfterMs: 10_000,
+      functionName: 'sliding_allow_v1',
+      degraded: 'insurance',
+    });
+    expect(limiter.metrics.snapshot()).toEqual([
+      expect.objectContaining({ functionName: 'sliding_allow_v1', fallbacks: { insurance: 2 } }),
+    ]);
     limiter.close();
   });
 
   it('takes a stacked request rejected by one key back out of the others under sliding_allow_v1 (one key per call)', async () => {
-    const limiter = new SlidingWindowLimiter({ client, functionName: 'sliding_allow_v1', insurance: true, timeoutMs: 100, logger, report: false });
+    const limiter = new SlidingWindowLimiter({
+      client,
+      functionName: 'sliding_allow_v1',
+      insurance: true,
+      timeoutMs: 100,
+      logger,
+      report: false,
+    });
     await limiter.init();
     await server.stop();
     await waitUntil(() => client.status !== 'ready');
@@ -113,13 +153,25 @@ describe('insurance limiter', () => {
   });
 
   it('keeps its memory bounded', async () => {
-    const limiter = new SlidingWindowLimiter({ client, insurance: { maxKeys: 10 }, timeoutMs: 100, logger, report: false });
+    const limiter = new SlidingWindowLimiter({
+      client,
+      insurance: { maxKeys: 10 },
+      timeoutMs: 100,
+      logger,
+      report: false,
+    });
     await limiter.init();
     await server.stop();
     for (let i = 0; i < 50; i++) await limiter.consume(`key:${i}`, { limit: 1, windowMs: 60_000 });
     // A key evicted from the insurance store starts over: the first of the 50 is admitted again.
-    expect(await limiter.consume('key:0', { limit: 1, windowMs: 60_000 })).toMatchObject({ allowed: true, degraded: 'insurance' });
-    expect(await limiter.consume('key:49', { limit: 1, windowMs: 60_000 })).toMatchObject({ allowed: false, degraded: 'insurance' });
+    expect(await limiter.consume('key:0', { limit: 1, windowMs: 60_000 })).toMatchObject({
+      allowed: true,
+      degraded: 'insurance',
+    });
+    expect(await limiter.consume('key:49', { limit: 1, windowMs: 60_000 })).toMatchObject({
+      allowed: false,
+      degraded: 'insurance',
+    });
     limiter.close();
   });
 });

@@ -93,7 +93,16 @@ async function go(msg) {
     else if (result.value === true) admitted++;
     else rejected++;
   }
-  process.send({ type: 'done', round: msg.round, admitted, rejected, errors: errors.slice(0, 5), errorCount: errors.length, firstSentAt, lastSettledAt });
+  process.send({
+    type: 'done',
+    round: msg.round,
+    admitted,
+    rejected,
+    errors: errors.slice(0, 5),
+    errorCount: errors.length,
+    firstSentAt,
+    lastSettledAt,
+  });
 }
 
 async function stop() {
@@ -104,7 +113,9 @@ async function stop() {
 process.on('message', (msg) => {
   const handler = msg.type === 'arm' ? arm : msg.type === 'go' ? go : msg.type === 'stop' ? stop : undefined;
   if (!handler) return process.send({ type: 'failed', message: `unknown message ${JSON.stringify(msg)}` });
-  handler(msg).catch((error) => process.send({ type: 'failed', message: error && error.stack ? error.stack : String(error) }));
+  handler(msg).catch((error) =>
+    process.send({ type: 'failed', message: error && error.stack ? error.stack : String(error) }),
+  );
 });
 
 // The parent went away (test crashed): do not linger.
