@@ -12,11 +12,21 @@ export default tseslint.config(
   {
     files: ['**/*.ts'],
     extends: [tseslint.configs.recommended],
+    rules: {
+      // A leading underscore marks a parameter a signature needs but this implementation does not
+      // read (a hook's context, a decorated body): the usual convention, stated once here.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
   },
   {
     files: ['lib/**/*.ts'],
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // Rethrowing what was caught (typed unknown) as a rejection is allowed; rejecting with a
+      // non-Error value of our own is still reported.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true }],
+    },
   },
   {
     files: ['**/*.js', '**/*.cjs', '**/*.mjs'],

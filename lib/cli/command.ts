@@ -10,7 +10,7 @@ export interface CommandContext {
   /** Clients of every master, in a stable order. */
   readonly masters: Redis[];
   /** The CLI invocation that reaches the same Redis, for commands suggested in messages. */
-  suggest(command: string): string;
+  readonly suggest: (command: string) => string;
 }
 
 /** What a command reports: its exit code, its `--json` document and its text output. */

@@ -11,7 +11,7 @@ import { closeConnection } from '../redis/close-connection';
 export interface CliConnection {
   readonly connection: RedisConnection;
   readonly masters: Redis[];
-  close(): Promise<void>;
+  readonly close: () => Promise<void>;
 }
 
 /** A connection target for messages: the URL without its password, or the seeds. */

@@ -3,7 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 // Types only: erased from the build. @nestjs/terminus is an optional peer dependency, loaded on demand.
 import type { HealthIndicatorService } from '@nestjs/terminus';
 import type { Redis } from 'ioredis';
-import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { loadOptionalPeer } from '../core/optional-peer';
 import { canaryInEffect } from '../limiter/function-routing';
 import { withTimeout } from '../limiter/with-timeout';
 import type { RateLimitConnection } from '../nest/rate-limit-connection';
@@ -113,7 +113,7 @@ export class SlidingLimitHealthIndicator {
     const session = this.indicatorService().check(key);
     const details = await this.inspect(options.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS);
     const healthy = details.unreachable === undefined && details.missing === undefined;
-    return (healthy ? session.up(details) : session.down(details)) as SlidingLimitHealthResult<Key>;
+    return healthy ? session.up(details) : session.down(details);
   }
 
   private async inspect(timeoutMs: number): Promise<SlidingLimitHealthDetails> {
@@ -240,16 +240,9 @@ function down(details: SlidingLimitHealthDetails): SlidingLimitHealthDetails {
 }
 
 function loadTerminus(): Terminus {
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('@nestjs/terminus') as Terminus;
-  } catch (error) {
-    if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error;
-    throw new RateLimitConfigError(
-      [
-        'SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus',
-      ],
-      'SlidingLimitHealthIndicator',
-    );
-  }
+  return loadOptionalPeer<Terminus>(
+    '@nestjs/terminus',
+    'SlidingLimitHealthIndicator',
+    'SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus',
+  );
 }

@@ -37,8 +37,14 @@ export function checkStackedArguments(
     // A handful of stacked limits: comparing with the earlier ones beats building a Set.
     for (let j = 0; valid && j < i; j++) valid = rules[j].key !== rule.key;
   }
-  if (!valid)
-    fail(Array.isArray(rules) ? rules.map((rule) => rule?.key) : [], Array.isArray(rules) ? rules : [], options);
+  if (valid) return;
+  // `rules` is typed, but a JavaScript caller may pass anything: describe what was passed.
+  const given: readonly unknown[] = Array.isArray(rules) ? rules : [];
+  fail(
+    given.map((rule) => (rule as Partial<KeyedSlidingLimitRule> | null | undefined)?.key),
+    given,
+    options,
+  );
 }
 
 /** A key alone (`reset`). */

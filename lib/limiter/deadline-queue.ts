@@ -11,7 +11,7 @@ const INITIAL_CAPACITY = 1024;
  * it started.
  */
 export class DeadlineQueue {
-  private callbacks: ((() => void) | undefined)[] = new Array(INITIAL_CAPACITY);
+  private callbacks = new Array<(() => void) | undefined>(INITIAL_CAPACITY);
   private mask = INITIAL_CAPACITY - 1;
   /** Sequence number of the next call. */
   private next = 0;
@@ -60,7 +60,7 @@ export class DeadlineQueue {
 
   /** Doubles the ring, keeping every call that may still time out at its place by sequence number. */
   private grow(): void {
-    const larger: ((() => void) | undefined)[] = new Array(this.callbacks.length * 2);
+    const larger = new Array<(() => void) | undefined>(this.callbacks.length * 2);
     const mask = larger.length - 1;
     for (let seq = this.expiredUpTo; seq < this.next; seq++) larger[seq & mask] = this.callbacks[seq & this.mask];
     this.callbacks = larger;

@@ -57,7 +57,7 @@ export class DecisionBatcher {
   private enqueue(version: ActiveVersion, decision: QueuedDecision): void {
     const slot = this.channel.clustered ? calculateSlot(decision.call.keys[0]) : 0;
     let bySlot = this.lanes.get(version);
-    if (!bySlot) this.lanes.set(version, (bySlot = new Map()));
+    if (!bySlot) this.lanes.set(version, (bySlot = new Map<number, QueuedDecision[]>()));
     const lane = bySlot.get(slot);
     if (!lane) {
       bySlot.set(slot, [decision]);

@@ -69,7 +69,7 @@ export const LIMITER_SETTING_NAMES = [
 export function pickLimiterSettings(options: Partial<Record<string, unknown>>): LimiterSettings {
   const settings: Record<string, unknown> = {};
   for (const name of LIMITER_SETTING_NAMES) if (options[name] !== undefined) settings[name] = options[name];
-  return settings as LimiterSettings;
+  return settings;
 }
 
 /** Settings with defaults applied. */
@@ -241,7 +241,7 @@ export function resolveLimiterOptions(options: SlidingWindowLimiterOptions): Res
   if (!options?.backend) problems.unshift(...describeClientProblems(options?.client));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
 
-  return { ...LIMITER_DEFAULTS, ...definedOnly(options) } as ResolvedLimiterOptions;
+  return { ...LIMITER_DEFAULTS, ...definedOnly(options) };
 }
 
 /** Drops undefined values, so that spreading over defaults keeps the defaults. */

@@ -434,10 +434,11 @@ export class SlidingWindowLimiter {
   }
 
   private async peekOnce(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {
-    const { peekFunction, peekArguments, parsePeekReply } = version.contract;
-    if (peekFunction && peekArguments && parsePeekReply) {
-      const reply = await version.runner.run(peekFunction, [fullKey], peekArguments(await version.now(), [rule]), true);
-      return parsePeekReply(reply, [rule]).limits[0];
+    const { contract } = version;
+    if (contract.peekFunction && contract.peekArguments && contract.parsePeekReply) {
+      const args = contract.peekArguments(await version.now(), [rule]);
+      const reply = await version.runner.run(contract.peekFunction, [fullKey], args, true);
+      return contract.parsePeekReply(reply, [rule]).limits[0];
     }
     return peekByCounting(this.backend.commands, await numericNow(version.now, this.backend.commands), fullKey, rule);
   }

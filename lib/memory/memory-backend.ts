@@ -1,9 +1,8 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { describeValue } from '../core/value-checks';
 import type { KeyCommands, LimiterBackend } from '../core/limiter-backend';
-import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import type { FunctionContract } from '../core/function-contract';
-import type { LuaRunner } from '../core/lua-runner';
+import type { LoadFunctionsPolicy, LuaRunner } from '../core/lua-runner';
 import { SlidingWindowModel, type ModelEntry } from './sliding-window-model';
 
 /** Options of {@link MemoryBackend}. */
@@ -54,10 +53,10 @@ export class MemoryBackend implements LimiterBackend {
 
     const model = (this.model = new SlidingWindowModel(options));
     this.commands = {
-      del: async (key) => model.del(key),
-      zrem: async (key, member) => model.zrem(key, member),
-      zcount: async (key, min, max) => model.zcount(key, min, max),
-      time: async () => model.time(),
+      del: (key) => settle(() => model.del(key)),
+      zrem: (key, member) => settle(() => model.zrem(key, member)),
+      zcount: (key, min, max) => settle(() => model.zcount(key, min, max)),
+      time: () => settle(() => model.time()),
     };
   }
 
@@ -72,8 +71,8 @@ export class MemoryBackend implements LimiterBackend {
   }
 
   /** Every version is "loaded": the model implements them all. */
-  async runnerFor(contract: FunctionContract, _policy: LoadFunctionsPolicy): Promise<LuaRunner> {
-    return new MemoryRunner(this.model, contract);
+  runnerFor(contract: FunctionContract, _policy: LoadFunctionsPolicy): Promise<LuaRunner> {
+    return Promise.resolve(new MemoryRunner(this.model, contract));
   }
 
   /** The keys that exist now (expired ones excluded), sorted, each with the limiter's prefix. */
@@ -105,12 +104,24 @@ export class MemoryRunner implements LuaRunner {
   async prepare(): Promise<void> {}
 
   /** Arguments travel as text, numbers written as ioredis writes them (`String(n)`). */
-  async run(
+  run(
     functionName: string,
     keys: readonly string[],
     args: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> {
-    return this.model.call(functionName, keys, args.map(String), readOnly);
+    return settle(() => this.model.call(functionName, keys, args.map(String), readOnly));
+  }
+}
+
+/**
+ * The model's answer as a promise, as a Redis reply would come: run now (the model is synchronous),
+ * a throw (an error reply) becoming a rejection.
+ */
+function settle<T>(compute: () => T): Promise<T> {
+  try {
+    return Promise.resolve(compute());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }

@@ -322,7 +322,7 @@ export class SlidingWindowModel {
 
   /** The entries of `key` in ZRANGE order (score, then member bytes); empty when the key does not exist. */
   entries(key: string): ModelEntry[] {
-    const zset: SortedSet = this.store.get(key) ?? new Map();
+    const zset: SortedSet = this.store.get(key) ?? new Map<string, number>();
     return [...zset]
       .map(([member, score]) => ({ member, score }))
       .sort((a, b) => a.score - b.score || Buffer.compare(Buffer.from(a.member), Buffer.from(b.member)));

@@ -1,5 +1,6 @@
 import type * as PromClient from 'prom-client';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { loadOptionalPeer } from '../core/optional-peer';
 import { describeValue } from '../core/value-checks';
 import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
@@ -185,15 +186,16 @@ function precomputedHistogramClass(prom: typeof PromClient) {
       this.metricName = name;
     }
 
-    override async get(): Promise<Exposition> {
-      return {
+    override get(): Promise<Exposition> {
+      // Nothing to wait for: the values are read from the limiter's counters at scrape time.
+      return Promise.resolve({
         name: this.metricName,
         help: HISTOGRAM_HELP,
         type: this.metricType,
         aggregator: 'sum',
         collect: () => undefined,
         values: this.values(),
-      };
+      });
     }
 
     getForPromString(): Promise<Exposition> {
@@ -232,25 +234,11 @@ function precomputedHistogramClass(prom: typeof PromClient) {
 
 const HISTOGRAM_HELP = 'Latency of rate limit calls per function name, in seconds.';
 
-interface ModuleNotFound {
-  code?: string;
-  message?: string;
-}
-
 /** prom-client, loaded on first use so that it stays an optional dependency. */
 function loadPromClient(): typeof PromClient {
-  try {
-    return require('prom-client') as typeof PromClient;
-  } catch (error) {
-    const { code, message } = (error ?? {}) as ModuleNotFound;
-    if (code === 'MODULE_NOT_FOUND' && /prom-client/.test(String(message))) {
-      throw new RateLimitConfigError(
-        [
-          'the Prometheus export needs prom-client, an optional peer dependency that is not installed; run: npm i prom-client',
-        ],
-        'registerPrometheusMetrics',
-      );
-    }
-    throw error;
-  }
+  return loadOptionalPeer<typeof PromClient>(
+    'prom-client',
+    'registerPrometheusMetrics',
+    'the Prometheus export needs prom-client, an optional peer dependency that is not installed; run: npm i prom-client',
+  );
 }

@@ -1,4 +1,4 @@
-import type { Type } from '@nestjs/common';
+import type { ExecutionContext, Type } from '@nestjs/common';
 import type { DecisionOptions, RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
 import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from './rate-limit.constants';
 import { describeLimitProblems, type ResolvedRateLimitOptions, type SlidingLimitOptions } from './rate-limit.options';
@@ -38,12 +38,15 @@ const STRICTNESS: Record<RedisErrorPolicy, number> = { allow: 0, deny: 1, throw:
 /** A plan, or the problems that prevent it. */
 export type PlanResult = { plan: HandlerPlan; problems: [] } | { plan?: undefined; problems: string[] };
 
+/** A route handler, as Nest's `ExecutionContext.getHandler()` gives it (the controller's method). */
+export type RouteHandler = ReturnType<ExecutionContext['getHandler']>;
+
 /** Reads metadata as plain Reflect calls so plans can be built without a Reflector instance. */
 function ownLimits(target: object): unknown[] {
   return (Reflect.getOwnMetadata(SLIDING_LIMIT_METADATA, target) as unknown[] | undefined) ?? [];
 }
 
-function isSkipped(controller: Type, handler: Function): boolean {
+function isSkipped(controller: Type, handler: RouteHandler): boolean {
   return (
     Reflect.getMetadata(SKIP_RATE_LIMIT_METADATA, handler) === true ||
     Reflect.getMetadata(SKIP_RATE_LIMIT_METADATA, controller) === true
@@ -64,7 +67,7 @@ export function hasRateLimitMetadata(target: object): boolean {
  */
 export function buildHandlerPlan(
   controller: Type,
-  handler: Function,
+  handler: RouteHandler,
   options: ResolvedRateLimitOptions,
   /** Compiled keys shared by all plans: a key used by many handlers is compiled once. */
   compileCache: Map<RateLimitKey, CompiledKey>,

@@ -6,7 +6,7 @@ import { RATE_LIMIT_OPTIONS } from './rate-limit.constants';
 import type { RateLimitKey } from './rate-limit-key';
 import type { ResolvedRateLimitOptions } from './rate-limit.options';
 import type { CompiledKey } from './key-template';
-import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan } from './limit-plan';
+import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan, type RouteHandler } from './limit-plan';
 
 /**
  * The per-handler plans of the guard. Built for every controller (and every provider carrying
@@ -16,7 +16,7 @@ import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan } from './limi
  */
 @Injectable()
 export class SlidingLimitPlans implements OnModuleInit {
-  private readonly plans = new WeakMap<Function, Map<Function, HandlerPlan>>();
+  private readonly plans = new WeakMap<Type, Map<RouteHandler, HandlerPlan>>();
   private readonly compiledKeys = new Map<RateLimitKey, CompiledKey>();
 
   constructor(
@@ -37,7 +37,7 @@ export class SlidingLimitPlans implements OnModuleInit {
       if (type && this.carriesMetadata(type)) classes.add(type);
     }
     for (const type of classes) {
-      for (const methodName of this.scanner.getAllMethodNames(type.prototype)) {
+      for (const methodName of this.scanner.getAllMethodNames(type.prototype as object)) {
         const handler = (type.prototype as Record<string, unknown>)[methodName];
         if (typeof handler !== 'function') continue;
         const result = buildHandlerPlan(type, handler, this.options, this.compiledKeys);
@@ -52,7 +52,7 @@ export class SlidingLimitPlans implements OnModuleInit {
    * The plan of a handler. Handlers that were not discovered at start-up (a class Nest does not list,
    * e.g. created by a third-party module) get theirs built and cached on first use.
    */
-  get(controller: Type, handler: Function): HandlerPlan {
+  get(controller: Type, handler: RouteHandler): HandlerPlan {
     const cached = this.plans.get(controller)?.get(handler);
     if (cached) return cached;
     const result = buildHandlerPlan(controller, handler, this.options, this.compiledKeys);
@@ -61,15 +61,15 @@ export class SlidingLimitPlans implements OnModuleInit {
     return result.plan;
   }
 
-  private store(controller: Function, handler: Function, plan: HandlerPlan): void {
+  private store(controller: Type, handler: RouteHandler, plan: HandlerPlan): void {
     let byHandler = this.plans.get(controller);
-    if (!byHandler) this.plans.set(controller, (byHandler = new Map()));
+    if (!byHandler) this.plans.set(controller, (byHandler = new Map<RouteHandler, HandlerPlan>()));
     byHandler.set(handler, plan);
   }
 
   private carriesMetadata(type: Type): boolean {
     if (hasRateLimitMetadata(type)) return true;
-    return this.scanner.getAllMethodNames(type.prototype).some((name) => {
+    return this.scanner.getAllMethodNames(type.prototype as object).some((name) => {
       const method = (type.prototype as Record<string, unknown>)[name];
       return typeof method === 'function' && hasRateLimitMetadata(method);
     });

@@ -31,7 +31,7 @@ export function toRecord(value: unknown, command: string): Record<string, unknow
     for (let i = 0; i < value.length; i += 2) record[String(value[i])] = value[i + 1];
     return record;
   }
-  if (value instanceof Map) return Object.fromEntries(value);
+  if (value instanceof Map) return Object.fromEntries(value as Map<string, unknown>);
   if (typeof value === 'object' && value !== null) return value as Record<string, unknown>;
   throw new UnexpectedReplyError(command, value);
 }

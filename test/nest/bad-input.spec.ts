@@ -488,7 +488,7 @@ class KeyPartsController {
 
   @Post('body')
   @SlidingLimit({ name: 'body', limit: 100, windowMs: 60_000, key: 'body:v' })
-  body(@Body() body: { v?: unknown }): { ok: true } {
+  body(@Body() _body: { v?: unknown }): { ok: true } {
     return { ok: true };
   }
 

@@ -1,4 +1,4 @@
-import type Redis from 'ioredis';
+import Redis from 'ioredis';
 import { connectShared, uniquePrefix } from '../support/test-redis';
 import { ensureLibraries, errorMessageOf, librarySource } from '../support/lua-functions';
 import { startRedisServer, RedisServer } from '../support/redis-server';
@@ -49,7 +49,7 @@ describe('Lua function contracts', () => {
         const source = librarySource(version.version as 'v1' | 'v2');
         expect(libraryNameOf(source)).toBe(version.libraryName);
         const server = await startRedisServer();
-        const own = new (require('ioredis').default as typeof Redis)(server.url);
+        const own = new Redis(server.url);
         try {
           expect(await own.call('FUNCTION', 'LOAD', source)).toBe(version.libraryName);
           const [library] = parseFunctionList(await own.call('FUNCTION', 'LIST'));
@@ -334,9 +334,8 @@ describe('Lua function contracts', () => {
       });
 
       it("answers FCALL_RO from the replica with the primary's data", async () => {
-        const IORedis = require('ioredis').default as typeof Redis;
-        const writer = new IORedis(primary.url);
-        const reader = new IORedis(replica.url);
+        const writer = new Redis(primary.url);
+        const reader = new Redis(replica.url);
         try {
           await ensureLibraries(writer);
           await writer.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'a', 1000, 10_000, 3);
@@ -356,8 +355,7 @@ describe('Lua function contracts', () => {
 
 /** Waits until a replica has finished its first sync with the primary. */
 async function waitForReplicaLink(replica: RedisServer): Promise<void> {
-  const IORedis = require('ioredis').default as typeof Redis;
-  const client = new IORedis(replica.url);
+  const client = new Redis(replica.url);
   try {
     await waitUntil(async () => /master_link_status:up/.test(await client.info('replication')), {
       timeoutMs: 10_000,

@@ -30,6 +30,7 @@ export function ensureBuilt(): void {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
     throw new Error(
       `npm run build failed; tests that load dist/ need it:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`,
+      { cause: error },
     );
   }
 }

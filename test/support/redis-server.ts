@@ -62,7 +62,9 @@ async function tryStart(port: number, extraArgs: string[]): Promise<RedisServer>
     await waitUntilReady(port, () => child.exitCode !== null);
   } catch (error) {
     await stop();
-    throw new Error(`redis-server on port ${port} did not start: ${(error as Error).message}\n${output}`);
+    throw new Error(`redis-server on port ${port} did not start: ${(error as Error).message}\n${output}`, {
+      cause: error,
+    });
   }
   return { port, url: `redis://127.0.0.1:${port}`, process: child, stop };
 }

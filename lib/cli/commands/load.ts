@@ -41,7 +41,9 @@ export const loadCommand: Command = async ({ options, masters, suggest }) => {
         await (current ? node.call('FUNCTION', 'LOAD', 'REPLACE', source) : node.call('FUNCTION', 'LOAD', source));
       } catch (error) {
         if (isFunctionNameTaken(error))
-          throw new Error(`${(error as Error).message}: another library registers that name; see functions list`);
+          throw new Error(`${(error as Error).message}: another library registers that name; see functions list`, {
+            cause: error,
+          });
         // Another process loaded the library between our LIST and LOAD.
         if (!isLibraryAlreadyExists(error)) throw error;
         const [raced] = await librariesOf(node, contract.libraryName);

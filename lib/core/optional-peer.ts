@@ -1,0 +1,21 @@
+import { RateLimitConfigError } from './errors/rate-limit-config.error';
+
+/**
+ * Loads an optional peer dependency the first time the feature that needs it runs, so that users
+ * without the package never load it. A missing package becomes a {@link RateLimitConfigError} with
+ * `problem` (which should name the install command); any other failure is thrown as it is.
+ */
+export function loadOptionalPeer<T>(packageName: string, feature: string, problem: string): T {
+  try {
+    // Synchronous and lazy on purpose: a top-level import would load the package for every user,
+    // and a dynamic import() would make the features that need it asynchronous.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(packageName) as T;
+  } catch (error) {
+    const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+    if (code === 'MODULE_NOT_FOUND' && String(message).includes(packageName)) {
+      throw new RateLimitConfigError([problem], feature);
+    }
+    throw error;
+  }
+}
