@@ -10,6 +10,8 @@ export interface AllowCall {
   nowMs: number | typeof SERVER_TIME;
   member: string;
   maxClockSkewMs: number;
+  /** What the request weighs in every limit; 1 when absent. Only versions with `weighted` take another. */
+  cost?: number;
 }
 
 /** What a function reply says about one limit. */
@@ -65,12 +67,20 @@ export interface FunctionContract {
    * the limiter's block cache reject locally until that time.
    */
   readonly exactRetryAfter: boolean;
+  /** Whether calls may carry a `cost` other than 1. */
+  readonly weighted: boolean;
+  /** Whether rules may set `precisionMs` (the bounded-memory sliding window). */
+  readonly bucketed: boolean;
 
   /** When the version has one, the function the limiter batches decisions with. */
   readonly batch?: BatchFunction;
 
   allowArguments(call: AllowCall): (string | number)[];
-  parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;
-  peekArguments?(nowMs: number | typeof SERVER_TIME, rules: readonly SlidingLimitRule[]): (string | number)[];
-  parsePeekReply?(reply: unknown, rules: readonly SlidingLimitRule[]): CallOutcome;
+  parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[], cost?: number): CallOutcome;
+  peekArguments?(
+    nowMs: number | typeof SERVER_TIME,
+    rules: readonly SlidingLimitRule[],
+    cost?: number,
+  ): (string | number)[];
+  parsePeekReply?(reply: unknown, rules: readonly SlidingLimitRule[], cost?: number): CallOutcome;
 }

@@ -1,44 +1,83 @@
 import { describeValue, isWholeNumberIn } from './value-checks';
 
-/** Largest limit accepted: memory per key grows with the limit (about 26 bytes per entry). */
+/** Largest limit of the log (the default window): memory per key grows with the limit (about 26 bytes per entry). */
 export const MAX_LIMIT = 1_000_000;
+/** Largest limit of a bucketed window (`precisionMs`), whose memory does not grow with the limit. */
+export const MAX_BUCKETED_LIMIT = 1_000_000_000_000;
 /** Longest window accepted: one year. */
 export const MAX_WINDOW_MS = 366 * 24 * 60 * 60 * 1000;
+/** Most sub-windows of a bucketed window: `windowMs / precisionMs` may not exceed it. */
+export const MAX_SUB_WINDOWS = 1000;
 
 /**
- * Lists what is wrong with a rule, naming each field as `<label>.limit` / `<label>.windowMs`.
- * Returns an empty array for a valid rule.
+ * Lists what is wrong with a rule, naming each field as `<label>.limit` / `<label>.windowMs` /
+ * `<label>.precisionMs`. Returns an empty array for a valid rule.
  */
 export function describeRuleProblems(rule: unknown, label: string): string[] {
   if (typeof rule !== 'object' || rule === null) {
     return [`${label} must be an object with limit and windowMs, got ${describeValue(rule)}`];
   }
-  const { limit, windowMs } = rule as Record<string, unknown>;
+  const { limit, windowMs, precisionMs } = rule as Record<string, unknown>;
   const problems: string[] = [];
-  if (!isWholeNumberIn(limit, 1, MAX_LIMIT)) {
-    problems.push(`${label}.limit must be a whole number from 1 to ${MAX_LIMIT}, got ${describeValue(limit)}`);
+  const maxLimit = precisionMs === undefined ? MAX_LIMIT : MAX_BUCKETED_LIMIT;
+  if (!isWholeNumberIn(limit, 1, maxLimit)) {
+    const hint = precisionMs === undefined && isWholeNumberIn(limit, 1, MAX_BUCKETED_LIMIT) ? BIG_LIMIT_HINT : '';
+    problems.push(`${label}.limit must be a whole number from 1 to ${maxLimit}, got ${describeValue(limit)}${hint}`);
   }
   if (!isWholeNumberIn(windowMs, 1, MAX_WINDOW_MS)) {
     problems.push(
       `${label}.windowMs must be a whole number of milliseconds from 1 to ${MAX_WINDOW_MS}, got ${describeValue(windowMs)}`,
     );
+  } else if (precisionMs !== undefined && !isValidPrecision(precisionMs, windowMs)) {
+    const smallest = Math.ceil(windowMs / MAX_SUB_WINDOWS);
+    problems.push(
+      `${label}.precisionMs must be a whole number of milliseconds from ${smallest} to windowMs (${windowMs}), ` +
+        `at most ${MAX_SUB_WINDOWS} sub-windows per window, got ${describeValue(precisionMs)}; ` +
+        'leave it out for the exact log',
+    );
   }
   return problems;
+}
+
+const BIG_LIMIT_HINT = ` (the log keeps one entry per request; set precisionMs for a bounded-memory window up to ${MAX_BUCKETED_LIMIT})`;
+
+function isValidPrecision(precisionMs: unknown, windowMs: number): boolean {
+  return isWholeNumberIn(precisionMs, 1, windowMs) && windowMs / precisionMs <= MAX_SUB_WINDOWS;
 }
 
 /** True for a valid rule; cheap enough for every request. */
 export function isValidRule(rule: unknown): rule is SlidingLimitRule {
   if (typeof rule !== 'object' || rule === null) return false;
-  const { limit, windowMs } = rule as Record<string, unknown>;
-  return isWholeNumberIn(limit, 1, MAX_LIMIT) && isWholeNumberIn(windowMs, 1, MAX_WINDOW_MS);
+  const { limit, windowMs, precisionMs } = rule as Record<string, unknown>;
+  if (!isWholeNumberIn(windowMs, 1, MAX_WINDOW_MS)) return false;
+  if (precisionMs === undefined) return isWholeNumberIn(limit, 1, MAX_LIMIT);
+  return isWholeNumberIn(limit, 1, MAX_BUCKETED_LIMIT) && isValidPrecision(precisionMs, windowMs);
 }
 
-/** One limit: at most `limit` requests in any window of `windowMs` milliseconds. */
+/** Whether a rule uses the bucketed window (`precisionMs` set) rather than the log. */
+export function isBucketed(rule: SlidingLimitRule): boolean {
+  return rule.precisionMs !== undefined;
+}
+
+/**
+ * One limit: at most `limit` requests (or units of cost) in any window of `windowMs` milliseconds.
+ */
 export interface SlidingLimitRule {
-  /** Requests allowed per window: a whole number ≥ 1. */
+  /**
+   * Requests (units of cost) allowed per window: a whole number from 1 to {@link MAX_LIMIT} for the
+   * log, to {@link MAX_BUCKETED_LIMIT} with `precisionMs`.
+   */
   limit: number;
   /** Window length in milliseconds: a whole number ≥ 1. */
   windowMs: number;
+  /**
+   * Leave it out for the exact sliding window log (one entry per request: memory grows with the
+   * limit). Set it for a bounded-memory sliding window that keeps one count per sub-window of
+   * `precisionMs` ms (from `windowMs / 1000` to `windowMs`): it never admits more than `limit` in
+   * any window either, and rejects at most what a log of `windowMs + precisionMs` would. Needs
+   * `sliding_allow_v3`.
+   */
+  precisionMs?: number;
 }
 
 /** A limit applied to one key, as passed to {@link SlidingWindowLimiter.consumeAll}. */

@@ -46,7 +46,7 @@ describe('Lua function contracts', () => {
     it.each(FUNCTION_VERSIONS.map((v) => [v.libraryName, v] as const))(
       '%s: #!lua name, FUNCTION LOAD reply and registered functions match the registry',
       async (_name, version) => {
-        const source = librarySource(version.version as 'v1' | 'v2');
+        const source = librarySource(version.version as 'v1' | 'v2' | 'v3');
         expect(libraryNameOf(source)).toBe(version.libraryName);
         const server = await startRedisServer();
         const own = new Redis(server.url);

@@ -3,16 +3,16 @@ import { readLibrarySource } from '../../lib/redis/lua-library';
 import { rejectionOf } from './rejection';
 
 /** Source of a bundled library, read by the package's own reader (from lib/ here; the built package reads dist/). */
-export function librarySource(version: 'v1' | 'v2'): string {
+export function librarySource(version: 'v1' | 'v2' | 'v3'): string {
   return readLibrarySource(`rate_limit_${version}.lua`);
 }
 
 /**
- * Loads both bundled libraries on a server unless they are there already (same code).
+ * Loads every bundled library on a server unless they are there already (same code).
  * Tests call functions directly with this, without going through the limiter.
  */
 export async function ensureLibraries(client: Redis): Promise<void> {
-  for (const version of ['v1', 'v2'] as const) {
+  for (const version of ['v1', 'v2', 'v3'] as const) {
     try {
       await client.call('FUNCTION', 'LOAD', librarySource(version));
     } catch (error) {

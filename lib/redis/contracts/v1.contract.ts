@@ -17,6 +17,8 @@ export const V1_CONTRACT: FunctionContract = {
   multiKey: false,
   readsServerClock: false,
   exactRetryAfter: false,
+  weighted: false,
+  bucketed: false,
 
   allowArguments({ rules, nowMs, member }) {
     return [nowMs, rules[0].windowMs, rules[0].limit, member];

@@ -1,9 +1,6 @@
 import type { SlidingLimitRule } from '../../core/limit-rule';
-import { toIntegerArray } from '../reply';
-import type { CallOutcome, FunctionContract, LimitOutcome } from '../../core/function-contract';
-
-/** Integers per limit in a v2 reply: count, remaining, retry_after_ms, reset_ms. */
-const STRIDE = 4;
+import { parseDecision, parseDecisions } from './limit-replies';
+import type { FunctionContract } from '../../core/function-contract';
 
 function windowsAndLimits(rules: readonly SlidingLimitRule[]): number[] {
   const pairs = new Array<number>(rules.length * 2);
@@ -12,29 +9,6 @@ function windowsAndLimits(rules: readonly SlidingLimitRule[]): number[] {
     pairs[2 * i + 1] = rules[i].limit;
   }
   return pairs;
-}
-
-/** The outcome of one call whose reply starts at `values[at]` (a batch reply holds several). */
-function outcomeAt(values: readonly number[], at: number, rules: readonly SlidingLimitRule[]): CallOutcome {
-  const allowed = values[at] === 1;
-  const limits = new Array<LimitOutcome>(rules.length);
-  for (let i = 0; i < rules.length; i++) {
-    const first = at + 1 + STRIDE * i;
-    const count = values[first];
-    limits[i] = {
-      // A limit "allows" when it had room; the call as a whole may still be rejected by another.
-      allowed: allowed || count < rules[i].limit,
-      count,
-      remaining: values[first + 1],
-      retryAfterMs: values[first + 2],
-      resetMs: values[first + 3],
-    };
-  }
-  return { allowed, limits };
-}
-
-function parse(reply: unknown, rules: readonly SlidingLimitRule[], command: string): CallOutcome {
-  return outcomeAt(toIntegerArray(reply, 1 + STRIDE * rules.length, command), 0, rules);
 }
 
 /**
@@ -51,6 +25,8 @@ export const V2_CONTRACT: FunctionContract = {
   multiKey: true,
   readsServerClock: true,
   exactRetryAfter: true,
+  weighted: false,
+  bucketed: false,
 
   allowArguments({ rules, nowMs, member, maxClockSkewMs }) {
     if (rules.length === 1) return [nowMs, member, maxClockSkewMs, rules[0].windowMs, rules[0].limit];
@@ -58,7 +34,7 @@ export const V2_CONTRACT: FunctionContract = {
   },
 
   parseAllowReply(reply, rules) {
-    return parse(reply, rules, 'FCALL sliding_allow_v2');
+    return parseDecision(reply, rules, 'FCALL sliding_allow_v2');
   },
 
   batch: {
@@ -76,13 +52,7 @@ export const V2_CONTRACT: FunctionContract = {
     },
 
     parseReply(reply, calls) {
-      let length = 0;
-      for (const call of calls) length += 1 + STRIDE * call.rules.length;
-      const values = toIntegerArray(reply, length, 'FCALL sliding_allow_many_v2');
-      const outcomes = new Array<CallOutcome>(calls.length);
-      for (let c = 0, at = 0; c < calls.length; at += 1 + STRIDE * calls[c].rules.length, c++)
-        outcomes[c] = outcomeAt(values, at, calls[c].rules);
-      return outcomes;
+      return parseDecisions(reply, calls, 'FCALL sliding_allow_many_v2');
     },
   },
 
@@ -91,6 +61,6 @@ export const V2_CONTRACT: FunctionContract = {
   },
 
   parsePeekReply(reply, rules) {
-    return parse(reply, rules, 'FCALL_RO sliding_peek_v2');
+    return parseDecision(reply, rules, 'FCALL_RO sliding_peek_v2');
   },
 };

@@ -1,0 +1,561 @@
+#!lua name=rate_limit_v3
+--[[
+  rate_limit_v3: rate_limit_v2 plus a cost per request and, per limit, a choice of window:
+
+  - the sliding window LOG of v1 and v2 (precision_ms = 0): one sorted set per key, score = time
+    in ms, member = request id. A request of cost c is c entries (its id, then id#2 .. id#c), so
+    v2 reads a key written by v3 unchanged, in cost units, and v3 reads v2's keys as they are: a
+    canary v2 -> v3 or a rollback keeps every key's history. Memory grows with the limit.
+  - a BUCKETED sliding window (precision_ms > 0): one hash per key, one field per sub-window of
+    precision_ms (field = floor(time / precision_ms), value = cost admitted in it) and a field
+    "ids" with the ids of the last 8 requests. A sub-window that still overlaps the window counts
+    in full, so in every interval of window_ms at most limit is admitted, exactly as the log
+    promises; the price is rejecting what a log would admit in the last sub-window. It never
+    rejects what a log of window_ms + precision_ms would admit. Memory is bounded by the number of
+    sub-windows (window_ms / precision_ms, at most 1000), whatever the limit.
+
+  FCALL sliding_allow_v3 <n> <key_1> .. <key_n> <now_ms> <member> <max_skew_ms> <cost>
+                            <window_ms_1> <limit_1> <precision_ms_1> .. (n triples)
+
+    KEYS[i]          limit i's key: a sorted set (log) or a hash (bucketed); all n keys must hash
+                     to one cluster slot
+    ARGV[1]          now_ms          the caller's time in ms (0 to 1e15), or "*" for the server's clock
+    ARGV[2]          member          unique id of this request (not empty, no space)
+    ARGV[3]          max_skew_ms     how far now_ms may lag behind a key's newest entry, 0 to 1e15 ms
+    ARGV[4]          cost            what this request weighs, a whole number from 1 to every limit
+    ARGV[2+3i]       window_ms_i     window length of limit i, ms > 0 and <= 1e15 (a whole number
+                                     when bucketed)
+    ARGV[3+3i]       limit_i         cost allowed per window by limit i, a whole number > 0
+    ARGV[4+3i]       precision_ms_i  0 for the log; else the sub-window length in ms, a whole number
+                                     from 1 to window_ms_i with window_ms_i / precision_ms_i <= 1000
+
+  The request is recorded in every key only if every limit has room for its cost; a request
+  rejected by one limit consumes nothing in any. A member already recorded under KEYS[1] (a retry
+  of a call whose reply was lost) is answered as allowed again without recording anything: a
+  retried request never counts twice (in a bucketed key, if it is among the key's last 8 requests;
+  an older retry counts twice, which rejects more, never admits more).
+
+  Reply (integers): {allowed, count_1, remaining_1, retry_after_ms_1, reset_ms_1, ..}
+    allowed           1 recorded, 0 rejected (nothing recorded)
+    count_i           cost counted in window i, this request's included when allowed
+    remaining_i       cost limit i can still take
+    retry_after_ms_i  0 when allowed, and for a limit with room for the cost; otherwise ms until
+                      enough leaves window i for the cost to fit (bucketed: when a whole
+                      sub-window leaves; never earlier than the request would be admitted)
+    reset_ms_i        ms until window i counts nothing again (0 when it counts nothing)
+
+  FCALL_RO sliding_peek_v3 <n> <key_1> .. <key_n> <now_ms> <cost> <window_ms_1> <limit_1>
+                           <precision_ms_1> ..
+    Records nothing and writes nothing (flag no-writes: runs on a replica). The reply has the
+    same shape; allowed says whether a sliding_allow_v3 of this cost would be admitted now.
+
+  FCALL sliding_allow_many_v3 <n> <key_1> .. <key_n> <max_skew_ms> <decisions>
+    decisions = a JSON array, the decisions one after the other, flat:
+      [<now_ms>, "<member>", <cost>, <k>, <window_ms_1>, <limit_1>, <precision_ms_1>, .., <now_ms>, ..]
+    Several independent requests in one call, decided one after the other exactly as
+    sliding_allow_v3 would (see rate_limit_v2.lua for why one JSON argument). Reply: the
+    sliding_allow_v3 replies, concatenated. If any decision's arguments are invalid, nothing is
+    written; a CLOCKSKEW of decision j is the reply of the whole call, and decisions 1 .. j-1 stay
+    recorded (the caller retries them with the same members, which cannot count twice).
+
+  Errors, before the decision writes anything:
+    "ERR invalid arguments"  a missing or non-numeric argument, a window, limit, precision or cost
+                             out of range, a cost above a limit, a missing member or one with a
+                             space, a repeated key; in a batch also decisions that are not a JSON
+                             array of values of the types above
+    "CLOCKSKEW ..."          now_ms is more than max_skew_ms behind a key's newest entry (bucketed:
+                             the start of its newest sub-window)
+    "WRONGTYPE ..."          a key holds the other kind of window: a limit whose precision_ms
+                             changed keeps its old keys until they expire (use a new limit name)
+  Every key written gets a TTL that lasts until its newest entry (sub-window) leaves the window.
+]]
+
+-- Bounds as in rate_limit_v2.lua: no TTL computed from them can overflow or print in exponent form.
+local MAX_WINDOW_MS   = 1e15
+local MAX_TIME_MS     = 1e15
+local MAX_SUB_WINDOWS = 1000
+-- Request ids a bucketed key remembers, to recognise a retry.
+local RECENT_IDS      = 8
+-- ZADD arguments per call when a costly request adds many entries: well under Lua's stack limit.
+local ZADD_CHUNK      = 1000
+
+local function is_time(n)
+  return n ~= nil and n >= 0 and n <= MAX_TIME_MS
+end
+
+local function is_whole(n)
+  return n % 1 == 0
+end
+
+local function invalid_arguments()
+  return redis.error_reply('ERR invalid arguments')
+end
+
+local function resolve_now(arg)
+  if arg == '*' then
+    local time = redis.call('TIME')
+    return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  local now_ms = tonumber(arg)
+  if is_time(now_ms) then
+    return now_ms
+  end
+  return nil
+end
+
+-- Whether (window_ms, limit, precision_ms) is a valid limit for a request of `cost`.
+local function is_valid_limit(window_ms, limit, precision_ms, cost)
+  if window_ms == nil or limit == nil or precision_ms == nil then
+    return false
+  end
+  if not (window_ms > 0 and window_ms <= MAX_WINDOW_MS and limit > 0 and is_whole(limit) and cost <= limit) then
+    return false
+  end
+  if precision_ms == 0 then
+    return true
+  end
+  return precision_ms >= 1 and is_whole(precision_ms) and is_whole(window_ms) and precision_ms <= window_ms
+    and window_ms / precision_ms <= MAX_SUB_WINDOWS
+end
+
+local function is_valid_cost(cost)
+  return cost ~= nil and cost >= 1 and is_whole(cost) and cost <= MAX_TIME_MS
+end
+
+local function is_valid_member(member)
+  return type(member) == 'string' and member ~= '' and not string.find(member, ' ', 1, true)
+end
+
+-- Reads n (window_ms, limit, precision_ms) triples starting at args[first]; nil when one is invalid.
+local function parse_limits(args, first, n, cost)
+  local windows, limits, precisions = {}, {}, {}
+  for i = 1, n do
+    local at = first + 3 * (i - 1)
+    local window_ms, limit, precision_ms = tonumber(args[at]), tonumber(args[at + 1]), tonumber(args[at + 2])
+    if not is_valid_limit(window_ms, limit, precision_ms, cost) then
+      return nil
+    end
+    windows[i], limits[i], precisions[i] = window_ms, limit, precision_ms
+  end
+  return windows, limits, precisions
+end
+
+local function has_repeated_key(keys, first, last)
+  local seen = {}
+  for i = first, last do
+    if seen[keys[i]] then
+      return true
+    end
+    seen[keys[i]] = true
+  end
+  return false
+end
+
+local function format_number(n)
+  return string.format('%.17g', n)
+end
+
+local function clock_skew(now_ms, newest, key, max_skew_ms)
+  return redis.error_reply(string.format(
+    'CLOCKSKEW now_ms %d is %d ms behind the newest entry of %s (tolerance %d ms)',
+    now_ms, newest - now_ms, key, max_skew_ms))
+end
+
+---------------------------------------------------------------------------------------------- log
+
+local function newest_score(key)
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  return tonumber(newest[2])
+end
+
+-- The newest score when an entry lies after now_ms (another caller's clock runs ahead), else nil.
+local function newest_after(key, now_ms)
+  if redis.call('ZCOUNT', key, '(' .. format_number(now_ms), '+inf') == 0 then
+    return nil
+  end
+  return newest_score(key)
+end
+
+-- ms until the in-window entry at position `offset` (0 = oldest) leaves the window.
+local function until_entry_leaves(key, now_ms, window_ms, offset)
+  local entry = redis.call('ZRANGEBYSCORE', key, '(' .. format_number(now_ms - window_ms), '+inf',
+                           'WITHSCORES', 'LIMIT', offset, 1)
+  return math.ceil(tonumber(entry[2]) + window_ms - now_ms)
+end
+
+-- Adds the cost - 1 entries that follow a request's first one (id#2 .. id#cost).
+local function add_extra_entries(key, now_text, member, cost)
+  local k = 2
+  while k <= cost do
+    local args = {}
+    local last = math.min(cost, k + ZADD_CHUNK - 1)
+    for j = k, last do
+      args[#args + 1] = now_text
+      args[#args + 1] = member .. '#' .. j
+    end
+    redis.call('ZADD', key, unpack(args))
+    k = last + 1
+  end
+end
+
+-- A log key read for a decision: drops what left the window. Returns count and the newest score
+-- when it lies after now_ms (nil otherwise).
+local function read_log(key, now_ms, window_ms, writes)
+  local newest = newest_after(key, now_ms)
+  if writes then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', format_number(now_ms - window_ms))
+    return redis.call('ZCARD', key), newest
+  end
+  return redis.call('ZCOUNT', key, '(' .. format_number(now_ms - window_ms), '+inf'), newest
+end
+
+local function log_recorded(key, member)
+  return redis.call('ZSCORE', key, member) ~= false
+end
+
+-- Records a request of `cost` in a log key; returns the cost added (0 for a retry already recorded).
+local function record_log(key, now_ms, window_ms, member, cost, newest)
+  local now_text = format_number(now_ms)
+  if redis.call('ZADD', key, 'NX', now_text, member) == 0 then
+    return 0
+  end
+  add_extra_entries(key, now_text, member, cost)
+  redis.call('PEXPIRE', key, math.ceil((newest or now_ms) + window_ms - now_ms))
+  return cost
+end
+
+-- count, remaining, retry_after_ms and reset_ms of a log limit.
+local function log_state(allowed, key, now_ms, window_ms, limit, cost, count, newest)
+  local retry_after_ms = 0
+  if allowed == 0 and count + cost > limit then
+    -- count + cost - limit entries must leave before the cost fits.
+    retry_after_ms = until_entry_leaves(key, now_ms, window_ms, count + cost - limit - 1)
+  end
+  local reset_ms = 0
+  if count > 0 then
+    reset_ms = math.ceil((newest or newest_score(key)) + window_ms - now_ms)
+  end
+  return count, math.max(limit - count, 0), retry_after_ms, reset_ms
+end
+
+----------------------------------------------------------------------------------------- bucketed
+
+-- A bucketed key read for a decision. Returns a state table: total (cost counted), indexes and
+-- counts of the sub-windows still counted, newest (the highest sub-window index, or nil) and ids.
+-- With `writes`, the sub-windows that left the window are deleted.
+local function read_buckets(key, now_ms, window_ms, precision_ms, writes)
+  local first = math.floor((now_ms - window_ms + 1) / precision_ms)
+  local fields = redis.call('HGETALL', key)
+  local state = { total = 0, indexes = {}, counts = {}, newest = nil, ids = '' }
+  local expired = {}
+  for i = 1, #fields, 2 do
+    local name = fields[i]
+    if name == 'ids' then
+      state.ids = fields[i + 1]
+    else
+      local index = tonumber(name)
+      if index == nil then
+        -- Not a field of ours: ignored, and left alone.
+      elseif index < first then
+        expired[#expired + 1] = name
+      else
+        local count = tonumber(fields[i + 1])
+        state.total = state.total + count
+        state.indexes[#state.indexes + 1] = index
+        state.counts[index] = count
+        if state.newest == nil or index > state.newest then
+          state.newest = index
+        end
+      end
+    end
+  end
+  if writes and #expired > 0 then
+    redis.call('HDEL', key, unpack(expired))
+  end
+  return state
+end
+
+local function bucket_recorded(state, member)
+  return string.find(' ' .. state.ids .. ' ', ' ' .. member .. ' ', 1, true) ~= nil
+end
+
+-- ms from now_ms until sub-window `index` stops counting.
+local function until_bucket_leaves(index, now_ms, window_ms, precision_ms)
+  return (index + 1) * precision_ms + window_ms - 1 - now_ms
+end
+
+-- Records a request of `cost` in a bucketed key (not a retry: the caller checked).
+local function record_bucket(key, state, now_ms, window_ms, precision_ms, member, cost)
+  local index = math.floor(now_ms / precision_ms)
+  local field = string.format('%.0f', index)
+  redis.call('HINCRBY', key, field, cost)
+  if state.counts[index] == nil then
+    state.indexes[#state.indexes + 1] = index
+    state.counts[index] = 0
+  end
+  state.counts[index] = state.counts[index] + cost
+  state.total = state.total + cost
+  if state.newest == nil or index > state.newest then
+    state.newest = index
+  end
+  -- The newest ids first; the oldest beyond RECENT_IDS fall off.
+  local ids, kept = { member }, 1
+  for id in string.gmatch(state.ids, '%S+') do
+    if kept >= RECENT_IDS then
+      break
+    end
+    ids[#ids + 1] = id
+    kept = kept + 1
+  end
+  state.ids = table.concat(ids, ' ')
+  redis.call('HSET', key, 'ids', state.ids)
+  redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, precision_ms))
+end
+
+-- count, remaining, retry_after_ms and reset_ms of a bucketed limit.
+local function bucket_state(allowed, state, now_ms, window_ms, precision_ms, limit, cost)
+  local count = state.total
+  local retry_after_ms = 0
+  if allowed == 0 and count + cost > limit then
+    -- The oldest sub-windows leave first; the cost fits once enough of them have left.
+    table.sort(state.indexes)
+    local left = count
+    for _, index in ipairs(state.indexes) do
+      left = left - state.counts[index]
+      if left + cost <= limit then
+        retry_after_ms = until_bucket_leaves(index, now_ms, window_ms, precision_ms)
+        break
+      end
+    end
+  end
+  local reset_ms = 0
+  if count > 0 then
+    reset_ms = until_bucket_leaves(state.newest, now_ms, window_ms, precision_ms)
+  end
+  return count, math.max(limit - count, 0), retry_after_ms, reset_ms
+end
+
+------------------------------------------------------------------------------------------ decisions
+
+-- One request against n limits, all or none recorded. Appends its reply to `reply`; returns an
+-- error reply instead when the clock is skewed.
+local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, limits, precisions)
+  local n = #keys
+  -- Per limit: the log's count and newest score after now_ms, or the bucketed key's state.
+  local counts, newest, states = {}, {}, {}
+  local retried = nil
+  local function is_retry()
+    if retried == nil then
+      if precisions[1] == 0 then
+        retried = log_recorded(keys[1], member)
+      else
+        retried = bucket_recorded(states[1], member)
+      end
+    end
+    return retried
+  end
+
+  local allowed = 1
+  for i = 1, n do
+    if precisions[i] == 0 then
+      counts[i], newest[i] = read_log(keys[i], now_ms, windows[i], true)
+    else
+      states[i] = read_buckets(keys[i], now_ms, windows[i], precisions[i], true)
+      counts[i] = states[i].total
+      if states[i].newest then
+        newest[i] = states[i].newest * precisions[i]
+        if newest[i] <= now_ms then
+          newest[i] = nil
+        end
+      end
+    end
+    -- A retry carries its original now_ms, which newer entries may have overtaken since.
+    if newest[i] and newest[i] - now_ms > max_skew_ms and not is_retry() then
+      return clock_skew(now_ms, newest[i], keys[i], max_skew_ms)
+    end
+    if counts[i] + cost > limits[i] then
+      allowed = 0
+    end
+  end
+  if allowed == 0 and is_retry() then
+    allowed = 1
+  end
+
+  -- A bucketed first key tells a retry by its ids; a log first key by ZADD adding nothing (no
+  -- ZSCORE on the common path). A recorded request is recorded under every key: the first tells.
+  if allowed == 1 and not (precisions[1] ~= 0 and is_retry()) then
+    for i = 1, n do
+      if precisions[i] == 0 then
+        local added = record_log(keys[i], now_ms, windows[i], member, cost, newest[i])
+        if i == 1 and added == 0 then
+          break
+        end
+        counts[i] = counts[i] + added
+        newest[i] = newest[i] or now_ms
+      else
+        record_bucket(keys[i], states[i], now_ms, windows[i], precisions[i], member, cost)
+        counts[i] = states[i].total
+      end
+    end
+  end
+
+  reply[#reply + 1] = allowed
+  for i = 1, n do
+    local at = #reply
+    if precisions[i] == 0 then
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
+        log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest[i])
+    else
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
+        bucket_state(allowed, states[i], now_ms, windows[i], precisions[i], limits[i], cost)
+    end
+  end
+  return nil
+end
+
+local function sliding_allow(keys, args)
+  local n = #keys
+  if n < 1 or #args ~= 4 + 3 * n or (n > 1 and has_repeated_key(keys, 1, n)) then
+    return invalid_arguments()
+  end
+  local now_ms      = resolve_now(args[1])
+  local member      = args[2]
+  local max_skew_ms = tonumber(args[3])
+  local cost        = tonumber(args[4])
+  if not now_ms or not is_valid_member(member) or not is_time(max_skew_ms) or not is_valid_cost(cost) then
+    return invalid_arguments()
+  end
+  local windows, limits, precisions = parse_limits(args, 5, n, cost)
+  if not windows then
+    return invalid_arguments()
+  end
+  local reply = {}
+  return decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, limits, precisions) or reply
+end
+
+-- The key count of the decision at list[at] of sliding_allow_many (its decoded JSON, `size` long),
+-- whose keys follow the first `taken`; nil when it is invalid. JSON values are typed: a number must
+-- be a number, not a numeric string.
+local function decision_key_count(keys, key_count, list, size, at, taken)
+  local now_ms, member, cost, n = list[at], list[at + 1], list[at + 2], list[at + 3]
+  if type(n) ~= 'number' or not (n >= 1 and is_whole(n) and taken + n <= key_count and at + 3 + 3 * n <= size) then
+    return nil
+  end
+  if now_ms ~= '*' and (type(now_ms) ~= 'number' or not is_time(now_ms)) then
+    return nil
+  end
+  if not is_valid_member(member) or type(cost) ~= 'number' or not is_valid_cost(cost) then
+    return nil
+  end
+  for i = at + 4, at + 1 + 3 * n, 3 do
+    local window_ms, limit, precision_ms = list[i], list[i + 1], list[i + 2]
+    if type(window_ms) ~= 'number' or type(limit) ~= 'number' or type(precision_ms) ~= 'number'
+      or not is_valid_limit(window_ms, limit, precision_ms, cost) then
+      return nil
+    end
+  end
+  if n > 1 and has_repeated_key(keys, taken + 1, taken + n) then
+    return nil
+  end
+  return n
+end
+
+local function decode_decisions(text)
+  local ok, list = pcall(cjson.decode, text)
+  if ok and type(list) == 'table' then
+    return list
+  end
+  return nil
+end
+
+local function sliding_allow_many(keys, args)
+  local max_skew_ms = tonumber(args[1])
+  local list = #args == 2 and decode_decisions(args[2])
+  local key_count = #keys
+  if key_count < 1 or not is_time(max_skew_ms) or not list then
+    return invalid_arguments()
+  end
+  -- Every decision is checked before the first one writes.
+  local size = #list
+  local at, taken = 1, 0
+  while at <= size do
+    local n = decision_key_count(keys, key_count, list, size, at, taken)
+    if not n then
+      return invalid_arguments()
+    end
+    at, taken = at + 4 + 3 * n, taken + n
+  end
+  if taken ~= key_count then
+    return invalid_arguments()
+  end
+
+  local reply = {}
+  at, taken = 1, 0
+  while at <= size do
+    local now_ms, member, cost, n = list[at], list[at + 1], list[at + 2], list[at + 3]
+    if now_ms == '*' then
+      now_ms = resolve_now('*')
+    end
+    local own_keys, windows, limits, precisions = {}, {}, {}, {}
+    for i = 1, n do
+      local first = at + 1 + 3 * i
+      own_keys[i], windows[i], limits[i], precisions[i] = keys[taken + i], list[first], list[first + 1], list[first + 2]
+    end
+    local failed = decide(reply, own_keys, now_ms, member, max_skew_ms, cost, windows, limits, precisions)
+    if failed then
+      return failed
+    end
+    at, taken = at + 4 + 3 * n, taken + n
+  end
+  return reply
+end
+
+local function sliding_peek(keys, args)
+  local n = #keys
+  if n < 1 or #args ~= 2 + 3 * n or (n > 1 and has_repeated_key(keys, 1, n)) then
+    return invalid_arguments()
+  end
+  local now_ms = resolve_now(args[1])
+  local cost = tonumber(args[2])
+  if not now_ms or not is_valid_cost(cost) then
+    return invalid_arguments()
+  end
+  local windows, limits, precisions = parse_limits(args, 3, n, cost)
+  if not windows then
+    return invalid_arguments()
+  end
+
+  local counts, states, allowed = {}, {}, 1
+  for i = 1, n do
+    if precisions[i] == 0 then
+      counts[i] = read_log(keys[i], now_ms, windows[i], false)
+    else
+      states[i] = read_buckets(keys[i], now_ms, windows[i], precisions[i], false)
+      counts[i] = states[i].total
+    end
+    if counts[i] + cost > limits[i] then
+      allowed = 0
+    end
+  end
+
+  local reply = {allowed}
+  for i = 1, n do
+    local at = #reply
+    if precisions[i] == 0 then
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
+        log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest_score(keys[i]))
+    else
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
+        bucket_state(allowed, states[i], now_ms, windows[i], precisions[i], limits[i], cost)
+    end
+  end
+  return reply
+end
+
+redis.register_function('sliding_allow_v3', sliding_allow)
+redis.register_function('sliding_allow_many_v3', sliding_allow_many)
+redis.register_function{
+  function_name = 'sliding_peek_v3',
+  callback      = sliding_peek,
+  flags         = {'no-writes'},
+}

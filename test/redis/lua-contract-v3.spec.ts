@@ -1,0 +1,217 @@
+import Redis from 'ioredis';
+import { connectShared, uniquePrefix } from '../support/test-redis';
+import { ensureLibraries, errorMessageOf } from '../support/lua-functions';
+
+/*
+ * rate_limit_v3 called directly with FCALL: cost per request, the bounded-memory (bucketed) window
+ * beside the log, and the log's compatibility with v2. Expected values are worked out by hand in the
+ * comments, from the contract in the header of rate_limit_v3.lua.
+ */
+describe('Lua function contract: rate_limit_v3', () => {
+  const T0 = 1_735_660_800_000; // a multiple of 60,000
+  const MIN = 60_000;
+  const HOUR = 3_600_000;
+  let redis: Redis;
+  let prefix: string;
+
+  beforeAll(async () => {
+    redis = connectShared();
+    await ensureLibraries(redis);
+  });
+  afterAll(() => redis.quit());
+  beforeEach(() => {
+    prefix = uniquePrefix('lua3');
+  });
+
+  /** sliding_allow_v3 with max skew 1000 ms; `limits` are (window_ms, limit, precision_ms) triples. */
+  const allow = (
+    keys: string[],
+    now: number | string,
+    member: string,
+    cost: number | string,
+    ...limits: (number | string)[]
+  ) =>
+    redis.fcall(
+      'sliding_allow_v3',
+      keys.length,
+      ...keys.map((k) => prefix + k),
+      now,
+      member,
+      1000,
+      cost,
+      ...limits,
+    ) as Promise<number[]>;
+  const peek = (keys: string[], now: number | string, cost: number | string, ...limits: (number | string)[]) =>
+    redis.fcall_ro('sliding_peek_v3', keys.length, ...keys.map((k) => prefix + k), now, cost, ...limits);
+  const allowV2 = (key: string, now: number, member: string, window: number, limit: number) =>
+    redis.fcall('sliding_allow_v2', 1, prefix + key, now, member, 1000, window, limit);
+
+  describe('the log with a cost', () => {
+    it('admits a request only when its whole cost fits, and reports counts in cost units', async () => {
+      expect(await allow(['k'], T0, 'a', 3, 10_000, 5, 0)).toEqual([1, 3, 2, 0, 10_000]);
+      // 3 + 3 > 5: one entry of `a` must leave first, at T0 + 10 s.
+      expect(await allow(['k'], T0 + 1, 'b', 3, 10_000, 5, 0)).toEqual([0, 3, 2, 9_999, 9_999]);
+      expect(await allow(['k'], T0 + 2, 'c', 2, 10_000, 5, 0)).toEqual([1, 5, 0, 0, 10_000]);
+      // Full: 5 + 1 - 5 = 1 entry must leave; the oldest, `a`'s, leave at T0 + 10 s.
+      expect(await allow(['k'], T0 + 3, 'd', 1, 10_000, 5, 0)).toEqual([0, 5, 0, 9_997, 9_999]);
+      expect(await redis.zcard(prefix + 'k')).toBe(5);
+    });
+
+    it('writes a request of cost c as c entries that v2 counts, and reads what v2 wrote', async () => {
+      await allowV2('shared', T0, 'v2-a', 10_000, 5);
+      expect(await allow(['shared'], T0 + 1, 'v3-b', 3, 10_000, 5, 0)).toEqual([1, 4, 1, 0, 10_000]);
+      expect(await redis.zrange(prefix + 'shared', '0', '-1')).toEqual(['v2-a', 'v3-b', 'v3-b#2', 'v3-b#3']);
+      // v2 sees 4 entries in the window: one more fits, then it is full.
+      expect(await allowV2('shared', T0 + 2, 'v2-c', 10_000, 5)).toEqual([1, 5, 0, 0, 10_000]);
+      expect(await allowV2('shared', T0 + 3, 'v2-d', 10_000, 5)).toEqual([0, 5, 0, 9_997, 9_999]);
+    });
+
+    it('answers a retry (same member) as allowed without recording it again, even when the window is full', async () => {
+      await allow(['r'], T0, 'a', 4, 10_000, 5, 0);
+      expect(await allow(['r'], T0, 'a', 4, 10_000, 5, 0)).toEqual([1, 4, 1, 0, 10_000]);
+      await allow(['r'], T0 + 1, 'b', 1, 10_000, 5, 0);
+      // The window is empty again 10 s after its newest entry, `b`'s at T0 + 1.
+      expect(await allow(['r'], T0, 'a', 4, 10_000, 5, 0)).toEqual([1, 5, 0, 0, 10_001]);
+      expect(await redis.zcard(prefix + 'r')).toBe(5);
+    });
+  });
+
+  describe('the bucketed window', () => {
+    const limit = [10 * MIN, 10, MIN]; // 10 per 10 minutes, 1-minute sub-windows
+
+    it('counts a sub-window in full while it overlaps the window, and reports exact retry and reset times', async () => {
+      expect(await allow(['b'], T0 + MIN, 'a', 4, ...limit)).toEqual([1, 4, 6, 0, 11 * MIN - 1]);
+      expect(await allow(['b'], T0 + 2 * MIN, 'b', 4, ...limit)).toEqual([1, 8, 2, 0, 11 * MIN - 1]);
+      // 8 + 4 > 10. Sub-window 1 ([T0+1m, T0+2m)) stops counting at T0 + 2m + 10m - 1 ms.
+      const rejectedAt = T0 + 2 * MIN + 10_000;
+      expect(await allow(['b'], rejectedAt, 'c', 4, ...limit)).toEqual([
+        1 - 1,
+        8,
+        2,
+        T0 + 12 * MIN - 1 - rejectedAt,
+        T0 + 13 * MIN - 1 - rejectedAt,
+      ]);
+      // One millisecond before, still rejected (the log would have admitted `c` since T0 + 11m).
+      expect((await allow(['b'], T0 + 12 * MIN - 2, 'c', 4, ...limit))[0]).toBe(0);
+      expect(await allow(['b'], T0 + 12 * MIN - 1, 'c', 4, ...limit)).toEqual([1, 8, 2, 0, 10 * MIN]);
+    });
+
+    it('keeps one hash field per sub-window plus the recent ids, each field dropped as it leaves', async () => {
+      await allow(['f'], T0, 'a', 1, ...limit);
+      await allow(['f'], T0 + 30_000, 'b', 2, ...limit);
+      await allow(['f'], T0 + MIN, 'c', 1, ...limit);
+      const fields = await redis.hgetall(prefix + 'f');
+      expect(fields).toEqual({ [String(T0 / MIN)]: '3', [String(T0 / MIN + 1)]: '1', ids: 'c b a' });
+      // The key lives until its newest sub-window leaves the window.
+      const ttl = await redis.pttl(prefix + 'f');
+      expect(ttl).toBeGreaterThan(10 * MIN);
+      expect(ttl).toBeLessThanOrEqual(11 * MIN);
+      await allow(['f'], T0 + 11 * MIN, 'd', 1, ...limit);
+      expect(Object.keys(await redis.hgetall(prefix + 'f')).sort()).toEqual(
+        [String(T0 / MIN + 1), String(T0 / MIN + 11), 'ids'].sort(),
+      );
+    });
+
+    it('recognises a retry among the last 8 requests of a key', async () => {
+      await allow(['ids'], T0, 'first', 2, ...limit);
+      for (let i = 0; i < 7; i++) await allow(['ids'], T0, `m${i}`, 1, ...limit);
+      expect(await allow(['ids'], T0, 'first', 2, ...limit)).toEqual([1, 9, 1, 0, 11 * MIN - 1]);
+      await allow(['ids'], T0, 'ninth', 1, ...limit);
+      // `first` is no longer among the last 8: its retry counts as a new request (and is rejected, 10 + 2 > 10).
+      expect((await allow(['ids'], T0, 'first', 2, ...limit))[0]).toBe(0);
+    });
+
+    it('holds 10,000 per hour at 1-minute precision in well under 2 KB, whatever the traffic', async () => {
+      const quota = [HOUR, 10_000, MIN];
+      for (let minute = 0; minute < 60; minute++) {
+        await allow(['quota'], T0 + minute * MIN, `r${minute}`, 150, ...quota);
+      }
+      expect(await redis.hlen(prefix + 'quota')).toBe(61);
+      expect(await redis.memory('USAGE', prefix + 'quota')).toBeLessThanOrEqual(2048);
+    });
+
+    it('accepts limits beyond the log maximum', async () => {
+      expect(await allow(['big'], T0, 'a', 5_000_000, HOUR, 100_000_000, MIN)).toEqual([
+        1,
+        5_000_000,
+        95_000_000,
+        0,
+        HOUR + MIN - 1,
+      ]);
+    });
+  });
+
+  describe('stacked limits of both kinds', () => {
+    it('records the cost under every key or under none', async () => {
+      const perMinute = [MIN, 3, 0];
+      const perDay = [24 * HOUR, 100, HOUR];
+      expect(await allow(['m', 'd'], T0, 'a', 2, ...perMinute, ...perDay)).toEqual([
+        1,
+        2,
+        1,
+        0,
+        MIN,
+        2,
+        98,
+        0,
+        25 * HOUR - 1,
+      ]);
+      // The minute limit has 1 left: a cost of 2 is rejected there and recorded in neither.
+      const rejected = await allow(['m', 'd'], T0 + 1000, 'b', 2, ...perMinute, ...perDay);
+      expect(rejected.slice(0, 5)).toEqual([0, 2, 1, MIN - 1000, MIN - 1000]);
+      expect(rejected.slice(5, 7)).toEqual([2, 98]);
+      expect(await redis.zcard(prefix + 'm')).toBe(2);
+      expect(await redis.hget(prefix + 'd', String(T0 / MIN / 60))).toBe('2');
+    });
+  });
+
+  describe('peek', () => {
+    it('says whether a request of the given cost would be admitted, and writes nothing', async () => {
+      await allow(['p'], T0, 'a', 7, 10_000, 10, 0);
+      expect(await peek(['p'], T0 + 1, 3, 10_000, 10, 0)).toEqual([1, 7, 3, 0, 9_999]);
+      expect(await peek(['p'], T0 + 1, 4, 10_000, 10, 0)).toEqual([0, 7, 3, 9_999, 9_999]);
+      expect(await redis.zcard(prefix + 'p')).toBe(7);
+    });
+  });
+
+  describe('the batch function', () => {
+    it('decides each decision as sliding_allow_v3 would, one after the other', async () => {
+      const decisions = [T0, 'a', 2, 1, 10_000, 3, 0, T0 + 1, 'b', 2, 1, 10_000, 3, 0, T0 + 2, 'c', 1, 1, MIN, 5, 1000];
+      const reply = await redis.fcall(
+        'sliding_allow_many_v3',
+        3,
+        prefix + 'x{t}',
+        prefix + 'x{t}',
+        prefix + 'y{t}',
+        1000,
+        JSON.stringify(decisions),
+      );
+      // The third decision's sub-window [T0, T0 + 1 s) leaves at T0 + 1 s + 1 min - 1 ms.
+      expect(reply).toEqual([1, 2, 1, 0, 10_000, 0, 2, 1, 9_999, 9_999, 1, 1, 4, 0, MIN + 997]);
+    });
+  });
+
+  describe('invalid arguments', () => {
+    it.each([
+      ['cost 0', [T0, 'm', 1000, 0, 1000, 5, 0]],
+      ['a fractional cost', [T0, 'm', 1000, 1.5, 1000, 5, 0]],
+      ['a cost above the limit', [T0, 'm', 1000, 6, 1000, 5, 0]],
+      ['a negative precision', [T0, 'm', 1000, 1, 1000, 5, -1]],
+      ['a fractional precision', [T0, 'm', 1000, 1, 1000, 5, 2.5]],
+      ['a precision above the window', [T0, 'm', 1000, 1, 1000, 5, 1001]],
+      ['more than 1000 sub-windows', [T0, 'm', 1000, 1, 10_000, 5, 9]],
+      ['a fractional window with a precision', [T0, 'm', 1000, 1, 1000.5, 5, 10]],
+      ['a member with a space', [T0, 'a b', 1000, 1, 1000, 5, 0]],
+      ['a missing precision', [T0, 'm', 1000, 1, 1000, 5]],
+    ])('answers ERR invalid arguments to %s and writes nothing', async (_case, args) => {
+      const message = await errorMessageOf(redis.fcall('sliding_allow_v3', 1, prefix + 'bad', ...args));
+      expect(message).toBe('ERR invalid arguments');
+      expect(await redis.exists(prefix + 'bad')).toBe(0);
+    });
+
+    it('refuses a key of the other kind of window (a limit whose precision changed)', async () => {
+      await allow(['kind'], T0, 'a', 1, 10_000, 5, 0);
+      expect(await errorMessageOf(allow(['kind'], T0 + 1, 'b', 1, 10_000, 5, 1000))).toMatch(/^WRONGTYPE/);
+    });
+  });
+});
