@@ -1,6 +1,6 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
-import { describeRuleProblems, isValidRule } from '../core/limit-rule';
-import { describeValue } from '../core/value-checks';
+import { describeRuleProblems, isValidRule, MAX_BUCKETED_LIMIT, type SlidingLimitRule } from '../core/limit-rule';
+import { describeValue, isWholeNumberIn } from '../core/value-checks';
 import { describeRedisErrorPolicyProblems, isRedisErrorPolicy } from './limiter-options';
 import type { DecisionOptions } from './sliding-window-limiter.interfaces';
 import type { KeyedSlidingLimitRule } from '../core/limit-rule';
@@ -16,12 +16,21 @@ function isValidKey(key: unknown): key is string {
 
 function isValidOptions(options: DecisionOptions | undefined): boolean {
   const policy = options?.onRedisError;
-  return policy === undefined || isRedisErrorPolicy(policy);
+  return (policy === undefined || isRedisErrorPolicy(policy)) && isValidCost(options?.cost);
+}
+
+function isValidCost(cost: unknown): boolean {
+  return cost === undefined || isWholeNumberIn(cost, 1, MAX_BUCKETED_LIMIT);
+}
+
+/** Whether the request's cost fits in the rule's limit at all (an empty window). */
+function fitsCost(rule: SlidingLimitRule, options: DecisionOptions | undefined): boolean {
+  return options?.cost === undefined || options.cost <= rule.limit;
 }
 
 /** One key and its rule (`consume`, `peek`). */
 export function checkDecisionArguments(key: unknown, rule: unknown, options: DecisionOptions | undefined): void {
-  if (isValidKey(key) && isValidRule(rule) && isValidOptions(options)) return;
+  if (isValidKey(key) && isValidRule(rule) && isValidOptions(options) && fitsCost(rule, options)) return;
   fail([key], [rule], options);
 }
 
@@ -33,7 +42,8 @@ export function checkStackedArguments(
   let valid = Array.isArray(rules) && rules.length > 0 && isValidOptions(options);
   for (let i = 0; valid && i < rules.length; i++) {
     const rule = rules[i];
-    valid = typeof rule === 'object' && rule !== null && isValidKey(rule.key) && isValidRule(rule);
+    valid =
+      typeof rule === 'object' && rule !== null && isValidKey(rule.key) && isValidRule(rule) && fitsCost(rule, options);
     // A handful of stacked limits: comparing with the earlier ones beats building a Set.
     for (let j = 0; valid && j < i; j++) valid = rules[j].key !== rule.key;
   }
@@ -62,5 +72,24 @@ function fail(keys: readonly unknown[], rules: readonly unknown[], options?: Dec
   if (new Set(keys).size !== keys.length) problems.push('each stacked limit needs its own key');
   if (options?.onRedisError !== undefined)
     problems.push(...describeRedisErrorPolicyProblems(options.onRedisError, 'onRedisError'));
+  problems.push(...describeCostProblems(options?.cost, rules));
   throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
+}
+
+/**
+ * Problems of a request's cost: a whole number from 1, at most the smallest of `rules`' limits (a
+ * larger cost could never be admitted).
+ */
+export function describeCostProblems(cost: unknown, rules: readonly unknown[], label = 'cost'): string[] {
+  if (cost === undefined) return [];
+  if (!isValidCost(cost))
+    return [`${label} must be a whole number from 1 to ${MAX_BUCKETED_LIMIT}, got ${describeValue(cost)}`];
+  const limits = rules.filter(isValidRule).map((rule) => rule.limit);
+  const smallest = Math.min(...limits);
+  if (limits.length > 0 && (cost as number) > smallest) {
+    return [
+      `${label} ${describeValue(cost)} is more than the limit ${smallest}: such a request could never be admitted`,
+    ];
+  }
+  return [];
 }

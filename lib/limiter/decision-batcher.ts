@@ -140,7 +140,7 @@ export class DecisionBatcher {
       .then(
         (reply) => {
           this.inFlight--;
-          return contract.parseAllowReply(reply, call.rules);
+          return contract.parseAllowReply(reply, call.rules, call.cost);
         },
         (error: unknown) => {
           this.inFlight--;

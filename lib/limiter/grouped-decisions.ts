@@ -1,11 +1,16 @@
-import type { CallOutcome, LimitOutcome } from '../core/function-contract';
+import type { AllowCall, CallOutcome, LimitOutcome } from '../core/function-contract';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { callGroups } from './call-groups';
 import type { NowMs } from './clock';
 import { DecisionBatcher } from './decision-batcher';
 import type { ActiveVersion } from './function-routing';
 import type { DecisionChannel } from './decision-channel';
 import type { MemberIdSource } from './member-ids';
-import type { SlidingLimitRule } from '../core/limit-rule';
+import { isBucketed, type SlidingLimitRule } from '../core/limit-rule';
+
+const SPLIT_WEIGHTED =
+  'stacked limits with a cost or precisionMs must be decided in one call: on a Redis Cluster, give their keys ' +
+  'one hash tag (the guard does for limits of one identity)';
 
 /**
  * Decides a request's keys in as few calls as the contract and the cluster allow (see
@@ -30,12 +35,16 @@ export class GroupedDecisions {
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     nowMs: NowMs,
+    cost = 1,
   ): Promise<CallOutcome> {
     const member = this.members.next();
     // The common case, one call, without building groups.
-    if (keys.length === 1) return this.once(version, keys, rules, nowMs, member);
+    if (keys.length === 1) return this.once(version, keys, rules, nowMs, member, cost);
     const groups = callGroups(keys, version.contract.multiKey, this.channel.clustered);
-    if (groups.length === 1) return this.once(version, keys, rules, nowMs, member);
+    if (groups.length === 1) return this.once(version, keys, rules, nowMs, member, cost);
+    // A request taken back out of a group is one ZREM of its id: that undoes a log entry of cost 1,
+    // not a cost spread over entries or a sub-window's count.
+    if (cost !== 1 || rules.some(isBucketed)) return Promise.reject(new RateLimitConfigError([SPLIT_WEIGHTED]));
     return this.inGroups(version, keys, rules, nowMs, member, groups);
   }
 
@@ -55,6 +64,7 @@ export class GroupedDecisions {
           group.map((i) => rules[i]),
           nowMs,
           member,
+          1,
         ),
       ),
     );
@@ -77,7 +87,10 @@ export class GroupedDecisions {
     rules: readonly SlidingLimitRule[],
     nowMs: NowMs,
     member: string,
+    cost: number,
   ): Promise<CallOutcome> {
-    return this.batcher.decide(version, { keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs });
+    const call: AllowCall = { keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs };
+    if (cost !== 1) call.cost = cost;
+    return this.batcher.decide(version, call);
   }
 }

@@ -36,9 +36,10 @@ export class Insurance {
     contract: FunctionContract,
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
+    cost = 1,
   ): Promise<CallOutcome> {
     const version = await this.versionOf(contract);
-    return this.decisions.decide(version, keys, rules, await version.now());
+    return this.decisions.decide(version, keys, rules, await version.now(), cost);
   }
 
   private versionOf(contract: FunctionContract): Promise<ActiveVersion> {

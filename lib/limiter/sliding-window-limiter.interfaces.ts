@@ -26,6 +26,12 @@ export type RedisErrorPolicy =
 export interface DecisionOptions {
   /** Overrides the limiter's `onRedisError` for this call (e.g. `deny` on a money-moving endpoint). */
   onRedisError?: RedisErrorPolicy;
+  /**
+   * What this request weighs: a whole number from 1 (the default) to the smallest limit it is
+   * checked against. It is admitted only if every limit has `cost` left; `count` and `remaining`
+   * are in the same units. A cost other than 1 needs `sliding_allow_v3`.
+   */
+  cost?: number;
 }
 
 /** Options of {@link SlidingWindowLimiter}. */

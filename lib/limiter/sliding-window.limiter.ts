@@ -6,6 +6,7 @@ import { BlockCache } from './block-cache';
 import { CircuitBreakers } from './circuit-breakers';
 import { numericNow, type NowMs } from './clock';
 import { defaultLimiterLogger } from './default-logger';
+import { checkSupported } from './version-capabilities';
 import { DegradedModeLog } from './degraded-mode-log';
 import { peekByCounting, policyOutcome } from './fallback-outcomes';
 import { activateVersion, ActiveVersion, canaryInEffect, FunctionRouting } from './function-routing';
@@ -249,7 +250,9 @@ export class SlidingWindowLimiter {
     try {
       version = (this.routing ?? (await this.startUp())).pick(key);
       const picked = version;
-      const outcome = await this.calls.call(() => this.peekOnce(picked, fullKey, rule), fullKey);
+      const cost = options?.cost ?? 1;
+      checkSupported(picked.contract, [rule], cost);
+      const outcome = await this.calls.call(() => this.peekOnce(picked, fullKey, rule, cost), fullKey);
       this.degradedLog.recovered();
       return { ...this.toDecision(outcome, rule, picked.contract.allowFunction), count: outcome.count };
     } catch (caught) {
@@ -323,10 +326,24 @@ export class SlidingWindowLimiter {
     started: number,
   ): Promise<Decided> {
     const functionName = version.contract.allowFunction;
+    const cost = options?.cost ?? 1;
+    if (cost !== 1 || !version.contract.bucketed) {
+      try {
+        checkSupported(version.contract, rules, cost);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     // Single limits only: the other limits of a stacked rejection change while it is blocked
-    // (their old entries leave), so a cached copy of them would go stale.
+    // (their old entries leave), so a cached copy of them would go stale. Cost 1 only: a rejection
+    // of a costly request says nothing of a cheaper one, and a cost-1 block would tell a costly
+    // request to retry too early.
     const cache =
-      this.blockCache && keys.length === 1 && version.contract.exactRetryAfter && typeof nowMs === 'number'
+      this.blockCache &&
+      keys.length === 1 &&
+      cost === 1 &&
+      version.contract.exactRetryAfter &&
+      typeof nowMs === 'number'
         ? this.blockCache
         : undefined;
     const blocked = cache?.get(keys[0], rules[0], nowMs as number);
@@ -334,7 +351,7 @@ export class SlidingWindowLimiter {
       this.metrics.recordBlockedLocally(functionName);
       return Promise.resolve({ allowed: false, limits: [blocked], functionName });
     }
-    return this.decisions.decide(version, keys, rules, nowMs).then(
+    return this.decisions.decide(version, keys, rules, nowMs, cost).then(
       (outcome) => {
         this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
         this.degradedLog.recovered();
@@ -364,7 +381,7 @@ export class SlidingWindowLimiter {
     const policy = this.policyFor(options);
     if (policy === 'throw') return Promise.reject(error);
     if (policy === 'allow' && this.insurance)
-      return this.insure(this.insurance, version, keys, rules, error, functionName);
+      return this.insure(this.insurance, version, keys, rules, options?.cost ?? 1, error, functionName);
     this.metrics.recordFallback(functionName, policy);
     return Promise.resolve({ ...this.byPolicy(rules, policy, error), degraded: policy, functionName });
   }
@@ -385,10 +402,12 @@ export class SlidingWindowLimiter {
     version: ActiveVersion | undefined,
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
+    cost: number,
     cause: unknown,
     functionName: string,
   ): Promise<Decided> {
-    const outcome = await insurance.decide(version?.contract ?? getFunctionContract(this.functionName), keys, rules);
+    const contract = version?.contract ?? getFunctionContract(this.functionName);
+    const outcome = await insurance.decide(contract, keys, rules, cost);
     this.metrics.recordFallback(functionName, 'insurance');
     this.degradedLog.fallback('insurance', cause);
     return { allowed: outcome.allowed, limits: outcome.limits, functionName, degraded: 'insurance' };
@@ -433,12 +452,17 @@ export class SlidingWindowLimiter {
     return activateVersion(this.backend, getFunctionContract(functionName), this.options.clock, policy);
   }
 
-  private async peekOnce(version: ActiveVersion, fullKey: string, rule: SlidingLimitRule): Promise<LimitOutcome> {
+  private async peekOnce(
+    version: ActiveVersion,
+    fullKey: string,
+    rule: SlidingLimitRule,
+    cost: number,
+  ): Promise<LimitOutcome> {
     const { contract } = version;
     if (contract.peekFunction && contract.peekArguments && contract.parsePeekReply) {
-      const args = contract.peekArguments(await version.now(), [rule]);
+      const args = contract.peekArguments(await version.now(), [rule], cost);
       const reply = await version.runner.run(contract.peekFunction, [fullKey], args, true);
-      return contract.parsePeekReply(reply, [rule]).limits[0];
+      return contract.parsePeekReply(reply, [rule], cost).limits[0];
     }
     return peekByCounting(this.backend.commands, await numericNow(version.now, this.backend.commands), fullKey, rule);
   }

@@ -1,0 +1,115 @@
+import type Redis from 'ioredis';
+import { RateLimitConfigError, SlidingWindowLimiter, type SlidingWindowLimiterOptions } from '../../lib';
+import { rejectionOf } from '../support/rejection';
+import { connectShared, uniquePrefix } from '../support/test-redis';
+
+const T0 = 1_735_660_800_000;
+const MIN = 60_000;
+
+/** Cost per request and the bounded-memory window, through the limiter, on Redis. */
+describe('SlidingWindowLimiter: cost and precisionMs', () => {
+  let redis: Redis;
+  let keyPrefix: string;
+  let now: number;
+  beforeAll(() => {
+    redis = connectShared();
+  });
+  afterAll(() => redis.quit());
+  beforeEach(() => {
+    keyPrefix = uniquePrefix('cost');
+    now = T0;
+  });
+
+  const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) =>
+    new SlidingWindowLimiter({
+      client: redis,
+      keyPrefix,
+      functionName: 'sliding_allow_v3',
+      clock: () => now,
+      report: false,
+      ...options,
+    });
+
+  describe.each(['function', 'script'] as const)('in %s mode', (mode) => {
+    it.each([
+      ['the log', { limit: 10, windowMs: 10 * MIN }],
+      ['the bucketed window', { limit: 10, windowMs: 10 * MIN, precisionMs: MIN }],
+    ])('%s: admits a request only when its whole cost fits, and reports remaining in cost units', async (_, rule) => {
+      const limiter = limiterWith({ mode });
+      const export1 = await limiter.consume('api:key1', rule, { cost: 6 });
+      expect([export1.allowed, export1.remaining]).toEqual([true, 4]);
+      const export2 = await limiter.consume('api:key1', rule, { cost: 6 });
+      expect([export2.allowed, export2.remaining]).toEqual([false, 4]);
+      expect(export2.retryAfterMs).toBeGreaterThan(0);
+      const search = await limiter.consume('api:key1', rule, { cost: 4 });
+      expect([search.allowed, search.remaining]).toEqual([true, 0]);
+      expect((await limiter.peek('api:key1', rule)).count).toBe(10);
+      now += export2.retryAfterMs - 1;
+      expect((await limiter.consume('api:key1', rule, { cost: 6 })).allowed).toBe(false);
+    });
+  });
+
+  it('decides stacked limits of both kinds at one cost atomically', async () => {
+    const limiter = limiterWith();
+    const rules = [
+      { key: 'tenant:{t1}:minute', limit: 5, windowMs: MIN },
+      { key: 'tenant:{t1}:day', limit: 100, windowMs: 24 * 60 * MIN, precisionMs: 60 * MIN },
+    ];
+    expect((await limiter.consumeAll(rules, { cost: 4 })).allowed).toBe(true);
+    const rejected = await limiter.consumeAll(rules, { cost: 2 });
+    expect(rejected.allowed).toBe(false);
+    expect(rejected.limits.map((l) => [l.allowed, l.remaining])).toEqual([
+      [false, 1],
+      [true, 96],
+    ]);
+    expect((await limiter.peek('tenant:{t1}:day', rules[1])).count).toBe(4);
+  });
+
+  it('keeps the block cache to cost 1, so a costly rejection never blocks a cheaper request', async () => {
+    const limiter = limiterWith();
+    const rule = { limit: 10, windowMs: MIN };
+    await limiter.consume('k', rule, { cost: 8 });
+    expect((await limiter.consume('k', rule, { cost: 3 })).allowed).toBe(false);
+    expect((await limiter.consume('k', rule, { cost: 2 })).allowed).toBe(true);
+    expect(limiter.metrics.snapshot()[0].blockedLocally).toBe(0);
+  });
+
+  it.each([
+    ['a cost', { limit: 10, windowMs: MIN }, { cost: 2 }, /a cost \(2\) needs sliding_allow_v3/],
+    ['precisionMs', { limit: 10, windowMs: MIN, precisionMs: 1000 }, {}, /precisionMs .* needs sliding_allow_v3/],
+  ])('refuses %s on sliding_allow_v2, naming v3', async (_, rule, options, message) => {
+    const limiter = limiterWith({ functionName: 'sliding_allow_v2' });
+    const error = await rejectionOf(limiter.consume('k', rule, options));
+    expect(error).toBeInstanceOf(RateLimitConfigError);
+    expect((error as Error).message).toMatch(message);
+    expect(await redis.exists(keyPrefix + 'k')).toBe(0);
+  });
+
+  it.each([
+    [0, /cost must be a whole number from 1/],
+    [1.5, /cost must be a whole number from 1/],
+    [Number.NaN, /cost must be a whole number from 1/],
+    [11, /cost 11 is more than the limit 10/],
+  ])('rejects cost %p with a clear error and records nothing', async (cost, message) => {
+    const limiter = limiterWith();
+    const error = await rejectionOf(limiter.consume('k', { limit: 10, windowMs: MIN }, { cost }));
+    expect(error).toBeInstanceOf(RateLimitConfigError);
+    expect((error as Error).message).toMatch(message);
+  });
+
+  it('allows limits beyond the log maximum only with precisionMs, and says how', async () => {
+    const limiter = limiterWith();
+    const error = await rejectionOf(limiter.consume('k', { limit: 5_000_000, windowMs: MIN }));
+    expect((error as Error).message).toMatch(/set precisionMs for a bounded-memory window/);
+    const big = await limiter.consume('k', { limit: 5_000_000, windowMs: MIN, precisionMs: 1000 }, { cost: 1000 });
+    expect([big.allowed, big.remaining]).toEqual([true, 4_999_000]);
+  });
+
+  it('names every problem of precisionMs', async () => {
+    const limiter = limiterWith();
+    const error = await rejectionOf(limiter.consume('k', { limit: 10, windowMs: 10 * MIN, precisionMs: 100 }));
+    expect((error as Error).message).toMatch(
+      /rule.precisionMs must be a whole number of milliseconds from 600 to windowMs/,
+    );
+  });
+});
