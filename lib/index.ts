@@ -34,6 +34,7 @@ export { MAX_BUCKETED_LIMIT, MAX_LIMIT, MAX_SUB_WINDOWS, MAX_WINDOW_MS } from '.
 export { DEFAULT_FUNCTION_NAME, FUNCTION_VERSIONS, KNOWN_FUNCTION_NAMES } from './redis/function-versions';
 export type { AllowCall, BatchFunction, CallOutcome, FunctionContract, LimitOutcome } from './core/function-contract';
 export { LUA_DIR } from './redis/lua-library';
+export type { ServerIdentity } from './core/server-identity';
 
 // Errors
 export { SlidingLimitError } from './core/errors/sliding-limit.error';
@@ -44,6 +45,7 @@ export { FunctionNameTakenError } from './core/errors/function-name-taken.error'
 export { ClockSkewError } from './core/errors/clock-skew.error';
 export { UnexpectedReplyError } from './core/errors/unexpected-reply.error';
 export { RedisUnavailableError } from './core/errors/redis-unavailable.error';
+export { FunctionsUnavailableError, type MissingFunctionSupport } from './core/errors/functions-unavailable.error';
 
 // Nest integration
 export { RateLimitModule } from './nest/rate-limit.module';

@@ -1,5 +1,6 @@
 import { ClockSkewError } from '../core/errors/clock-skew.error';
 import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
+import { FunctionsUnavailableError } from '../core/errors/functions-unavailable.error';
 import { RedisUnavailableError } from '../core/errors/redis-unavailable.error';
 import type { LimiterErrorKind } from '../core/call-metrics';
 import { messageOf } from './reply';
@@ -12,7 +13,8 @@ const REDIS_ERROR_CODE = /^[A-Z][A-Z_]+ /;
 /** Sorts a failed call into the kinds the metrics count and the failure policy acts on. */
 export function errorKindOf(error: unknown): LimiterErrorKind {
   if (error instanceof RedisUnavailableError) return error.reason === 'timeout' ? 'timeout' : 'connection';
-  if (error instanceof FunctionNotLoadedError) return 'function_not_loaded';
+  if (error instanceof FunctionNotLoadedError || error instanceof FunctionsUnavailableError)
+    return 'function_not_loaded';
   if (error instanceof ClockSkewError) return 'clock_skew';
   const message = messageOf(error);
   if (TIMEOUT_ERROR.test(message)) return 'timeout';

@@ -5,6 +5,7 @@ import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
+import { functionsUnavailableOn } from './function-support';
 import { readLibrarySource } from './lua-library';
 import { librariesOf } from './loaded-libraries';
 import { isFunctionNameTaken, isLibraryAlreadyExists } from './reply';
@@ -36,12 +37,15 @@ export class FunctionLoader {
 
   /**
    * Checks every master; loads the library where missing (`auto`) or fails naming the nodes
-   * (`verify`); `off` trusts the server.
+   * (`verify`); `off` trusts the server. A master that cannot run functions at all (FUNCTION renamed
+   * or disabled, no Lua engine) fails with FunctionsUnavailableError, which names the fix.
    */
   async prepare(policy: LoadFunctionsPolicy): Promise<void> {
     if (policy === 'off') return;
     const nodes = await masterNodes(this.connection);
-    const states = await Promise.all(nodes.map((node) => this.inspect(node)));
+    const states = await Promise.all(
+      nodes.map((node) => this.inspect(node).catch((error: unknown) => rethrowExplained(node, error))),
+    );
     const having = (state: LibraryState) => nodes.filter((_, i) => states[i] === state);
 
     const different = having('different');
@@ -51,6 +55,11 @@ export class FunctionLoader {
     const missing = having('missing');
     if (missing.length === 0) return;
     if (policy === 'verify') {
+      // Listing works without a Lua engine; loading would not: say so rather than "load it".
+      for (const node of missing) {
+        const unavailable = await functionsUnavailableOn(node);
+        if (unavailable) throw unavailable;
+      }
       throw new FunctionNotLoadedError(
         this.contract.allowFunction,
         this.contract.libraryName,
@@ -74,10 +83,15 @@ export class FunctionLoader {
       if (isFunctionNameTaken(error))
         throw new FunctionNameTakenError(this.contract.libraryName, nodeAddress(node), (error as Error).message);
       // Another instance loaded it between our LIST and LOAD; check it is the same code.
-      if (!isLibraryAlreadyExists(error)) throw error;
+      if (!isLibraryAlreadyExists(error)) return rethrowExplained(node, error);
       if ((await this.inspect(node)) !== 'loaded') {
         throw new FunctionCodeMismatchError(this.contract.libraryName, [nodeAddress(node)]);
       }
     }
   }
+}
+
+/** `error`, or the FunctionsUnavailableError it reveals: a node that cannot run functions at all. */
+async function rethrowExplained(node: Redis, error: unknown): Promise<never> {
+  throw (await functionsUnavailableOn(node, error)) ?? error;
 }

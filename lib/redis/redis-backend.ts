@@ -8,10 +8,13 @@ import { FunctionRunner } from './function-runner';
 import type { LuaRunner } from '../core/lua-runner';
 import { isCluster, masterNodes } from './redis-nodes';
 import { onClientReady } from './ready-listeners';
-import { parseRedisMajorVersion } from './reply';
 import { ScriptRunner } from './script-runner';
+import { hasFunctionsByVersion, readServerInfo } from './server-info';
 
-/** Decisions on a Redis server or cluster: Redis Functions on Redis ≥ 7, scripts below (or as configured). */
+/**
+ * Decisions on a Redis server or cluster: Redis Functions on Redis ≥ 7 and Valkey, scripts below (or
+ * as configured).
+ */
 export class RedisBackend implements LimiterBackend {
   readonly commands: KeyCommands;
   readonly clustered: boolean;
@@ -57,7 +60,7 @@ export class RedisBackend implements LimiterBackend {
     if (this.mode !== 'auto') return this.mode === 'function';
     if (this.functionsAvailable === undefined) {
       const [node] = await masterNodes(this.client);
-      this.functionsAvailable = parseRedisMajorVersion(await node.info('server')) >= 7;
+      this.functionsAvailable = hasFunctionsByVersion(await readServerInfo(node));
     }
     return this.functionsAvailable;
   }

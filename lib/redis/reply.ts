@@ -115,3 +115,14 @@ export function isLibraryAlreadyExists(error: unknown): boolean {
 export function isFunctionNameTaken(error: unknown): boolean {
   return /Function .* already exists/i.test(messageOf(error));
 }
+
+/** A command the server does not know: never had, renamed or disabled (`rename-command X ""`). */
+export function isUnknownCommand(error: unknown, command: string): boolean {
+  // Redis 7 and Valkey quote with '', Redis 6 with ``, in the case the client sent.
+  return new RegExp(`unknown command ['\`"]?${command}['\`"]?(,|\\s|$)`, 'i').test(messageOf(error));
+}
+
+/** FUNCTION LOAD of a library whose engine (`#!lua`) the server lacks: "Engine 'LUA' not found". */
+export function isEngineNotFound(error: unknown): boolean {
+  return /Engine .* not found/i.test(messageOf(error));
+}
