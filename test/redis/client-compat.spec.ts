@@ -1,9 +1,9 @@
 /*
  * The limiter must work with whatever ioredis client the application passes: ioredis 6 and 5,
  * RESP2 and RESP3, both RESP3 reply mappings, and stringNumbers. Each configuration goes through
- * every place the package parses a reply: INFO (mode detection), FUNCTION LIST WITHCODE (loading
- * and the code check), the function replies (consume, consumeAll, peek), ZCOUNT (v1 peek) and
- * TIME (v1 with the server clock).
+ * every place the package parses a reply: INFO (mode detection; Redis or Valkey), FUNCTION STATS,
+ * FUNCTION LIST WITHCODE (loading and the code check), the function replies (consume, consumeAll,
+ * peek), ZCOUNT (v1 peek) and TIME (v1 with the server clock).
  *
  * The loading checks flush functions, so they run on a redis-server of this file's own; the rest
  * runs on the shared server under a unique key prefix.
@@ -20,6 +20,9 @@ import { librarySource } from '../support/lua-functions';
 import { commandStats, listLibraries } from '../support/redis-inspect';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { testServerIdentity } from '../support/test-server';
+import { functionsUnavailableOn } from '../../lib/redis/function-support';
+import { readServerInfo } from '../../lib/redis/server-info';
 
 const BUNDLED = { v1: librarySource('v1'), v2: librarySource('v2') };
 
@@ -160,6 +163,12 @@ describe('client compatibility', () => {
       const limiter = limiterOn(shared, { mode: 'auto' });
       await limiter.init();
       expect(limiter.mode).toBe('function');
+    });
+
+    it("tells Valkey from Redis, with the server's own version (INFO server, FUNCTION STATS parsing)", async () => {
+      const node = shared as Redis6;
+      expect(await readServerInfo(node)).toEqual(testServerIdentity());
+      expect(await functionsUnavailableOn(node)).toBeUndefined();
     });
 
     it("loadFunctions 'auto' loads missing libraries, and recognises them as loaded afterwards (FUNCTION LIST WITHCODE parsing)", async () => {

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { RedisServer, startRedisServer } from './redis-server';
+import { serverBinaries } from './test-server';
 
 const run = promisify(execFile);
 
-/** A local Redis Cluster of redis-server processes on loopback ports, started by the tests. */
+/** A local Redis Cluster of redis-server (or valkey-server) processes on loopback ports, started by the tests. */
 export interface RedisCluster {
   readonly nodes: RedisServer[];
   /** `{ host, port }` of every node, as ioredis' Cluster takes its seeds. */
@@ -14,7 +15,7 @@ export interface RedisCluster {
 
 /**
  * Starts `masters` masters with `replicasPerMaster` replicas each (3 + 3 by default), joins them
- * with `redis-cli --cluster create` and waits until every node reports `cluster_state:ok`.
+ * with `redis-cli --cluster create` (valkey-cli on Valkey) and waits until every node reports `cluster_state:ok`.
  */
 export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } = {}): Promise<RedisCluster> {
   const count = masters * (1 + replicasPerMaster);
@@ -38,7 +39,7 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
       );
     }
     const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
-    await run('redis-cli', [
+    await run(serverBinaries().cli, [
       '--cluster',
       'create',
       ...addresses,
@@ -61,7 +62,7 @@ export async function waitForClusterOk(nodes: RedisServer[], timeoutMs = 20_000)
     const running = nodes.filter((node) => node.process.exitCode === null && node.process.signalCode === null);
     const states = await Promise.all(
       running.map((node) =>
-        run('redis-cli', ['-p', String(node.port), 'CLUSTER', 'INFO'])
+        run(serverBinaries().cli, ['-p', String(node.port), 'CLUSTER', 'INFO'])
           .then(({ stdout }) => stdout)
           .catch(() => ''),
       ),

@@ -5,8 +5,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './free-port';
+import { serverBinaries } from './test-server';
 
-/** A redis-server process started by the test suite on a loopback port. */
+/**
+ * A redis-server process started by the test suite on a loopback port — a valkey-server when the
+ * suite runs with `TEST_SERVER=valkey` (see test-server.ts): every test that starts a server then
+ * runs on Valkey.
+ */
 export interface RedisServer {
   readonly port: number;
   readonly url: string;
@@ -40,8 +45,9 @@ export function startRedisServerOnPort(port: number, extraArgs: string[] = []): 
 
 async function tryStart(port: number, extraArgs: string[]): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'nsl-redis-'));
+  const binary = serverBinaries().server;
   const child = spawn(
-    'redis-server',
+    binary,
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -62,7 +68,7 @@ async function tryStart(port: number, extraArgs: string[]): Promise<RedisServer>
     await waitUntilReady(port, () => child.exitCode !== null);
   } catch (error) {
     await stop();
-    throw new Error(`redis-server on port ${port} did not start: ${(error as Error).message}\n${output}`, {
+    throw new Error(`${binary} on port ${port} did not start: ${(error as Error).message}\n${output}`, {
       cause: error,
     });
   }
