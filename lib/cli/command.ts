@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from '../core/redis-connection';
+import type { ServerIdentity } from '../core/server-identity';
 import type { CliOptions } from './cli-options';
 import type { ExitCode } from './exit-codes';
 
@@ -9,6 +10,8 @@ export interface CommandContext {
   readonly connection: RedisConnection;
   /** Clients of every master, in a stable order. */
   readonly masters: Redis[];
+  /** What each master is (Redis or Valkey, and its version). */
+  readonly servers: ReadonlyMap<Redis, ServerIdentity>;
   /** The CLI invocation that reaches the same Redis, for commands suggested in messages. */
   readonly suggest: (command: string) => string;
 }

@@ -1,7 +1,10 @@
 import Redis, { Cluster, ClusterNode, RedisOptions } from 'ioredis';
 import type { RedisConnection } from '../core/redis-connection';
+import { describeServer, type ServerIdentity } from '../core/server-identity';
+import { functionsUnavailableOn } from '../redis/function-support';
 import { masterNodes, nodeAddress } from '../redis/redis-nodes';
-import { parseRedisMajorVersion, toText } from '../redis/reply';
+import { toText } from '../redis/reply';
+import { hasFunctionsByVersion, parseServerInfo } from '../redis/server-info';
 import type { ConnectionTarget } from './cli-options';
 import { CliError, ExitCode } from './exit-codes';
 import { redactUrl } from '../core/redact';
@@ -11,6 +14,8 @@ import { closeConnection } from '../redis/close-connection';
 export interface CliConnection {
   readonly connection: RedisConnection;
   readonly masters: Redis[];
+  /** What each master is (Redis or Valkey, and its version), from its INFO. */
+  readonly servers: ReadonlyMap<Redis, ServerIdentity>;
   readonly close: () => Promise<void>;
 }
 
@@ -46,8 +51,9 @@ export function secretsOf(target: ConnectionTarget): string[] {
 
 /**
  * Connects, failing fast: no reconnection, no retry, `timeoutMs` for the connection and for
- * every command. Checks that the server has Redis Functions and that a standalone URL does not
- * point at a cluster node (a command would then reach one master only).
+ * every command. Checks that every master can run Redis Functions (version, FUNCTION command, Lua
+ * engine) and that a standalone URL does not point at a cluster node (a command would then reach one
+ * master only).
  * @throws CliError with exit code 3 when Redis cannot be reached or authentication fails
  */
 export async function openConnection(target: ConnectionTarget, timeoutMs: number): Promise<CliConnection> {
@@ -91,8 +97,8 @@ export async function openConnection(target: ConnectionTarget, timeoutMs: number
     await connection.connect();
     const masters = await masterNodes(connection);
     if (masters.length === 0) throw new Error('the cluster has no master');
-    await Promise.all(masters.map((node) => checkNode(node, target)));
-    return { connection, masters, close };
+    const identities = await Promise.all(masters.map((node) => checkNode(node, target)));
+    return { connection, masters, servers: new Map(masters.map((node, i) => [node, identities[i]])), close };
   } catch (error) {
     await close();
     if (error instanceof CliError) throw error;
@@ -100,13 +106,13 @@ export async function openConnection(target: ConnectionTarget, timeoutMs: number
   }
 }
 
-async function checkNode(node: Redis, target: ConnectionTarget): Promise<void> {
+async function checkNode(node: Redis, target: ConnectionTarget): Promise<ServerIdentity> {
   const info = toText(await node.info());
-  const version = parseRedisMajorVersion(info);
-  if (version < 7) {
+  const server = parseServerInfo(info);
+  if (!hasFunctionsByVersion(server)) {
     throw new CliError(
       ExitCode.Failed,
-      `${nodeAddress(node)} runs Redis ${version}; Redis Functions need Redis 7 or newer. ` +
+      `${nodeAddress(node)} runs ${describeServer(server)}; Redis Functions need Redis 7 or newer (or Valkey). ` +
         `On older servers the limiter runs its Lua as scripts (mode: 'script') and there is nothing to manage.`,
     );
   }
@@ -117,6 +123,13 @@ async function checkNode(node: Redis, target: ConnectionTarget): Promise<void> {
         `Pass --cluster ${nodeAddress(node)} so that it reaches every master.`,
     );
   }
+  const unavailable = await functionsUnavailableOn(node);
+  if (unavailable) {
+    throw new CliError(ExitCode.Failed, `${unavailable.message}; until then the functions commands cannot work`, {
+      cause: unavailable,
+    });
+  }
+  return server;
 }
 
 /** The error a failure to connect (or a dropped connection) becomes: exit code 3, and what to check. */

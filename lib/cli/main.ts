@@ -15,6 +15,7 @@ import { statusCommand } from './commands/status';
 import { connectionError, connectionFlags, openConnection, secretsOf } from './connection';
 import { CliError, EXIT_CODE_NAMES, ExitCode } from './exit-codes';
 import { redactSecrets } from '../core/redact';
+import type { ServerIdentity } from '../core/server-identity';
 import { requireBundledVersion, requireLibraryArgument } from './version-arg';
 import { messageOf } from '../redis/reply';
 
@@ -62,12 +63,13 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     secrets = secretsOf(options.target);
     PRECHECKS[options.command]?.(options);
 
-    const outcome = await run(options);
+    const { outcome, servers } = await run(options);
     if (json) {
       const document = {
         ok: outcome.exitCode === ExitCode.Ok,
         command: `functions ${options.command}`,
         exitCode: outcome.exitCode,
+        servers,
         ...outcome.json,
       };
       const withError = outcome.error
@@ -98,18 +100,26 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   }
 }
 
-async function run(options: CliOptions): Promise<CommandOutcome> {
-  const { connection, masters, close } = await openConnection(options.target, options.timeoutMs);
+/** One master's server in the `--json` document: `{ node, name: 'valkey', version: '8.0.1' }`. */
+interface ServerEntry extends ServerIdentity {
+  node: string;
+}
+
+async function run(options: CliOptions): Promise<{ outcome: CommandOutcome; servers: ServerEntry[] }> {
+  const { connection, masters, servers, close } = await openConnection(options.target, options.timeoutMs);
   try {
     const sorted = [...masters].sort((a, b) =>
       nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }),
     );
-    return await COMMANDS[options.command]({
+    const outcome = await COMMANDS[options.command]({
       options,
       connection,
       masters: sorted,
+      servers,
       suggest: (command) => `npx nestjs-sliding-limit ${command}${connectionFlags(options.target)}`,
     });
+    const entries = sorted.map((node) => ({ node: nodeAddress(node), ...(servers.get(node) as ServerIdentity) }));
+    return { outcome, servers: entries };
   } finally {
     await close();
   }

@@ -66,13 +66,6 @@ export function parseFunctionList(reply: unknown): LoadedLibrary[] {
   });
 }
 
-/** Major version from an `INFO server` reply (string, verbatim string or buffer). */
-export function parseRedisMajorVersion(info: unknown): number {
-  const match = /redis_version:(\d+)\./.exec(toText(info));
-  if (!match) throw new UnexpectedReplyError('INFO server', info);
-  return Number(match[1]);
-}
-
 /** Epoch milliseconds from a `TIME` reply ([seconds, microseconds] as strings or numbers). */
 export function parseServerTimeMs(reply: unknown): number {
   if (!Array.isArray(reply) || reply.length !== 2) throw new UnexpectedReplyError('TIME', reply);

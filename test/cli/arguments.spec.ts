@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { freePort } from '../support/free-port';
+import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 
 const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
@@ -167,6 +168,25 @@ describe('CLI arguments and exit codes', () => {
       expect(run.code).toBe(3);
       expect(Date.now() - started).toBeLessThan(1500);
       expect(run.stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+ \(Command timed out\)/);
+    });
+
+    it('names a server without the FUNCTION command (rename-command FUNCTION ""), the cause and the fixes (exit 1)', async () => {
+      const disabled = await startRedisServer(['--rename-command', 'FUNCTION', '']);
+      try {
+        const { name, version } = testServerIdentity();
+        const run = await runCli(['functions', 'list', '--url', disabled.url, '--json']);
+        expect(run.code).toBe(1);
+        expect(run.json()).toMatchObject({ ok: false, exitCode: 1, error: { kind: 'failed' } });
+        expect(run.stderr).toMatch(
+          new RegExp(
+            `^error: the server at 127\\.0\\.0\\.1:${disabled.port} \\(${name} ${version}\\) has no FUNCTION command`,
+          ),
+        );
+        expect(run.stderr).toContain('rename-command FUNCTION');
+        expect(run.stderr).toContain("EVAL works there: or set mode: 'script'");
+      } finally {
+        await disabled.stop();
+      }
     });
   });
 });

@@ -8,6 +8,7 @@ import { readLibrarySource } from '../../lib/redis/lua-library';
 import { nodeAddress } from '../../lib/redis/redis-nodes';
 import { parseFunctionList } from '../../lib/redis/reply';
 import { RedisCluster, startRedisCluster } from '../support/redis-cluster';
+import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 
 const V1 = readLibrarySource('rate_limit_v1.lua');
@@ -65,10 +66,12 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
 
     const list = await runCli(['functions', 'list', '--cluster', seeds, '--json']);
     expect(list.code).toBe(1);
-    const { nodes, problems } = list.json<{
+    const { servers, nodes, problems } = list.json<{
+      servers: unknown[];
       nodes: { node: string; libraries: { library: string }[] }[];
       problems: { kind: string; node: string; library: string; message: string }[];
     }>();
+    expect(servers).toEqual(masters.map((m) => ({ node: nodeAddress(m), ...testServerIdentity() })));
     expect(nodes.map((n) => n.node)).toEqual(masters.map(nodeAddress));
     expect(nodes.map((n) => n.libraries.map((l) => l.library))).toEqual([['rate_limit_v1'], ['rate_limit_v1'], []]);
     expect(problems).toEqual([
@@ -80,7 +83,8 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
       },
     ]);
     const text = await runCli(['functions', 'list', '--cluster', seeds]);
-    expect(text.stdout).toContain(`${nodeAddress(c)}\n  (no libraries)\n`);
+    const { name, version } = testServerIdentity();
+    expect(text.stdout).toContain(`${nodeAddress(c)} (${name} ${version})\n  (no libraries)\n`);
     expect(text.stdout).toContain(`1 problem:\n  - ${nodeAddress(c)} lacks rate_limit_v1`);
 
     const load = await runCli(['functions', 'load', 'v1', '--cluster', seeds, '--json']);

@@ -6,6 +6,7 @@ import { readLibrarySource } from '../../lib/redis/lua-library';
 import { useOwnRedisServer } from '../support/own-redis';
 import { listLibraries } from '../support/redis-inspect';
 import type { RedisServer } from '../support/redis-server';
+import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 
 const V1 = readLibrarySource('rate_limit_v1.lua');
@@ -60,6 +61,7 @@ describe('functions dump and restore (standalone)', () => {
       ok: true,
       command: 'functions dump',
       exitCode: 0,
+      servers: [{ node: `127.0.0.1:${server.port}`, ...testServerIdentity() }],
       file,
       bytes: written.length,
       node: `127.0.0.1:${server.port}`,
@@ -78,6 +80,7 @@ describe('functions dump and restore (standalone)', () => {
       ok: true,
       command: 'functions restore',
       exitCode: 0,
+      servers: [{ node: `127.0.0.1:${server.port}`, ...testServerIdentity() }],
       file,
       bytes: readFileSync(file).length,
       policy: 'append',

@@ -3,6 +3,7 @@ import { readLibrarySource } from '../../lib/redis/lua-library';
 import { useOwnRedisServer } from '../support/own-redis';
 import { listLibraries, type LibraryInfo } from '../support/redis-inspect';
 import type { RedisServer } from '../support/redis-server';
+import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 
 /** FUNCTION LIST WITHCODE of a node, by library name; read by the test's own parser, not the CLI's. */
@@ -26,12 +27,15 @@ describe('functions list and load (standalone)', () => {
   });
   beforeEach(() => redis.function('FLUSH'));
 
-  it('lists an empty server as OK', async () => {
+  it('lists an empty server as OK, naming the server and its version', async () => {
+    const { name, version } = testServerIdentity();
     const run = await runCli(['functions', 'list', '--url', url]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`127.0.0.1:${server.port}\n  (no libraries)`);
+    expect(run.stdout).toContain(`127.0.0.1:${server.port} (${name} ${version})\n  (no libraries)`);
     expect(run.stdout).toMatch(/OK: 1 master checked/);
     expect(run.stderr).toBe('');
+    const json = await runCli(['functions', 'list', '--url', url, '--json']);
+    expect(json.json()).toMatchObject({ servers: [{ node: `127.0.0.1:${server.port}`, name, version }] });
   });
 
   it('loads a bundled version by v-name, library name or function name, without REPLACE, and lists it', async () => {
@@ -46,6 +50,7 @@ describe('functions list and load (standalone)', () => {
       ok: true,
       command: 'functions load',
       exitCode: 0,
+      servers: [{ node: `127.0.0.1:${server.port}`, ...testServerIdentity() }],
       version: 'v1',
       library: 'rate_limit_v1',
       replace: false,
@@ -59,6 +64,7 @@ describe('functions list and load (standalone)', () => {
       ok: true,
       command: 'functions list',
       exitCode: 0,
+      servers: [{ node: `127.0.0.1:${server.port}`, ...testServerIdentity() }],
       nodes: [
         {
           node: `127.0.0.1:${server.port}`,

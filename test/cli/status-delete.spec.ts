@@ -3,6 +3,7 @@ import { SlidingWindowLimiter } from '../../lib';
 import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { libraryNames } from '../support/redis-inspect';
 import { RedisServer, startRedisServer } from '../support/redis-server';
+import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 import { waitUntil } from '../support/wait-for';
 
@@ -135,6 +136,7 @@ describe('functions status and delete (standalone, reports from real limiters)',
       ok: false,
       command: 'functions delete',
       exitCode: 1,
+      servers: [{ node: `127.0.0.1:${server.port}`, ...testServerIdentity() }],
       library: 'rate_limit_v1',
       version: 'v1',
       force: false,

@@ -1,3 +1,4 @@
+import { describeServer } from '../../core/server-identity';
 import { nodeAddress } from '../../redis/redis-nodes';
 import type { LoadedLibrary } from '../../redis/reply';
 import type { Command } from '../command';
@@ -20,9 +21,13 @@ export interface ListProblem {
  * library whose code differs between masters. Exit code 1 when anything is flagged, so a deploy
  * script can use it as a check.
  */
-export const listCommand: Command = async ({ masters, suggest }) => {
+export const listCommand: Command = async ({ masters, servers, suggest }) => {
   const nodes = await Promise.all(
-    masters.map(async (node) => ({ node: nodeAddress(node), libraries: await librariesOf(node) })),
+    masters.map(async (node) => ({
+      node: nodeAddress(node),
+      server: servers.get(node),
+      libraries: await librariesOf(node),
+    })),
   );
   const problems: ListProblem[] = [];
 
@@ -86,8 +91,9 @@ export const listCommand: Command = async ({ masters, suggest }) => {
   };
 
   let text = '';
-  for (const { node, libraries } of json.nodes) {
-    text += `${node}\n`;
+  for (const [i, { node, libraries }] of json.nodes.entries()) {
+    const server = nodes[i].server;
+    text += server ? `${node} (${describeServer(server)})\n` : `${node}\n`;
     text +=
       libraries.length === 0
         ? '  (no libraries)\n'
