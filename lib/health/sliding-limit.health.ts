@@ -9,11 +9,14 @@ import { withTimeout } from '../limiter/with-timeout';
 import type { RateLimitConnection } from '../nest/rate-limit-connection';
 import { RATE_LIMIT_CONNECTION } from '../nest/rate-limit.constants';
 import type { FunctionContract } from '../core/function-contract';
+import type { ServerIdentity } from '../core/server-identity';
 import { loadCommandFor } from '../redis/function-loader';
+import { functionsUnavailableOn } from '../redis/function-support';
 import { findFunctionContract } from '../redis/function-versions';
 import { librariesOf } from '../redis/loaded-libraries';
 import { isCluster, masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { messageOf } from '../redis/reply';
+import { readServerInfo } from '../redis/server-info';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 
 /** How long one health check may wait for a node, by default: below a Kubernetes probe's 1 s default. */
@@ -22,8 +25,8 @@ export const DEFAULT_HEALTH_TIMEOUT_MS = 500;
 /** Options of {@link SlidingLimitHealthIndicator.isHealthy}. */
 export interface SlidingLimitHealthOptions {
   /**
-   * How long to wait for each master (PING and FUNCTION LIST together; masters are asked in
-   * parallel), in milliseconds. Default {@link DEFAULT_HEALTH_TIMEOUT_MS}.
+   * How long to wait for each master (PING, INFO server and FUNCTION LIST together; masters are asked
+   * in parallel), in milliseconds. Default {@link DEFAULT_HEALTH_TIMEOUT_MS}.
    */
   timeoutMs?: number;
 }
@@ -38,6 +41,12 @@ export type SlidingLimitHealthDetails = {
   mode: 'function' | 'script' | 'backend';
   /** Every master checked, as host:port (the server itself when standalone). */
   nodes: string[];
+  /**
+   * What each master that answered runs: `redis` or `valkey`, and the server's own version (Valkey's
+   * `valkey_version`, not the `redis_version: 7.2.4` it reports for compatibility). Absent when no
+   * master told.
+   */
+  servers?: ({ node: string } & ServerIdentity)[];
   /** Functions that must be loaded on every master: the active one, and the canary's when one is set. */
   functions: string[];
   /** Masters that did not answer in time, or could not be asked, with the reason. */
@@ -65,6 +74,8 @@ const SENDING_STATUSES: ReadonlySet<string> = new Set(['ready', 'wait']);
 /** What one master said. */
 interface NodeReport {
   node: string;
+  /** Undefined when INFO failed: a user whose ACL denies INFO is still healthy. */
+  server?: ServerIdentity;
   error?: string;
   /** Allow functions not loaded on this master. */
   missing: FunctionContract[];
@@ -147,6 +158,8 @@ export class SlidingLimitHealthIndicator {
     reports.sort((a, b) => a.node.localeCompare(b.node, undefined, { numeric: true }));
 
     const details: SlidingLimitHealthDetails = { mode, nodes: reports.map((report) => report.node), functions };
+    const servers = reports.flatMap(({ node, server }) => (server ? [{ node, ...server }] : []));
+    if (servers.length > 0) details.servers = servers;
     const unreachable = reports
       .filter((report) => report.error !== undefined)
       .map((report) => ({ node: report.node, error: report.error as string }));
@@ -184,10 +197,14 @@ export class SlidingLimitHealthIndicator {
     // A command to a reconnecting client would wait in its offline queue: report it instead.
     if (!SENDING_STATUSES.has(node.status))
       return { node: address, error: `the connection is ${node.status}`, missing: [] };
+    const server = withTimeout(readServerInfo(node), timeoutMs).catch(() => undefined);
     try {
-      return { node: address, missing: await withTimeout(missingOn(node, contracts), timeoutMs) };
+      const missing = await withTimeout(missingOn(node, contracts), timeoutMs);
+      return { node: address, server: await server, missing };
     } catch (error) {
-      return { node: address, error: messageOf(error), missing: [] };
+      // A master without FUNCTION (renamed, or no Lua engine) answers; say what it lacks and the fix.
+      const unavailable = await withTimeout(functionsUnavailableOn(node, error), timeoutMs).catch(() => undefined);
+      return { node: address, server: await server, error: messageOf(unavailable ?? error), missing: [] };
     }
   }
 

@@ -21,6 +21,7 @@ import { nodeAddress } from '../../lib/redis/redis-nodes';
 import { startTestApp, PLATFORMS, type TestApp } from '../support/nest-app';
 import { RedisCluster, startRedisCluster } from '../support/redis-cluster';
 import { RedisServer, startRedisServer } from '../support/redis-server';
+import { testServerIdentity } from '../support/test-server';
 import { uniquePrefix } from '../support/test-redis';
 
 const root = join(__dirname, '..', '..');
@@ -83,7 +84,13 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     const { indicator } = await limiterOn();
 
     expect(await indicator.isHealthy()).toEqual({
-      rateLimit: { status: 'up', mode: 'function', nodes: [address], functions: ['sliding_allow_v2'] },
+      rateLimit: {
+        status: 'up',
+        mode: 'function',
+        nodes: [address],
+        servers: [{ node: address, ...testServerIdentity() }],
+        functions: ['sliding_allow_v2'],
+      },
     });
     const custom: SlidingLimitHealthResult<'redis-limits'> = await indicator.isHealthy('redis-limits');
     expect(custom['redis-limits'].status).toBe('up');
@@ -152,8 +159,40 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     expect((await admin.function('LIST')) as unknown[]).toEqual([]);
 
     expect(await indicator.isHealthy()).toEqual({
-      rateLimit: { status: 'up', mode: 'script', nodes: [address], functions: [] },
+      rateLimit: {
+        status: 'up',
+        mode: 'script',
+        nodes: [address],
+        servers: [{ node: address, ...testServerIdentity() }],
+        functions: [],
+      },
     });
+  });
+
+  it('a server without the FUNCTION command (rename-command FUNCTION "") is down, saying so and how to fix it', async () => {
+    const own = await startRedisServer(['--rename-command', 'FUNCTION', '']);
+    try {
+      const client = new Redis(own.url);
+      opened.push(client);
+      // 'off': start-up checks nothing (it would fail with FunctionsUnavailableError); the probe still looks.
+      const limiter = new SlidingWindowLimiter({ client, logger: silent, report: false, loadFunctions: 'off' });
+      limiters.push(limiter);
+      await limiter.init();
+      const ownAddress = `127.0.0.1:${own.port}`;
+
+      const { rateLimit } = await indicatorFor(client, limiter).isHealthy();
+
+      expect(rateLimit).toMatchObject({ status: 'down', servers: [{ node: ownAddress, ...testServerIdentity() }] });
+      expect(rateLimit.unreachable).toEqual([{ node: ownAddress, error: expect.any(String) }]);
+      const { name, version } = testServerIdentity();
+      expect(rateLimit.unreachable?.[0].error).toMatch(
+        new RegExp(`^the server at ${ownAddress} \\(${name} ${version}\\) has no FUNCTION command .*mode: 'script'`),
+      );
+    } finally {
+      await Promise.all(opened.map((client) => client.quit().catch(() => client.disconnect())));
+      opened = [];
+      await own.stop();
+    }
   });
 
   it('a frozen server (SIGSTOP) is down within the timeout, naming it; up again after SIGCONT', async () => {
@@ -235,7 +274,13 @@ describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', 
   it('is up after init(): every master answers and holds the function', async () => {
     expect(masters).toHaveLength(3);
     expect(await indicator.isHealthy()).toEqual({
-      rateLimit: { status: 'up', mode: 'function', nodes: addresses(), functions: ['sliding_allow_v2'] },
+      rateLimit: {
+        status: 'up',
+        mode: 'function',
+        nodes: addresses(),
+        servers: addresses().map((node) => ({ node, ...testServerIdentity() })),
+        functions: ['sliding_allow_v2'],
+      },
     });
   });
 
@@ -317,12 +362,14 @@ describe.each(PLATFORMS)('SlidingLimitHealthIndicator in a Nest app with terminu
     const address = `127.0.0.1:${server.port}`;
     const ok = await app.http().get('/health');
     expect(ok.status).toBe(200);
-    expect(ok.body).toEqual({
-      status: 'ok',
-      info: { rateLimit: { status: 'up', mode: 'function', nodes: [address], functions: ['sliding_allow_v2'] } },
-      error: {},
-      details: { rateLimit: { status: 'up', mode: 'function', nodes: [address], functions: ['sliding_allow_v2'] } },
-    });
+    const up = {
+      status: 'up',
+      mode: 'function',
+      nodes: [address],
+      servers: [{ node: address, ...testServerIdentity() }],
+      functions: ['sliding_allow_v2'],
+    };
+    expect(ok.body).toEqual({ status: 'ok', info: { rateLimit: up }, error: {}, details: { rateLimit: up } });
 
     await admin.function('FLUSH');
 
