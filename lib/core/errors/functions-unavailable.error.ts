@@ -19,6 +19,7 @@ export class FunctionsUnavailableError extends SlidingLimitError {
   readonly node: string;
   /** The server, when its INFO could be read. */
   readonly server?: ServerIdentity;
+  /** What the server lacks: the FUNCTION command, or a Lua engine for functions. */
   readonly missing: MissingFunctionSupport;
   /** Whether `EVAL` runs Lua on the node, so that `mode: 'script'` works there. */
   readonly scriptsWork: boolean;
