@@ -71,6 +71,7 @@ export {
   SLIDING_LIMIT_METADATA,
 } from './nest/rate-limit.constants';
 export { DEFAULT_KEY_PREFIX } from './core/constants';
+export type { RateLimitCost, RateLimitCostFunction } from './nest/rate-limit-cost';
 export { SkipRateLimit, SlidingLimit } from './nest/sliding-limit.decorator';
 export { SlidingLimitGuard, type RateLimitHttpContext } from './nest/sliding-limit.guard';
 export { InjectSlidingLimiter } from './nest/inject-sliding-limiter';

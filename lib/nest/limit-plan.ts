@@ -5,6 +5,8 @@ import { describeLimitProblems, type ResolvedRateLimitOptions, type SlidingLimit
 import { type RateLimitKey } from './rate-limit-key';
 import { compileKey, type CompiledKey } from './key-template';
 import { policyHeaderValue } from './rate-limit-headers';
+import { describeCostOptionProblems, type RateLimitCostFunction } from './rate-limit-cost';
+import { definedOnly } from '../limiter/limiter-options';
 
 /** One limit of a handler, ready to be applied to a request. */
 export interface CompiledLimit {
@@ -15,6 +17,8 @@ export interface CompiledLimit {
   readonly name: string;
   readonly limit: number;
   readonly windowMs: number;
+  /** Set for the bounded-memory window; absent for the log. */
+  readonly precisionMs?: number;
   readonly key: CompiledKey;
 }
 
@@ -28,8 +32,12 @@ export interface HandlerPlan {
   readonly policyHeader: string;
   /** The strictest `onRedisError` among the limits, or undefined for the module's. */
   readonly onRedisError?: RedisErrorPolicy;
-  /** What the guard passes to `consumeAll` for every request: `{ onRedisError }`, built once. */
+  /** What the guard passes to `consumeAll` for every request: `{ onRedisError, cost }`, built once. */
   readonly decisionOptions?: DecisionOptions;
+  /** Prices each request when the route's cost is a function (a static cost is in `decisionOptions`). */
+  readonly costFunction?: RateLimitCostFunction;
+  /** The smallest limit of the route: no request may cost more. */
+  readonly smallestLimit?: number;
 }
 
 /** Strictness order of failure policies: a stacked limit asking for more caution wins. */
@@ -96,7 +104,13 @@ export function buildHandlerPlan(
     const source = entry.key ?? options.key;
     let key = compileCache.get(source);
     if (!key) compileCache.set(source, (key = compileKey(source)));
-    return { name: entry.name ?? `${route}:${entry.windowMs}`, limit: entry.limit, windowMs: entry.windowMs, key };
+    const compiled: CompiledLimit = {
+      name: entry.name ?? `${route}:${entry.windowMs}`,
+      limit: entry.limit,
+      windowMs: entry.windowMs,
+      key,
+    };
+    return entry.precisionMs === undefined ? compiled : { ...compiled, precisionMs: entry.precisionMs };
   });
 
   // Names are Redis namespaces and policy names: two limits sharing one would write the same key
@@ -112,7 +126,18 @@ export function buildHandlerPlan(
     }
     seen.add(limit.name);
   }
+  // One cost per request: it is what the request weighs in each of its limits.
+  const costs = [...new Set(merged.map((entry) => entry.cost).filter((cost) => cost !== undefined))];
+  const smallestLimit = Math.min(...limits.map((limit) => limit.limit));
+  if (costs.length > 1) {
+    problems.push(
+      `${route}: its @SlidingLimit set different costs; a request has one cost for all its limits: set it once`,
+    );
+  } else {
+    problems.push(...describeCostOptionProblems(costs[0], `${route}: cost`, smallestLimit));
+  }
   if (problems.length > 0) return { problems };
+  const cost = costs[0];
   const onRedisError = merged
     .map((entry) => entry.onRedisError)
     .reduce<RedisErrorPolicy | undefined>(
@@ -120,9 +145,18 @@ export function buildHandlerPlan(
         policy && (!strictest || STRICTNESS[policy] > STRICTNESS[strictest]) ? policy : strictest,
       undefined,
     );
-  const decisionOptions = onRedisError ? { onRedisError } : undefined;
-  return {
-    plan: { route, limits, policyHeader: policyHeaderValue(limits), onRedisError, decisionOptions },
-    problems: [],
+  const decisionOptions: DecisionOptions | undefined =
+    onRedisError || typeof cost === 'number'
+      ? definedOnly({ onRedisError, cost: cost as number | undefined })
+      : undefined;
+  const plan: HandlerPlan = {
+    route,
+    limits,
+    policyHeader: policyHeaderValue(limits),
+    onRedisError,
+    decisionOptions,
+    smallestLimit,
+    ...(typeof cost === 'function' ? { costFunction: cost } : {}),
   };
+  return { plan, problems: [] };
 }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
@@ -6,6 +6,7 @@ import { RATE_LIMIT_OPTIONS } from './rate-limit.constants';
 import type { RateLimitKey } from './rate-limit-key';
 import type { ResolvedRateLimitOptions } from './rate-limit.options';
 import type { CompiledKey } from './key-template';
+import { describeBigLogs, describeVersionProblems } from './plan-checks';
 import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan, type RouteHandler } from './limit-plan';
 
 /**
@@ -16,6 +17,7 @@ import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan, type RouteHan
  */
 @Injectable()
 export class SlidingLimitPlans implements OnModuleInit {
+  private readonly logger = new Logger('SlidingLimitPlans');
   private readonly plans = new WeakMap<Type, Map<RouteHandler, HandlerPlan>>();
   private readonly compiledKeys = new Map<RateLimitKey, CompiledKey>();
 
@@ -36,16 +38,21 @@ export class SlidingLimitPlans implements OnModuleInit {
       const type = classOf(wrapper);
       if (type && this.carriesMetadata(type)) classes.add(type);
     }
+    const plans: HandlerPlan[] = [];
     for (const type of classes) {
       for (const methodName of this.scanner.getAllMethodNames(type.prototype as object)) {
         const handler = (type.prototype as Record<string, unknown>)[methodName];
         if (typeof handler !== 'function') continue;
         const result = buildHandlerPlan(type, handler, this.options, this.compiledKeys);
-        if (result.plan) this.store(type, handler, result.plan);
-        else result.problems.forEach((p) => problems.add(p));
+        if (result.plan) {
+          this.store(type, handler, result.plan);
+          plans.push(result.plan);
+        } else result.problems.forEach((p) => problems.add(p));
       }
     }
+    describeVersionProblems(plans, this.options.limiter).forEach((p) => problems.add(p));
     if (problems.size > 0) throw new RateLimitConfigError([...problems]);
+    for (const line of describeBigLogs(plans)) this.logger.warn(line);
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { RateLimitKey } from './rate-limit-key';
+import { describeCostOptionProblems, type RateLimitCost } from './rate-limit-cost';
 import type { RedisOptions } from 'ioredis';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { describeRuleProblems } from '../core/limit-rule';
@@ -36,6 +37,13 @@ export interface SlidingLimitOptions extends SlidingLimitRule {
    * on a money-moving endpoint). With stacked limits the strictest applies: `throw`, then `deny`.
    */
   onRedisError?: RedisErrorPolicy;
+  /**
+   * What a request to the route weighs in every one of its limits (an export 10, a search 1): a
+   * whole number from 1 to the route's smallest limit, or a function of the request. A route has one
+   * cost: set it on one of its limits (limits that set none take it too). Default 1. A cost other
+   * than 1 needs `sliding_allow_v3`; `X-RateLimit-Remaining` is then in cost units.
+   */
+  cost?: RateLimitCost;
 }
 
 /** Which rate-limit headers responses carry. `Retry-After` is always sent on a 429. */
@@ -181,7 +189,8 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
 export function describeLimitProblems(value: unknown, label: string): string[] {
   const problems = describeRuleProblems(value, label);
   if (typeof value !== 'object' || value === null) return problems;
-  const { key, name, onRedisError } = value as SlidingLimitOptions;
+  const { key, name, onRedisError, cost } = value as SlidingLimitOptions;
+  problems.push(...describeCostOptionProblems(cost, `${label}.cost`));
   if (key !== undefined) problems.push(...describeKeyProblems(key, `${label}.key`));
   if (name !== undefined) problems.push(...describeNameProblems(name, `${label}.name`));
   if (onRedisError !== undefined)

@@ -1,4 +1,5 @@
 import {
+  BadRequestException,
   ForbiddenException,
   Injectable,
   Logger,
@@ -15,6 +16,15 @@ import { rateLimitHeaders, retryAfterSeconds, writeHeaders, type HeaderEntry } f
 import { SlidingLimitPlans } from './rate-limit-plans';
 import type { RateLimitRequest } from './rate-limit-key';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-limit-cost';
+import { messageOf } from '../redis/reply';
+
+/** The rule of one limit for one request's key. */
+function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
+  const rule: KeyedSlidingLimitRule = { key, limit: limit.limit, windowMs: limit.windowMs };
+  if (limit.precisionMs !== undefined) rule.precisionMs = limit.precisionMs;
+  return rule;
+}
 
 /**
  * Requests already counted, per plan, shared by every guard instance: a guard registered globally and
@@ -50,6 +60,7 @@ export interface RateLimitHttpContext {
 export class SlidingLimitGuard implements CanActivate {
   protected readonly logger = new Logger('SlidingLimitGuard');
   private readonly warnedUnsupported = new WeakSet<HandlerPlan>();
+  private readonly warnedUnpriceable = new WeakSet<HandlerPlan>();
 
   constructor(
     protected readonly limiter: SlidingWindowLimiter,
@@ -84,9 +95,45 @@ export class SlidingLimitGuard implements CanActivate {
     http: RateLimitHttpContext,
     rules: KeyedSlidingLimitRule[],
   ): Promise<boolean> {
+    if (plan.costFunction) {
+      return this.priceOf(plan, plan.costFunction, http.request, context).then((cost) =>
+        this.limiter
+          .consumeAll(rules, { ...plan.decisionOptions, cost })
+          .then((decision) => this.apply(context, plan, http.response, decision)),
+      );
+    }
     return this.limiter
       .consumeAll(rules, plan.decisionOptions)
       .then((decision) => this.apply(context, plan, http.response, decision));
+  }
+
+  /** The request's cost by the route's cost function; a throw or a bad price rejects with a 400. */
+  private priceOf(
+    plan: HandlerPlan,
+    costFunction: RateLimitCostFunction,
+    request: RateLimitRequest,
+    context: ExecutionContext,
+  ): Promise<number> {
+    const refuse = (reason: string): never => {
+      if (!this.warnedUnpriceable.has(plan)) {
+        this.warnedUnpriceable.add(plan);
+        this.logger.warn(`${plan.route} cannot price a request (answered 400; said once per route): ${reason}`);
+      }
+      return this.throwUnpriceable(context, plan, reason);
+    };
+    let price: number | Promise<number>;
+    try {
+      price = costFunction(request, context);
+    } catch (error) {
+      return Promise.resolve().then(() => refuse(`its cost function threw: ${messageOf(error)}`));
+    }
+    return Promise.resolve(price).then(
+      (value) => {
+        const problem = describeRuntimeCostProblem(value, plan.smallestLimit ?? Number.POSITIVE_INFINITY);
+        return problem === undefined ? value : refuse(problem);
+      },
+      (error: unknown) => refuse(`its cost function failed: ${messageOf(error)}`),
+    );
   }
 
   private apply(
@@ -176,11 +223,11 @@ export class SlidingLimitGuard implements CanActivate {
       const key = this.resolveKey(limit, request, context, plan);
       if (typeof key !== 'string') {
         return key.then((resolved) => {
-          rules.push({ key: resolved, limit: limit.limit, windowMs: limit.windowMs });
+          rules.push(keyedRule(limit, resolved));
           return this.rulesFor(plan, request, context, rules, i + 1);
         });
       }
-      rules.push({ key, limit: limit.limit, windowMs: limit.windowMs });
+      rules.push(keyedRule(limit, key));
     }
     return rules;
   }
@@ -201,6 +248,15 @@ export class SlidingLimitGuard implements CanActivate {
       limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
     };
     throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
+  }
+
+  /**
+   * The route's cost function threw or gave no valid price (a whole number from 1 to the smallest
+   * limit): 400, nothing counted. The reason (which may quote the function's error) goes to the log,
+   * not to the client. Override to answer differently.
+   */
+  protected throwUnpriceable(_context: ExecutionContext, plan: HandlerPlan, _reason: string): never {
+    throw new BadRequestException(`Rate limit of ${plan.route} cannot price this request`);
   }
 
   /**

@@ -1,0 +1,65 @@
+import type { LimiterSettings } from '../limiter/limiter-options';
+import { DEFAULT_FUNCTION_NAME, findFunctionContract } from '../redis/function-versions';
+import type { HandlerPlan } from './limit-plan';
+
+/**
+ * Entries a sorted set keeps in Redis' compact listpack encoding (`zset-max-listpack-entries`,
+ * default 128); past it a key costs about 100 to 115 bytes per entry (measured with ~11-byte members:
+ * 3.1 KB at 128 entries, 15.6 KB at 129, 100 KB at 1,000, 1.1 MB at 10,000).
+ */
+const LISTPACK_ENTRIES = 128;
+const BYTES_PER_ENTRY = 100;
+
+/**
+ * What the plans need that the configured function versions cannot do: a cost or `precisionMs` on
+ * a version before `sliding_allow_v3`. Checked at bootstrap, so the application does not start with
+ * limits its functions would refuse at the first request.
+ */
+export function describeVersionProblems(plans: readonly HandlerPlan[], settings: LimiterSettings): string[] {
+  const functionName = settings.functionName ?? DEFAULT_FUNCTION_NAME;
+  const canary = settings.canary && settings.canary.percent > 0 ? settings.canary.functionName : undefined;
+  const problems: string[] = [];
+  for (const [role, name] of [
+    ['functionName', functionName],
+    ['canary.functionName', canary],
+  ] as const) {
+    const contract = name === undefined ? undefined : findFunctionContract(name);
+    // An unknown name is reported by the option checks.
+    if (!contract) continue;
+    for (const plan of plans) {
+      const needs: string[] = [];
+      if (!contract.weighted && (plan.costFunction || (plan.decisionOptions?.cost ?? 1) !== 1)) needs.push('a cost');
+      if (!contract.bucketed && plan.limits.some((limit) => limit.precisionMs !== undefined)) needs.push('precisionMs');
+      if (needs.length > 0) {
+        problems.push(
+          `${plan.route}: ${needs.join(' and ')} needs sliding_allow_v3 or later, but ${role} is ${name}; ` +
+            `set ${role} to sliding_allow_v3`,
+        );
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * One line per log limit past the compact encoding (limit above 128), naming its memory per key and
+ * the option that bounds it; each limit name once.
+ */
+export function describeBigLogs(plans: readonly HandlerPlan[]): string[] {
+  const seen = new Set<string>();
+  const lines: string[] = [];
+  for (const plan of plans) {
+    for (const limit of plan.limits) {
+      if (limit.precisionMs !== undefined || limit.limit <= LISTPACK_ENTRIES || seen.has(limit.name)) continue;
+      seen.add(limit.name);
+      const kilobytes = Math.round((limit.limit * BYTES_PER_ENTRY) / 1024);
+      const precisionMs = Math.max(Math.ceil(limit.windowMs / 60), Math.ceil(limit.windowMs / 1000));
+      lines.push(
+        `limit "${limit.name}" (${limit.limit} per ${limit.windowMs} ms) is a sliding window log: a full key holds ` +
+          `${limit.limit} entries, about ${kilobytes} KB in Redis (~${BYTES_PER_ENTRY} bytes per entry past ` +
+          `${LISTPACK_ENTRIES}); set precisionMs (e.g. ${precisionMs}) for a bounded-memory window, with sliding_allow_v3`,
+      );
+    }
+  }
+  return lines;
+}
