@@ -26,6 +26,10 @@ interface RoundSpec {
   strategy: Strategy;
   functionName?: string;
   mode?: 'function' | 'script';
+  /** Set for the bounded-memory window (sliding_allow_v3). */
+  precisionMs?: number;
+  /** What each call weighs (sliding_allow_v3). */
+  cost?: number;
   keyPrefix: string;
   key: string;
 }
@@ -137,6 +141,15 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
     };
   }
 
+  /** The cost a key holds: its entries (log) or the sum of its sub-window counts (bucketed). */
+  async function storedCost(key: string): Promise<number> {
+    if ((await redis.type(key)) === 'zset') return redis.zcard(key);
+    const fields = await redis.hgetall(key);
+    return Object.entries(fields)
+      .filter(([field]) => field !== 'ids')
+      .reduce((sum, [, count]) => sum + Number(count), 0);
+  }
+
   /** Every limiter round of the file, for the check that admissions were shared (last test). */
   const allRounds: RoundResult[] = [];
 
@@ -151,18 +164,19 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
       const result = await runRound({ strategy: 'limiter', keyPrefix, key, ...spec });
       results.push(result);
       allRounds.push(result);
-      // Exactly the limit, every round: not "at most", not "about".
+      // Exactly the limit (in cost units), every round: not "at most", not "about".
+      const fits = LIMIT / (spec.cost ?? 1);
       expect({ round: i, errors: result.errors, admitted: result.admitted, rejected: result.rejected }).toEqual({
         round: i,
         errors: [],
-        admitted: LIMIT,
-        rejected: PROCESSES * CALLS_PER_PROCESS - LIMIT,
+        admitted: fits,
+        rejected: PROCESSES * CALLS_PER_PROCESS - fits,
       });
       // What Redis holds agrees with what the callers were told, and the key will expire.
-      expect(await redis.zcard(keyPrefix + key)).toBe(LIMIT);
+      expect(await storedCost(keyPrefix + key)).toBe(LIMIT);
       const ttlMs = await redis.pttl(keyPrefix + key);
       expect(ttlMs).toBeGreaterThan(0);
-      expect(ttlMs).toBeLessThanOrEqual(WINDOW_MS);
+      expect(ttlMs).toBeLessThanOrEqual(WINDOW_MS + (spec.precisionMs ?? 0));
     }
     // Guards against a harness that serialised the processes (which would make exactness trivial):
     // the processes fired at the same time.
@@ -184,9 +198,17 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
     },
   );
 
+  it.each([
+    ['the log with cost 4', { cost: 4 }],
+    ['the bounded-memory window', { precisionMs: 60_000 }],
+    ['the bounded-memory window with cost 5', { precisionMs: 60_000, cost: 5 }],
+  ])(`sliding_allow_v3, %s, admits exactly ${LIMIT} (in cost units) in each of ${ROUNDS} rounds`, async (_, spec) => {
+    await expectExactRounds(ROUNDS, { functionName: 'sliding_allow_v3', mode: 'function', ...spec });
+  });
+
   it('shared the admissions between processes in some rounds (the processes really raced for the same slots)', () => {
     // One process may win a whole round (its 250 pipelined calls arrive first); over 40 rounds, not all.
-    expect(allRounds.length).toBeGreaterThanOrEqual(4 * ROUNDS);
+    expect(allRounds.length).toBeGreaterThanOrEqual(7 * ROUNDS);
     expect(allRounds.some((r) => r.admittedPerProcess.filter((n) => n > 0).length >= 2)).toBe(true);
   });
 

@@ -3,7 +3,8 @@
 // as an application would, in a process of its own.
 //
 // Protocol (process.send / 'message'):
-//   parent -> { type: 'arm', round, url, key, calls, limit, windowMs, strategy, functionName, mode, keyPrefix }
+//   parent -> { type: 'arm', round, url, key, calls, limit, windowMs, precisionMs?, cost?, strategy, functionName,
+//               mode, keyPrefix }
 //   worker -> { type: 'armed', round }            client connected, limiter initialised, calls not yet sent
 //   parent -> { type: 'go', round }               start signal, sent to every worker once all are armed
 //   worker -> { type: 'done', round, admitted, rejected, errors, firstSentAt, lastSettledAt }
@@ -69,7 +70,14 @@ async function arm(msg) {
     const limiter = await limiterFor(msg);
     if (limiter.mode !== msg.mode) throw new Error(`limiter runs in mode ${limiter.mode}, expected ${msg.mode}`);
     const rule = { limit: msg.limit, windowMs: msg.windowMs };
-    fire = () => limiter.consume(msg.key, rule).then((decision) => decision.allowed);
+    if (msg.precisionMs !== undefined) rule.precisionMs = msg.precisionMs;
+    const options = msg.cost === undefined ? undefined : { cost: msg.cost };
+    // A decision Redis did not make (the failure policy's) is a failure here, not an admission.
+    fire = () =>
+      limiter.consume(msg.key, rule, options).then((decision) => {
+        if (decision.degraded) throw new Error(`degraded (${decision.degraded}): Redis did not decide`);
+        return decision.allowed;
+      });
   }
   armed = { round: msg.round, calls: msg.calls, fire };
   process.send({ type: 'armed', round: msg.round });
