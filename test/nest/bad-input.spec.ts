@@ -233,6 +233,16 @@ describe('RateLimitModule.forRoot options', () => {
       () => ({ redis: url(), defaultLimit: { limit: 0, windowMs: 1000 } }),
       'defaultLimit.limit must be a whole number from 1 to 1000000, got 0',
     ],
+    [
+      'a defaultLimit with a bad precisionMs',
+      () => ({ redis: url(), defaultLimit: { limit: 10, windowMs: 1000, precisionMs: 0 } }),
+      'defaultLimit.precisionMs must be a whole number of milliseconds from 1 to windowMs (1000)',
+    ],
+    [
+      'a defaultLimit with a cost of 0',
+      () => ({ redis: url(), defaultLimit: { limit: 10, windowMs: 1000, cost: 0 } }),
+      'defaultLimit.cost must be a whole number from 1, or a function of the request, got 0',
+    ],
   ];
 
   it.each(rows)('%s: fails bootstrap naming the option', async (_label, options, expected) => {
@@ -402,6 +412,8 @@ describe('@SlidingLimit options', () => {
   const LIMIT = '@SlidingLimit.limit must be a whole number from 1 to 1000000, got';
   const WINDOW = '@SlidingLimit.windowMs must be a whole number of milliseconds from 1 to 31622400000, got';
   const NAME = '@SlidingLimit.name must be 1 to 64 letters, digits, "_", "-" or ".", got';
+  const PRECISION = '@SlidingLimit.precisionMs must be a whole number of milliseconds';
+  const COST = '@SlidingLimit.cost must be a whole number from 1, or a function of the request,';
   const rows: [string, unknown, string][] = [
     ['limit 0', { limit: 0, windowMs: 1000 }, `${LIMIT} 0`],
     ['limit -1', { limit: -1, windowMs: 1000 }, `${LIMIT} -1`],
@@ -447,6 +459,36 @@ describe('@SlidingLimit options', () => {
     ['a name with a colon', { limit: 1, windowMs: 1000, name: 'a:b' }, `${NAME} "a:b"`],
     ['an empty name', { limit: 1, windowMs: 1000, name: '' }, `${NAME} ""`],
     ['a name over 64 characters', { limit: 1, windowMs: 1000, name: 'n'.repeat(65) }, NAME],
+    [
+      'a log limit above the maximum, named with the option that allows it',
+      { limit: 2_000_000, windowMs: 1000 },
+      `${LIMIT} 2000000 (the log keeps one entry per request; set precisionMs for a bounded-memory window`,
+    ],
+    [
+      'a bucketed limit above its maximum',
+      { limit: 2e12, windowMs: 60_000, precisionMs: 1000 },
+      '@SlidingLimit.limit must be a whole number from 1 to 1000000000000, got 2000000000000',
+    ],
+    ['precisionMs 0', { limit: 1, windowMs: 1000, precisionMs: 0 }, `${PRECISION} from 1 to windowMs (1000)`],
+    ['precisionMs negative', { limit: 1, windowMs: 1000, precisionMs: -5 }, `${PRECISION} from 1 to windowMs`],
+    ['precisionMs fractional', { limit: 1, windowMs: 1000, precisionMs: 2.5 }, `${PRECISION} from 1 to windowMs`],
+    ['precisionMs "60"', { limit: 1, windowMs: 1000, precisionMs: '60' }, `${PRECISION} from 1 to windowMs`],
+    [
+      'precisionMs above the window',
+      { limit: 1, windowMs: 1000, precisionMs: 2000 },
+      `${PRECISION} from 1 to windowMs`,
+    ],
+    [
+      'more than 1000 sub-windows',
+      { limit: 1, windowMs: 60_000, precisionMs: 10 },
+      `${PRECISION} from 60 to windowMs (60000), at most 1000 sub-windows per window, got 10`,
+    ],
+    ['cost 0', { limit: 5, windowMs: 1000, cost: 0 }, `${COST} got 0`],
+    ['cost -1', { limit: 5, windowMs: 1000, cost: -1 }, `${COST} got -1`],
+    ['cost 1.5', { limit: 5, windowMs: 1000, cost: 1.5 }, `${COST} got 1.5`],
+    ['cost NaN', { limit: 5, windowMs: 1000, cost: Number.NaN }, `${COST} got NaN`],
+    ['cost "2"', { limit: 5, windowMs: 1000, cost: '2' }, `${COST} got "2"`],
+    ['cost above the limit', { limit: 5, windowMs: 1000, cost: 6 }, 'cost 6 is more than the limit 5'],
   ];
 
   it.each(rows)('%s: fails bootstrap naming the controller and handler', async (_label, options, expected) => {
@@ -672,6 +714,28 @@ describe('direct FCALL with bad arguments', () => {
     ['peek: a key twice', 'sliding_peek_v2', ['k', 'k'], [NOW, '1000', '5', '1000', '5']],
     ['peek: now inf', 'sliding_peek_v2', ['k'], ['-inf', '1000', '5']],
     ['peek: limit 0', 'sliding_peek_v2', ['k'], [NOW, '1000', '0']],
+    ['v3: argument count short (no precision)', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '1000', '5']],
+    ['v3: cost 0', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '0', '1000', '5', '0']],
+    ['v3: cost fractional', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1.5', '1000', '5', '0']],
+    ['v3: cost nan', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', 'nan', '1000', '5', '0']],
+    [
+      'v3: cost above a limit',
+      'sliding_allow_v3',
+      ['k', 'j'],
+      [NOW, 'm', '0', '3', '1000', '5', '0', '1000', '2', '0'],
+    ],
+    ['v3: precision negative', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '1000', '5', '-1']],
+    ['v3: precision fractional', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0.5']],
+    ['v3: precision above the window', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '1000', '5', '1001']],
+    ['v3: over 1000 sub-windows', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '100000', '5', '99']],
+    ['v3: member with a space', 'sliding_allow_v3', ['k'], [NOW, 'a b', '0', '1', '1000', '5', '0']],
+    ['v3 peek: cost above the limit', 'sliding_peek_v3', ['k'], [NOW, '6', '1000', '5', '0']],
+    [
+      'v3 batch: cost missing',
+      'sliding_allow_many_v3',
+      ['k'],
+      ['0', JSON.stringify([1735660800000, 'm', 1, 1000, 5, 0])],
+    ],
   ];
 
   it.each(rows)('%s: ERR invalid arguments, nothing written', async (_label, fn, keys, args) => {
@@ -684,10 +748,9 @@ describe('direct FCALL with bad arguments', () => {
     // Once on fresh keys, once with the existing key in place of the first one.
     const withExisting = fresh.map((key) => (key === fresh[0] ? existing : key));
     for (const callKeys of fresh.length > 0 ? [fresh, withExisting] : [fresh]) {
-      const call =
-        fn === 'sliding_peek_v2'
-          ? redis.fcall_ro(fn, callKeys.length, ...callKeys, ...args)
-          : redis.fcall(fn, callKeys.length, ...callKeys, ...args);
+      const call = fn.startsWith('sliding_peek_')
+        ? redis.fcall_ro(fn, callKeys.length, ...callKeys, ...args)
+        : redis.fcall(fn, callKeys.length, ...callKeys, ...args);
       await expect(call).rejects.toThrow(/^ERR invalid arguments$/);
     }
     for (const key of fresh) expect(await redis.exists(key)).toBe(0);
@@ -778,6 +841,36 @@ describe('SlidingWindowLimiter arguments', () => {
       'peek: limit fractional',
       (l) => l.peek('k', { limit: 2.5, windowMs: 1000 }),
       'rule.limit must be a whole number from 1 to 1000000, got 2.5',
+    ],
+    ['consume: cost 0', (l) => l.consume('k', ok, { cost: 0 }), 'cost must be a whole number from 1'],
+    ['consume: cost "2"', (l) => l.consume('k', ok, { cost: '2' as never }), 'cost must be a whole number from 1'],
+    ['consume: cost above the limit', (l) => l.consume('k', ok, { cost: 6 }), 'cost 6 is more than the limit 5'],
+    [
+      'consumeAll: cost above one stacked limit',
+      (l) =>
+        l.consumeAll(
+          [
+            { key: 'k', limit: 10, windowMs: 1000 },
+            { key: 'j', limit: 3, windowMs: 1000 },
+          ],
+          { cost: 4 },
+        ),
+      'cost 4 is more than the limit 3',
+    ],
+    [
+      'consume: precisionMs above the window',
+      (l) => l.consume('k', { limit: 5, windowMs: 1000, precisionMs: 5000 }),
+      'rule.precisionMs must be a whole number of milliseconds from 1 to windowMs (1000)',
+    ],
+    [
+      'consume: a cost on the default function (v2)',
+      (l) => l.consume('k', ok, { cost: 2 }),
+      'a cost (2) needs sliding_allow_v3 or later, but this decision runs on sliding_allow_v2',
+    ],
+    [
+      'peek: precisionMs on the default function (v2)',
+      (l) => l.peek('k', { limit: 5, windowMs: 1000, precisionMs: 100 }),
+      'precisionMs (the bounded-memory window) needs sliding_allow_v3 or later',
     ],
     ['reset: empty key', (l) => l.reset(''), 'key 0 must be a non-empty string, got ""'],
     [
