@@ -95,13 +95,37 @@ export function formatLuaInteger(n: number): string {
 }
 
 /**
- * Whether `redis.call('PEXPIRE', key, n)` accepts the Lua number `n`. Redis 7.0 passes numbers as
- * `%.17g` text, and PEXPIRE takes only plain integer text (`string2ll`): no exponent (|n| ≥ 1e17
- * prints as `1e+17`), no fraction, no `-0`, nothing infinite.
+ * Whether a command that takes an integer (PEXPIRE, HINCRBY's increment) accepts the Lua number `n`
+ * given to `redis.call`. Redis 7.0 passes numbers as `%.17g` text, and those commands take only plain
+ * integer text (`string2ll`): no exponent (|n| ≥ 1e17 prints as `1e+17`), no fraction, no `-0`,
+ * nothing infinite.
  */
-export function isPexpireArgument(n: number): boolean {
+export function isIntegerArgument(n: number): boolean {
   return Number.isInteger(n) && Math.abs(n) < 1e17 && !Object.is(n, -0);
 }
+
+/** Lua 5.1 `string.format('%.0f', n)` of a whole number below 1e21: C's printf keeps the sign of -0. */
+export function formatLuaFixed0(n: number): string {
+  return Object.is(n, -0) ? '-0' : n.toFixed(0);
+}
+
+/**
+ * The runs of Lua's `%S` (`string.gmatch(s, '%S+')`): what lies between C `isspace` characters
+ * (space, \t, \n, \v, \f, \r) — not JavaScript's `\S`, which also splits at Unicode spaces.
+ */
+export function luaWords(text: string): string[] {
+  return text.match(/[^ \t\n\v\f\r]+/g) ?? [];
+}
+
+/** Redis' `string2ll`: the 64-bit integer that `text` spells exactly (no spaces, `+`, leading zeros or `-0`), or undefined. */
+export function parseRedisInteger(text: string): bigint | undefined {
+  if (!/^(0|-?[1-9][0-9]*)$/.test(text)) return undefined;
+  const value = BigInt(text);
+  return value >= INT64_MIN && value <= INT64_MAX ? value : undefined;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
 
 /** A score bound as ZCOUNT / ZRANGEBYSCORE take it: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`. */
 export interface ScoreBound {

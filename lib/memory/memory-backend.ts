@@ -80,9 +80,22 @@ export class MemoryBackend implements LimiterBackend {
     return this.model.keys();
   }
 
-  /** The entries of `key` (the full key, prefix included), oldest first, as ZRANGE WITHSCORES lists them. */
+  /**
+   * The entries of a log key (the full key, prefix included), oldest first, as ZRANGE WITHSCORES
+   * lists them. A bucketed key (a rule with `precisionMs`) is a hash: read it with {@link hash}.
+   * @throws ModelReplyError WRONGTYPE for a bucketed key, as ZRANGE would
+   */
   entries(key: string): ModelEntry[] {
     return this.model.entries(key);
+  }
+
+  /**
+   * The fields of a bucketed key (the full key, prefix included) as `[field, value]` pairs in HGETALL
+   * order: one per sub-window (`floor(time / precisionMs)` → cost admitted in it) and `ids`.
+   * @throws ModelReplyError WRONGTYPE for a log key, as HGETALL would
+   */
+  hash(key: string): [field: string, value: string][] {
+    return this.model.hash(key);
   }
 
   /** Milliseconds until `key` expires: -1 without TTL, -2 when it does not exist (PTTL). */

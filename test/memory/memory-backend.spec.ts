@@ -67,7 +67,7 @@ describe('MemoryBackend', () => {
 
   it('answers the errors Redis gives for calls it refuses', () => {
     const model = new SlidingWindowModel({ clock: () => T0 });
-    expect(() => model.call('sliding_allow_v3', ['k'], [])).toThrow('ERR Function not found');
+    expect(() => model.call('sliding_allow_v9', ['k'], [])).toThrow('ERR Function not found');
     expect(() => model.call('sliding_allow_v2', ['k'], [String(T0), 'm', '0', '1000', '1'], true)).toThrow(
       'ERR Can not execute a script with write flag using *_ro command.',
     );

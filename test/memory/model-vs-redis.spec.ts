@@ -8,6 +8,16 @@ import { FUNCTION_VERSIONS } from '../../lib/redis/function-versions';
 import { ensureLibraries } from '../support/lua-functions';
 import { useOwnRedisServer } from '../support/own-redis';
 import { VirtualTimeRedis, type TtlObservation } from '../support/virtual-time-redis';
+import {
+  T0,
+  checkParameters,
+  discardIfExpiredInRealTime,
+  errorText,
+  garbage,
+  jsonField,
+  mixed,
+  sameTtl,
+} from './redis-comparison';
 
 /*
  * The reference model (lib/memory) against the Lua on a real redis-server, call by call.
@@ -24,14 +34,7 @@ import { VirtualTimeRedis, type TtlObservation } from '../support/virtual-time-r
  * Redis' keys expire on the test's clock here (see VirtualTimeRedis).
  */
 
-const T0 = 1_735_660_800_000;
 const KEY_POOL = 4;
-
-/** fast-check settings: modest runs, the failing case in full, replayable from the environment. */
-function checkParameters(numRuns: number): fc.Parameters<unknown> {
-  const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED);
-  return { numRuns, verbose: fc.VerbosityLevel.Verbose, seed, path: process.env.FC_PATH };
-}
 
 const own = useOwnRedisServer();
 let redis: VirtualTimeRedis;
@@ -189,22 +192,6 @@ function checkTtls(observations: TtlObservation[], memory: MemoryBackend, redisN
     expect({ context, key, pttl: matches ? modelPttl : pttl }).toEqual({ context, key, pttl: modelPttl });
     redis.expiresAt.set(key, redisNowMs + modelPttl);
   }
-}
-
-/**
- * Whether Redis' PTTL, read in the transaction that set it, shows the TTL the model set: exactly when
- * the transaction ran within one millisecond, otherwise up to the time it took (plus one) less.
- */
-function sameTtl(pttl: bigint, modelPttl: bigint, spanMs: number): boolean {
-  return pttl === modelPttl || (spanMs > 0 && pttl < modelPttl && pttl >= modelPttl - BigInt(spanMs + 1));
-}
-
-/**
- * A TTL of a millisecond or two can run out in Redis' real time before the transaction that set it
- * gets to PERSIST it (when the server is slow): the run says nothing then, and is discarded.
- */
-function discardIfExpiredInRealTime(pttl: number, modelPttl: number, spanMs: number): void {
-  fc.pre(!(pttl === -2 && modelPttl >= 0 && modelPttl <= spanMs + 1));
 }
 
 async function sortedSet(key: string): Promise<[string, number][]> {
@@ -397,60 +384,6 @@ describe('the block cache (limiter on Redis) against the model without one', () 
 /** The model's clock in the raw runs: fixed, so only a PEXPIRE ≤ 0 makes a key expire. */
 const MODEL_NOW = 1_000_000;
 
-/** What tonumber must get right: spaces, signs, hex, exponents, inf/nan, overflow, NUL, junk. */
-const GARBAGE = [
-  '',
-  ' ',
-  'nan',
-  '-nan',
-  'NaN',
-  'nan(1)',
-  'inf',
-  '-inf',
-  'Infinity',
-  'infinit',
-  '-0',
-  '0',
-  '+0',
-  '1.5',
-  '.5',
-  '5.',
-  '1e3',
-  '1E3',
-  ' 5 ',
-  '\t7\n',
-  '5 x',
-  '5abc',
-  '0x10',
-  '0X1F',
-  '0x',
-  '0x1p4',
-  '0x.8',
-  '1e400',
-  '-1e400',
-  '1e-400',
-  '1e17',
-  '1e20',
-  '1e300',
-  '-1e300',
-  '99999999999999984',
-  '9007199254740993',
-  '-1',
-  '-5',
-  'abc',
-  ' * ',
-  '**',
-  '5\u00000',
-  '\u00005',
-  '+5',
-  '- 5',
-  '1,5',
-  '١',
-];
-const garbage = fc.constantFrom(...GARBAGE);
-const mixed = (valid: fc.Arbitrary<string>) =>
-  fc.oneof({ weight: 12, arbitrary: valid }, { weight: 1, arbitrary: garbage });
-
 // Times that repeat and sit on, just before and just after the windows' boundaries.
 const timeArg = mixed(
   fc
@@ -484,11 +417,6 @@ interface RawCall {
 
 const pairs = (n: number) =>
   fc.array(fc.tuple(windowArg, limitArg), { minLength: n, maxLength: n }).map((p) => p.flat());
-/** JSON's number grammar: texts matching it go into a batch's JSON as numbers, verbatim (1e400 too). */
-const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
-/** One field of a batch decision as JSON: a number where the text is one, else (and now and then anyway) a string. */
-const jsonField = (arg: fc.Arbitrary<string>) =>
-  fc.tuple(arg, fc.nat(15)).map(([text, roll]) => (JSON_NUMBER.test(text) && roll > 0 ? text : JSON.stringify(text)));
 /** One decision of sliding_allow_many_v2: its keys, and its fields in the JSON (now, member, key count, pairs). */
 const manyDecision = fc
   .oneof(
@@ -562,9 +490,6 @@ const scripts = new Map(
       .map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
   ),
 );
-
-/** Redis' error text, without the "script: …, on @user_function:48." that locates it in the Lua. */
-const errorText = (error: unknown) => (error as Error).message.replace(/ script: .*$/s, '');
 
 interface RawCoverage {
   replies: number;

@@ -1,0 +1,99 @@
+import fc from 'fast-check';
+
+/*
+ * What the model-vs-Redis specs share: fast-check settings, the TTL comparison, error texts, and the
+ * garbage that ARGV parsing must get right.
+ */
+
+export const T0 = 1_735_660_800_000;
+
+/** fast-check settings: modest runs, the failing case in full, replayable from the environment. */
+export function checkParameters(numRuns: number): fc.Parameters<unknown> {
+  const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED);
+  return { numRuns, verbose: fc.VerbosityLevel.Verbose, seed, path: process.env.FC_PATH };
+}
+
+/**
+ * Whether Redis' PTTL, read in the transaction that set it, shows the TTL the model set: exactly when
+ * the transaction ran within one millisecond, otherwise up to the time it took (plus one) less.
+ */
+export function sameTtl(pttl: bigint, modelPttl: bigint, spanMs: number): boolean {
+  return pttl === modelPttl || (spanMs > 0 && pttl < modelPttl && pttl >= modelPttl - BigInt(spanMs + 1));
+}
+
+/**
+ * A TTL of a millisecond or two can run out in Redis' real time before the transaction that set it
+ * gets to PERSIST it (when the server is slow): the run says nothing then, and is discarded.
+ */
+export function discardIfExpiredInRealTime(pttl: number, modelPttl: number, spanMs: number): void {
+  fc.pre(!(pttl === -2 && modelPttl >= 0 && modelPttl <= spanMs + 1));
+}
+
+/** Redis' error text, without the "script: …, on @user_function:48." that locates it in the Lua. */
+export const errorText = (error: unknown) => (error as Error).message.replace(/ script: .*$/s, '');
+
+/** What tonumber must get right: spaces, signs, hex, exponents, inf/nan, overflow, NUL, junk. */
+export const GARBAGE = [
+  '',
+  ' ',
+  'nan',
+  '-nan',
+  'NaN',
+  'nan(1)',
+  'inf',
+  '-inf',
+  'Infinity',
+  'infinit',
+  '-0',
+  '0',
+  '+0',
+  '1.5',
+  '.5',
+  '5.',
+  '1e3',
+  '1E3',
+  ' 5 ',
+  '\t7\n',
+  '5 x',
+  '5abc',
+  '0x10',
+  '0X1F',
+  '0x',
+  '0x1p4',
+  '0x.8',
+  '1e400',
+  '-1e400',
+  '1e-400',
+  '1e17',
+  '1e20',
+  '1e300',
+  '-1e300',
+  '99999999999999984',
+  '9007199254740993',
+  '-1',
+  '-5',
+  'abc',
+  ' * ',
+  '**',
+  '5\u00000',
+  '\u00005',
+  '+5',
+  '- 5',
+  '1,5',
+  '١',
+];
+export const garbage = fc.constantFrom(...GARBAGE);
+/** Mostly `valid` (`validWeight` to 1), now and then garbage. */
+export const mixed = (valid: fc.Arbitrary<string>, validWeight = 12) =>
+  fc.oneof({ weight: validWeight, arbitrary: valid }, { weight: 1, arbitrary: garbage });
+
+/** JSON's number grammar: texts matching it go into a batch's JSON as numbers, verbatim (1e400 too). */
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+/**
+ * One field of a batch decision as JSON: a number where the text is one, else (and one time in
+ * `stringOneIn` anyway) a string.
+ */
+export const jsonField = (arg: fc.Arbitrary<string>, stringOneIn = 16) =>
+  fc
+    .tuple(arg, fc.nat(stringOneIn - 1))
+    .map(([text, roll]) => (JSON_NUMBER.test(text) && roll > 0 ? text : JSON.stringify(text)));
