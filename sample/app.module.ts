@@ -6,10 +6,19 @@ import { FakeAuthMiddleware } from './fake-auth.middleware';
 import { HealthController } from './health.controller';
 import { LoginAttemptsService } from './login-attempts.service';
 import { OrdersController } from './orders.controller';
+import { QuotaController } from './quota.controller';
 import { SearchController } from './search.controller';
 import { SmsController } from './sms.controller';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/**
+ * The function the sample calls: RATE_LIMIT_FUNCTION when set (and not empty), else sliding_allow_v3,
+ * whose costs and bounded-memory window the quota routes use. On v1 or v2 the quota routes are left
+ * out, since those functions would refuse them at start-up.
+ */
+export const SAMPLE_FUNCTION = process.env.RATE_LIMIT_FUNCTION || 'sliding_allow_v3';
+const QUOTA_ROUTES = SAMPLE_FUNCTION === 'sliding_allow_v3' ? [QuotaController] : [];
 
 @Module({
   imports: [
@@ -18,13 +27,13 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
       inject: [ConfigService],
       useFactory: (config: ConfigService) => ({
         redis: config.get<string>('REDIS_URL', DEFAULT_REDIS_URL),
-        // sliding_allow_v1 or sliding_allow_v2 (the default): switch versions without a code change.
-        functionName: config.get<string>('RATE_LIMIT_FUNCTION'),
+        // sliding_allow_v1, _v2 or _v3: switch versions without a code change (an empty value means unset).
+        functionName: config.get<string>('RATE_LIMIT_FUNCTION') || SAMPLE_FUNCTION,
         headers: 'both',
       }),
     }),
   ],
-  controllers: [AuthController, SmsController, OrdersController, SearchController, HealthController],
+  controllers: [AuthController, SmsController, OrdersController, SearchController, HealthController, ...QUOTA_ROUTES],
   providers: [LoginAttemptsService],
 })
 export class AppModule implements NestModule {

@@ -53,6 +53,12 @@ async function main(): Promise<void> {
       `  curl -i -X POST ${url}/orders -H 'x-user-id: 10086'`,
       `  curl -i ${url}/search?q=redis`,
       `  curl -i ${url}/health`,
+      ...(limiter.functionName === 'sliding_allow_v3'
+        ? [
+            `  curl -i ${url}/quota/search?q=redis -H 'x-api-key: demo'   # costs 1 of 10,000 per hour`,
+            `  curl -i ${url}/quota/export -H 'x-api-key: demo'           # costs 10`,
+          ]
+        : ['  (the /quota routes need sliding_allow_v3)']),
     ].join('\n'),
   );
 }
