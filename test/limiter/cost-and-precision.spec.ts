@@ -74,6 +74,29 @@ describe('SlidingWindowLimiter: cost and precisionMs', () => {
     expect(limiter.metrics.snapshot()[0].blockedLocally).toBe(0);
   });
 
+  it('serves cost-1 rejections of a bucketed limit from the block cache, until the exact sub-window time', async () => {
+    const limiter = limiterWith();
+    const rule = { limit: 2, windowMs: 10 * MIN, precisionMs: MIN };
+    await limiter.consume('b', rule);
+    await limiter.consume('b', rule);
+    const first = await limiter.consume('b', rule);
+    expect(first.allowed).toBe(false);
+    now += first.retryAfterMs - 1;
+    expect((await limiter.consume('b', rule)).allowed).toBe(false);
+    expect(limiter.metrics.snapshot()[0].blockedLocally).toBe(1);
+    now += 1;
+    expect((await limiter.consume('b', rule)).allowed).toBe(true);
+  });
+
+  it('reset forgets a bucketed key as it does a log', async () => {
+    const limiter = limiterWith();
+    const rule = { limit: 5, windowMs: MIN, precisionMs: 1000 };
+    await limiter.consume('r', rule, { cost: 5 });
+    await limiter.reset('r');
+    expect(await redis.exists(keyPrefix + 'r')).toBe(0);
+    expect((await limiter.consume('r', rule, { cost: 5 })).allowed).toBe(true);
+  });
+
   it.each([
     ['a cost', { limit: 10, windowMs: MIN }, { cost: 2 }, /a cost \(2\) needs sliding_allow_v3/],
     ['precisionMs', { limit: 10, windowMs: MIN, precisionMs: 1000 }, {}, /precisionMs .* needs sliding_allow_v3/],

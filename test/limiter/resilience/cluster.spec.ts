@@ -226,6 +226,34 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     }
   });
 
+  it('v3: stacked limits of both windows with a cost, sharing a hash tag, are exact on the master of their slot; in different slots they are refused, not half-undone', async () => {
+    const limiter = limiterOn(client, { functionName: 'sliding_allow_v3' });
+    await limiter.init();
+    const rules = [
+      { key: 'export-minute:{key:1}', limit: 30, windowMs: 60_000 },
+      { key: 'quota-hour:{key:1}', limit: 100, windowMs: 3_600_000, precisionMs: 60_000 },
+    ];
+    const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.consumeAll(rules, { cost: 10 })));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(3);
+    expect(await client.zcard(limiter.keyPrefix + rules[0].key)).toBe(30);
+    const counts = await client.hgetall(limiter.keyPrefix + rules[1].key);
+    expect(
+      sum(
+        Object.entries(counts)
+          .filter(([field]) => field !== 'ids')
+          .map(([, n]) => Number(n)),
+      ),
+    ).toBe(30);
+
+    const [a, b] = masters().map((node) => node.options.port as number);
+    const split = [
+      { key: keyOn(a, limiter.keyPrefix, 'split-a'), limit: 10, windowMs: 60_000, precisionMs: 1000 },
+      { key: keyOn(b, limiter.keyPrefix, 'split-b'), limit: 10, windowMs: 60_000 },
+    ];
+    await expect(limiter.consumeAll(split)).rejects.toThrow(/must be decided in one call: on a Redis Cluster/);
+    expect(await client.exists(limiter.keyPrefix + split[0].key)).toBe(0);
+  });
+
   it('decisions arriving together are batched per slot: never CROSSSLOT, exact per key, fewer calls than decisions', async () => {
     const limiter = limiterOn(client);
     await limiter.init();
