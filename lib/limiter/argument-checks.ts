@@ -58,8 +58,8 @@ export function checkStackedArguments(
 }
 
 /** A key alone (`reset`). */
-export function checkKey(key: unknown): void {
-  if (!isValidKey(key)) fail([key], []);
+export function checkKey(key: unknown, options?: DecisionOptions): void {
+  if (!isValidKey(key) || !isValidOptions(options)) fail([key], [], options);
 }
 
 function fail(keys: readonly unknown[], rules: readonly unknown[], options?: DecisionOptions): never {

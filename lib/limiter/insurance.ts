@@ -42,6 +42,11 @@ export class Insurance {
     return this.decisions.decide(version, keys, rules, await version.now(), cost);
   }
 
+  /** Forgets `key` here too, so that a reset holds while the insurance decides. */
+  async reset(key: string): Promise<void> {
+    await this.store.commands.del(key);
+  }
+
   private versionOf(contract: FunctionContract): Promise<ActiveVersion> {
     let version = this.versions.get(contract.allowFunction);
     if (!version) {

@@ -275,11 +275,25 @@ export class SlidingWindowLimiter {
     this.reporter?.stop();
   }
 
-  /** Forgets every entry of `key`: the full limit is available again at once. */
-  async reset(key: string): Promise<void> {
-    checkKey(key);
-    this.blockCache?.forget(this.keyPrefix + key);
-    await this.calls.call(() => this.backend.commands.del(this.keyPrefix + key), this.keyPrefix + key);
+  /**
+   * Forgets every entry of `key`: the full limit is available again at once. When Redis cannot do it
+   * (timeout, connection down), `onRedisError` applies as to a decision: `throw` rejects with the
+   * error; `allow` and `deny` resolve, the failure is logged as degraded mode, and the key keeps its
+   * entries until they leave its window (what `peek` then reports is the failure policy's answer).
+   */
+  async reset(key: string, options?: Pick<DecisionOptions, 'onRedisError'>): Promise<void> {
+    checkKey(key, options);
+    const fullKey = this.keyPrefix + key;
+    this.blockCache?.forget(fullKey);
+    await this.insurance?.reset(fullKey);
+    try {
+      await this.calls.call(() => this.backend.commands.del(fullKey), fullKey);
+    } catch (caught) {
+      const error = translated(caught);
+      const policy = this.policyFor(options);
+      if (error instanceof RateLimitConfigError || policy === 'throw') throw error;
+      this.degradedLog.fallback(policy, error);
+    }
   }
 
   /**

@@ -131,7 +131,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   if (typeof options !== 'object' || options === null) {
     throw new RateLimitConfigError([`RateLimitModule options must be an object, got ${describeValue(options)}`]);
   }
-  const raw = options as RateLimitModuleOptions;
+  const raw = blanksAsUnset(options as Record<string, unknown>) as RateLimitModuleOptions;
   const problems: string[] = [];
 
   for (const name of Object.keys(raw)) {
@@ -183,6 +183,15 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
     // The limiter applies its own defaults (keyPrefix `rl:` among them).
     limiter: settings,
   };
+}
+
+/**
+ * The options without their empty-string values: configuration read from the environment gives ''
+ * for a variable that is set but empty (`RATE_LIMIT_FUNCTION=`), which means "not set", not "a
+ * function named ''". Top-level options only; nested objects are taken as written.
+ */
+function blanksAsUnset(options: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== ''));
 }
 
 /** Problems of one `@SlidingLimit`-shaped value (rule, key and name), each prefixed with `label`. */

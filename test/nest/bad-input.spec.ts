@@ -257,6 +257,31 @@ describe('RateLimitModule.forRoot options', () => {
     expect((error as RateLimitConfigError).problems).toEqual(['RateLimitModule options must be an object, got null']);
   });
 
+  it('empty strings from the environment (RATE_LIMIT_FUNCTION=) count as not set: the defaults apply', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RateLimitModule.forRootAsync({
+          useFactory: () => ({
+            redis: url(),
+            functionName: '',
+            keyPrefix: '',
+            mode: '' as never,
+            headers: '' as never,
+            report: false,
+          }),
+        }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    try {
+      await app.init();
+      const limiter = app.get(SlidingWindowLimiter);
+      expect([limiter.functionName, limiter.keyPrefix]).toEqual(['sliding_allow_v2', 'rl:']);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('forRoot(null): throws at once, before any module is built', () => {
     expect(() => RateLimitModule.forRoot(null as never)).toThrow(TypeError);
   });
