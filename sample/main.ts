@@ -48,7 +48,9 @@ async function main(): Promise<void> {
   console.log(
     [
       'Try:',
-      `  curl -i -X POST ${url}/auth/login -H 'content-type: application/json' -d '{"username":"demo","password":"nope"}'`,
+      `  curl -i -X POST ${url}/auth/login -H 'content-type: application/json' -d '{"username":"demo","password":"demo"}'`,
+      '      (5 per minute per IP: the 6th within a minute answers 429 with Retry-After;',
+      '       3 wrong passwords for one username lock that username for 15 minutes)',
       `  curl -i -X POST ${url}/sms/code -H 'content-type: application/json' -d '{"phone":"13800000000"}'`,
       `  curl -i -X POST ${url}/orders -H 'x-user-id: 10086'`,
       `  curl -i ${url}/search?q=redis`,
