@@ -38,6 +38,15 @@ export class CircuitBreaker {
     this.onSuccess();
   }
 
+  /**
+   * Redis answered a call after the call had given up on it: a frozen server resumed, a slow one
+   * caught up. Ends the cool-down, so the next call probes now rather than up to `cooldownMs` later.
+   * It does not close the breaker: the probe's answer does, and a Redis still too slow keeps it open.
+   */
+  onLateAnswer(): void {
+    this.openUntil = 0;
+  }
+
   /** `count` > 1 for a call that carried several decisions: each of them failed. */
   onFailure(count = 1): void {
     this.failures += count;

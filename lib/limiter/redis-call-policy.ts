@@ -79,14 +79,22 @@ export class RedisCallPolicy {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       const fail = (error: unknown): void => {
-        if (settled) return;
+        if (settled) {
+          // An error reply that came after the deadline is an answer too.
+          if (!isUnanswered(error)) breaker.onLateAnswer();
+          return;
+        }
         settled = true;
         this.deadlines.settle(seq);
         this.afterFailure(error, attempt, breaker, attempts, decisions).then(resolve, reject);
       };
       const seq = this.deadlines.track(() => fail(timeoutError(this.deadlines.timeoutMs)));
       attempt().then((result) => {
-        if (settled) return;
+        if (settled) {
+          // Redis answers again (the command was still in ioredis' queue): probe at once.
+          breaker.onLateAnswer();
+          return;
+        }
         settled = true;
         this.deadlines.settle(seq);
         breaker.onSuccess();

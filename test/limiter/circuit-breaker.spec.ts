@@ -61,4 +61,18 @@ describe('CircuitBreaker', () => {
     expect(subject.tryAcquire()).toBe(true);
     expect(subject.tryAcquire()).toBe(true); // closed, not half-open: every caller gets through
   });
+
+  it('onLateAnswer() ends the cool-down: one probe goes now, and only its answer closes the breaker', () => {
+    const subject = breaker();
+    subject.onFailure(THRESHOLD);
+    subject.onLateAnswer(); // a frozen Redis resumed and answered a call that had timed out
+    expect(subject.isClosed).toBe(false);
+    expect(subject.tryAcquire()).toBe(true); // the probe, without waiting
+    expect(subject.tryAcquire()).toBe(false);
+    subject.onLateAnswer(); // more late answers do not let more calls past the probe
+    expect(subject.tryAcquire()).toBe(false);
+    subject.onFailure(); // still too slow: a full cool-down again
+    now += COOLDOWN_MS - 1;
+    expect(subject.tryAcquire()).toBe(false);
+  });
 });
