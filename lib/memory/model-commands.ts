@@ -63,6 +63,14 @@ export class ModelCommands {
     return [...zset.values()].filter((score) => score > afterScore).sort((a, b) => a - b);
   }
 
+  /** Members and scores above `afterScore`, in ZRANGEBYSCORE order (score, then member bytes). */
+  entriesAfter(key: string, afterScore: number): [string, number][] {
+    const zset = this.store.zset(key) ?? new Map<string, number>();
+    return [...zset.entries()]
+      .filter(([, score]) => score > afterScore)
+      .sort(([memberA, a], [memberB, b]) => a - b || Buffer.compare(Buffer.from(memberA), Buffer.from(memberB)));
+  }
+
   /** ZCOUNT key (after +inf, with a Lua number as the bound. */
   countAfter(key: string, afterScore: number): number {
     let count = 0;

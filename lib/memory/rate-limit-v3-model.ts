@@ -12,7 +12,7 @@ import {
   resolveNow,
 } from './model-arguments';
 import type { ModelCommands } from './model-commands';
-import { ModelReplyError } from './model-reply-error';
+import { ModelReplyError, WRONGTYPE } from './model-reply-error';
 
 /** The Lua's MAX_SUB_WINDOWS: at most this many sub-windows per bucketed window. */
 const MAX_SUB_WINDOWS = 1000;
@@ -38,6 +38,16 @@ interface BucketState {
   newest: number | undefined;
   /** The last request ids, newest first, space-separated. */
   ids: string;
+  /** The sub-window length the key is counted with. */
+  precision: number;
+}
+
+/** How a limit's key is counted (`read_limit`): 0 for a log, else the precision, and what was read. */
+interface LimitReading {
+  kind: number;
+  count: number;
+  newest: number | undefined;
+  state?: BucketState;
 }
 
 /**
@@ -114,28 +124,23 @@ export class RateLimitV3Model {
     const limits = parseLimits(args, 2, n, cost);
     if (!limits) throw new ModelReplyError(INVALID_ARGUMENTS);
 
-    const counts: number[] = [];
-    const states: BucketState[] = [];
+    const readings: LimitReading[] = [];
     let allowed = 1;
     for (let i = 0; i < n; i++) {
       const { windowMs, limit, precisionMs } = limits[i];
-      if (precisionMs === 0) {
-        counts[i] = this.readLog(keys[i], nowMs, windowMs, false).count;
-      } else {
-        states[i] = this.readBuckets(keys[i], nowMs, windowMs, precisionMs, false);
-        counts[i] = states[i].total;
-      }
-      if (counts[i] + cost > limit) allowed = 0;
+      readings[i] = this.readLimit(keys[i], nowMs, windowMs, precisionMs, false);
+      if (readings[i].count + cost > limit) allowed = 0;
     }
 
     const reply = [allowed];
     for (let i = 0; i < n; i++) {
-      const { windowMs, limit, precisionMs } = limits[i];
-      if (precisionMs === 0) {
+      const { windowMs, limit } = limits[i];
+      const { kind, count, state } = readings[i];
+      if (kind === 0) {
         const newest = this.commands.newestScore(keys[i]);
-        reply.push(...this.logState(allowed, keys[i], nowMs, windowMs, limit, cost, counts[i], newest));
+        reply.push(...this.logState(allowed, keys[i], nowMs, windowMs, limit, cost, count, newest));
       } else {
-        reply.push(...bucketState(allowed, states[i], nowMs, windowMs, precisionMs, limit, cost));
+        reply.push(...bucketState(allowed, state as BucketState, nowMs, windowMs, limit, cost));
       }
     }
     return reply;
@@ -154,17 +159,19 @@ export class RateLimitV3Model {
     limits: readonly Limit[],
   ): void {
     const n = keys.length;
-    // Per limit: the log's count and newest score after now_ms, or the bucketed key's state.
+    // Per limit: the precision its key is counted with (0: a log), its count and newest time after
+    // now_ms, and a bucketed key's state.
+    const kinds: number[] = [];
     const counts: number[] = [];
     const newest: (number | undefined)[] = [];
-    const states: BucketState[] = [];
+    const states: (BucketState | undefined)[] = [];
     let retried: boolean | undefined;
     const isRetry = (): boolean => {
       if (retried === undefined) {
         retried =
-          limits[0].precisionMs === 0
+          kinds[0] === 0
             ? this.commands.zscore(keys[0], member) !== undefined
-            : bucketRecorded(states[0], member);
+            : bucketRecorded(states[0] as BucketState, member);
       }
       return retried;
     };
@@ -172,17 +179,12 @@ export class RateLimitV3Model {
     let allowed = 1;
     for (let i = 0; i < n; i++) {
       const { windowMs, limit, precisionMs } = limits[i];
-      if (precisionMs === 0) {
-        ({ count: counts[i], newest: newest[i] } = this.readLog(keys[i], nowMs, windowMs, true));
-      } else {
-        states[i] = this.readBuckets(keys[i], nowMs, windowMs, precisionMs, true);
-        counts[i] = states[i].total;
-        const newestIndex = states[i].newest;
-        if (newestIndex !== undefined) {
-          newest[i] = newestIndex * precisionMs;
-          if ((newest[i] as number) <= nowMs) newest[i] = undefined;
-        }
-      }
+      ({
+        kind: kinds[i],
+        count: counts[i],
+        newest: newest[i],
+        state: states[i],
+      } = this.readLimit(keys[i], nowMs, windowMs, precisionMs, true));
       // A retry carries its original now_ms, which newer entries may have overtaken since.
       const ahead = newest[i];
       if (ahead !== undefined && ahead - nowMs > maxSkewMs && !isRetry()) {
@@ -193,37 +195,81 @@ export class RateLimitV3Model {
     if (allowed === 0 && isRetry()) allowed = 1;
 
     // A bucketed first key tells a retry by its ids; a log first key by ZADD adding nothing.
-    if (allowed === 1 && !(limits[0].precisionMs !== 0 && isRetry())) {
+    if (allowed === 1 && !(kinds[0] !== 0 && isRetry())) {
       for (let i = 0; i < n; i++) {
-        const { windowMs, precisionMs } = limits[i];
-        if (precisionMs === 0) {
+        const { windowMs } = limits[i];
+        if (kinds[i] === 0) {
           const added = this.recordLog(keys[i], nowMs, windowMs, member, cost, newest[i]);
           if (i === 0 && added === 0) break;
           counts[i] = counts[i] + added;
           newest[i] = newest[i] ?? nowMs;
         } else {
-          this.recordBucket(keys[i], states[i], nowMs, windowMs, precisionMs, member, cost);
-          counts[i] = states[i].total;
+          const state = states[i] as BucketState;
+          this.recordBucket(keys[i], state, nowMs, windowMs, member, cost);
+          counts[i] = state.total;
         }
       }
     }
 
     reply.push(allowed);
     for (let i = 0; i < n; i++) {
-      const { windowMs, limit, precisionMs } = limits[i];
-      if (precisionMs === 0) {
+      const { windowMs, limit } = limits[i];
+      if (kinds[i] === 0) {
         reply.push(...this.logState(allowed, keys[i], nowMs, windowMs, limit, cost, counts[i], newest[i]));
       } else {
-        reply.push(...bucketState(allowed, states[i], nowMs, windowMs, precisionMs, limit, cost));
+        reply.push(...bucketState(allowed, states[i] as BucketState, nowMs, windowMs, limit, cost));
       }
     }
   }
 
+  /**
+   * The Lua's `read_limit`: a limit's key counted by what it holds (a log limit on a hash counts it as
+   * a bucketed window of its own precision; a bucketed limit on a sorted set turns it into counts, or
+   * counts it as a log when nothing may be written).
+   */
+  private readLimit(key: string, nowMs: number, windowMs: number, precisionMs: number, writes: boolean): LimitReading {
+    if (precisionMs === 0) {
+      const log = this.readLog(key, nowMs, windowMs, writes);
+      if (log) return { kind: 0, count: log.count, newest: log.newest };
+      const fields = this.commands.hgetall(key);
+      const precision = storedPrecision(fields, Math.ceil(windowMs / MAX_SUB_WINDOWS));
+      const state = this.readBuckets(key, nowMs, windowMs, precision, writes, fields);
+      return { kind: precision, count: state.total, newest: newestStart(state, nowMs), state };
+    }
+    let fields: string[] | undefined;
+    try {
+      fields = this.commands.hgetall(key);
+    } catch (error) {
+      if (!(error instanceof ModelReplyError && error.message === WRONGTYPE)) throw error;
+    }
+    let state: BucketState;
+    if (fields === undefined) {
+      if (!writes) {
+        const log = this.readLog(key, nowMs, windowMs, false) as { count: number; newest: number | undefined };
+        return { kind: 0, count: log.count, newest: log.newest };
+      }
+      state = this.readLogAsBuckets(key, nowMs, windowMs, precisionMs, writes);
+    } else {
+      state = this.readBuckets(key, nowMs, windowMs, precisionMs, writes, fields);
+    }
+    return { kind: precisionMs, count: state.total, newest: newestStart(state, nowMs), state };
+  }
+
   // ---------------------------------------------------------------- log
 
-  /** The newest score when an entry lies after now_ms (another caller's clock runs ahead), else nil. */
-  private newestAfter(key: string, nowMs: number): number | undefined {
-    if (this.commands.countAfter(key, nowMs) === 0) return undefined;
+  /**
+   * The newest score when an entry lies after now_ms (another caller's clock runs ahead), else
+   * undefined; false when the key is a hash (the Lua's pcall seeing WRONGTYPE).
+   */
+  private newestAfter(key: string, nowMs: number): number | undefined | false {
+    let later: number;
+    try {
+      later = this.commands.countAfter(key, nowMs);
+    } catch (error) {
+      if (error instanceof ModelReplyError && error.message === WRONGTYPE) return false;
+      throw error;
+    }
+    if (later === 0) return undefined;
     return this.commands.newestScore(key);
   }
 
@@ -244,8 +290,9 @@ export class RateLimitV3Model {
     nowMs: number,
     windowMs: number,
     writes: boolean,
-  ): { count: number; newest: number | undefined } {
+  ): { count: number; newest: number | undefined } | undefined {
     const newest = this.newestAfter(key, nowMs);
+    if (newest === false) return undefined;
     if (writes) {
       this.commands.zremrangebyscore(key, nowMs - windowMs);
       return { count: this.commands.zcard(key), newest };
@@ -295,35 +342,77 @@ export class RateLimitV3Model {
   // ---------------------------------------------------------------- bucketed
 
   /**
-   * A bucketed key read for a decision: the cost counted, the sub-windows still counted, the newest
-   * and the ids. With `writes`, the sub-windows that left the window are deleted.
+   * The Lua's `read_buckets`: a bucketed key read from its HGETALL `fields`. With `writes`, the
+   * sub-windows that left the window are deleted; a key of another precision is re-bucketed (each
+   * count moved to the new sub-window of its old one's last millisecond, or now) and rewritten.
    */
-  private readBuckets(key: string, nowMs: number, windowMs: number, precisionMs: number, writes: boolean): BucketState {
-    const first = Math.floor((nowMs - windowMs + 1) / precisionMs);
-    const fields = this.commands.hgetall(key);
-    const state: BucketState = { total: 0, indexes: [], counts: new Map(), newest: undefined, ids: '' };
+  private readBuckets(
+    key: string,
+    nowMs: number,
+    windowMs: number,
+    precisionMs: number,
+    writes: boolean,
+    fields: readonly string[],
+  ): BucketState {
+    const precision = storedPrecision(fields, precisionMs);
+    const first = Math.floor((nowMs - windowMs + 1) / precision);
+    const state = emptyState(precisionMs);
     const expired: string[] = [];
+    const moved = precision !== precisionMs;
     for (let i = 0; i < fields.length; i += 2) {
       const name = fields[i];
       if (name === 'ids') {
         state.ids = fields[i + 1];
-      } else {
+      } else if (name !== 'p') {
         const index = luaToNumber(name);
         if (index === undefined) {
           // Not a field of ours: ignored, and left alone.
         } else if (index < first) {
           expired.push(name);
+        } else if (moved) {
+          const lastMs = Math.min((index + 1) * precision - 1, nowMs);
+          addCount(state, Math.floor(lastMs / precisionMs), luaToNumber(fields[i + 1]) as number);
         } else {
-          const count = luaToNumber(fields[i + 1]) as number;
-          state.total = state.total + count;
-          state.indexes.push(index);
-          state.counts.set(index, count);
-          if (state.newest === undefined || index > state.newest) state.newest = index;
+          addCount(state, index, luaToNumber(fields[i + 1]) as number);
         }
       }
     }
-    if (writes && expired.length > 0) this.commands.hdel(key, expired);
+    if (writes && moved) this.writeBuckets(key, state, nowMs, windowMs);
+    else if (writes && expired.length > 0) this.commands.hdel(key, expired);
     return state;
+  }
+
+  /** The Lua's `read_log_as_buckets`: a log key's entries in the window as counts per sub-window. */
+  private readLogAsBuckets(
+    key: string,
+    nowMs: number,
+    windowMs: number,
+    precisionMs: number,
+    writes: boolean,
+  ): BucketState {
+    const entries = this.commands.entriesAfter(key, nowMs - windowMs);
+    const state = emptyState(precisionMs);
+    const ids: string[] = [];
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [member, score] = entries[i];
+      addCount(state, Math.floor(score / precisionMs), 1);
+      if (ids.length < RECENT_IDS && !member.includes('#')) ids.push(member);
+    }
+    state.ids = ids.join(' ');
+    if (writes) this.writeBuckets(key, state, nowMs, windowMs);
+    return state;
+  }
+
+  /** The Lua's `write_buckets`: the key rewritten whole, with its TTL. */
+  private writeBuckets(key: string, state: BucketState, nowMs: number, windowMs: number): void {
+    this.commands.del(key);
+    if (state.newest === undefined) return;
+    for (const index of state.indexes) {
+      this.commands.hset(key, formatLuaFixed0(index), String(state.counts.get(index)));
+    }
+    this.commands.hset(key, 'ids', state.ids);
+    this.commands.hset(key, 'p', String(state.precision));
+    this.commands.pexpire(key, untilBucketLeaves(state.newest, nowMs, windowMs, state.precision));
   }
 
   /** Records a request of `cost` in a bucketed key (not a retry: the caller checked). */
@@ -332,20 +421,12 @@ export class RateLimitV3Model {
     state: BucketState,
     nowMs: number,
     windowMs: number,
-    precisionMs: number,
     member: string,
     cost: number,
   ): void {
-    const index = Math.floor(nowMs / precisionMs);
-    const field = formatLuaFixed0(index);
-    this.commands.hincrby(key, field, cost);
-    if (!state.counts.has(index)) {
-      state.indexes.push(index);
-      state.counts.set(index, 0);
-    }
-    state.counts.set(index, (state.counts.get(index) as number) + cost);
-    state.total = state.total + cost;
-    if (state.newest === undefined || index > state.newest) state.newest = index;
+    const index = Math.floor(nowMs / state.precision);
+    this.commands.hincrby(key, formatLuaFixed0(index), cost);
+    addCount(state, index, cost);
     // The newest ids first; the oldest beyond RECENT_IDS fall off.
     const ids = [member];
     for (const id of luaWords(state.ids)) {
@@ -354,7 +435,8 @@ export class RateLimitV3Model {
     }
     state.ids = ids.join(' ');
     this.commands.hset(key, 'ids', state.ids);
-    this.commands.pexpire(key, untilBucketLeaves(state.newest, nowMs, windowMs, precisionMs));
+    this.commands.hset(key, 'p', String(state.precision));
+    this.commands.pexpire(key, untilBucketLeaves(state.newest as number, nowMs, windowMs, state.precision));
   }
 }
 
@@ -364,10 +446,10 @@ function bucketState(
   state: BucketState,
   nowMs: number,
   windowMs: number,
-  precisionMs: number,
   limit: number,
   cost: number,
 ): number[] {
+  const precisionMs = state.precision;
   const count = state.total;
   let retryAfterMs = 0;
   if (allowed === 0 && count + cost > limit) {
@@ -389,6 +471,35 @@ function bucketState(
 /** ms from now_ms until sub-window `index` stops counting. */
 function untilBucketLeaves(index: number, nowMs: number, windowMs: number, precisionMs: number): number {
   return (index + 1) * precisionMs + windowMs - 1 - nowMs;
+}
+
+function emptyState(precision: number): BucketState {
+  return { total: 0, indexes: [], counts: new Map(), newest: undefined, ids: '', precision };
+}
+
+/** The Lua's `add_count`. */
+function addCount(state: BucketState, index: number, count: number): void {
+  if (!state.counts.has(index)) {
+    state.indexes.push(index);
+    state.counts.set(index, 0);
+  }
+  state.counts.set(index, (state.counts.get(index) as number) + count);
+  state.total = state.total + count;
+  if (state.newest === undefined || index > state.newest) state.newest = index;
+}
+
+/** The Lua's `stored_precision`: the hash's field "p", or `defaultMs`. */
+function storedPrecision(fields: readonly string[], defaultMs: number): number {
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] === 'p') return luaToNumber(fields[i + 1]) ?? defaultMs;
+  }
+  return defaultMs;
+}
+
+/** The Lua's `newest_start`: the newest sub-window's start when it lies after now_ms. */
+function newestStart(state: BucketState, nowMs: number): number | undefined {
+  if (state.newest !== undefined && state.newest * state.precision > nowMs) return state.newest * state.precision;
+  return undefined;
 }
 
 function bucketRecorded(state: BucketState, member: string): boolean {

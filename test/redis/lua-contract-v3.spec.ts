@@ -101,14 +101,14 @@ describe('Lua function contract: rate_limit_v3', () => {
       await allow(['f'], T0 + 30_000, 'b', 2, ...limit);
       await allow(['f'], T0 + MIN, 'c', 1, ...limit);
       const fields = await redis.hgetall(prefix + 'f');
-      expect(fields).toEqual({ [String(T0 / MIN)]: '3', [String(T0 / MIN + 1)]: '1', ids: 'c b a' });
+      expect(fields).toEqual({ [String(T0 / MIN)]: '3', [String(T0 / MIN + 1)]: '1', ids: 'c b a', p: '60000' });
       // The key lives until its newest sub-window leaves the window.
       const ttl = await redis.pttl(prefix + 'f');
       expect(ttl).toBeGreaterThan(10 * MIN);
       expect(ttl).toBeLessThanOrEqual(11 * MIN);
       await allow(['f'], T0 + 11 * MIN, 'd', 1, ...limit);
       expect(Object.keys(await redis.hgetall(prefix + 'f')).sort()).toEqual(
-        [String(T0 / MIN + 1), String(T0 / MIN + 11), 'ids'].sort(),
+        [String(T0 / MIN + 1), String(T0 / MIN + 11), 'ids', 'p'].sort(),
       );
     });
 
@@ -126,7 +126,7 @@ describe('Lua function contract: rate_limit_v3', () => {
       for (let minute = 0; minute < 60; minute++) {
         await allow(['quota'], T0 + minute * MIN, `r${minute}`, 150, ...quota);
       }
-      expect(await redis.hlen(prefix + 'quota')).toBe(61);
+      expect(await redis.hlen(prefix + 'quota')).toBe(62); // 61 sub-windows, ids, p
       expect(await redis.memory('USAGE', prefix + 'quota')).toBeLessThanOrEqual(2048);
     });
 
@@ -191,6 +191,69 @@ describe('Lua function contract: rate_limit_v3', () => {
     });
   });
 
+  describe('a limit whose window kind or precision changed', () => {
+    const hashOf = async (key: string) => redis.hgetall(prefix + key);
+
+    it('log -> bucketed: turns the entries in the window into counts per sub-window, exactly', async () => {
+      await allow(['sw'], T0 + 1000, 'a', 3, 10 * MIN, 10, 0);
+      await allow(['sw'], T0 + MIN + 5, 'b', 2, 10 * MIN, 10, 0);
+      // Peek counts it as the log it still is: empty again 10 minutes after its newest entry.
+      expect(await peek(['sw'], T0 + MIN + 6, 5, 10 * MIN, 10, MIN)).toEqual([1, 5, 5, 0, 10 * MIN - 1]);
+      expect(await redis.type(prefix + 'sw')).toBe('zset'); // peek wrote nothing
+      // 5 + 6 > 10: `a`'s sub-window must leave (at T0 + 11 min - 1 ms) for the cost to fit.
+      expect(await allow(['sw'], T0 + MIN + 6, 'c', 6, 10 * MIN, 10, MIN)).toEqual([
+        0,
+        5,
+        5,
+        10 * MIN - 7,
+        11 * MIN - 7,
+      ]);
+      expect(await hashOf('sw')).toEqual({
+        [String(T0 / MIN)]: '3',
+        [String(T0 / MIN + 1)]: '2',
+        ids: 'b a',
+        p: '60000',
+      });
+      expect(await redis.pttl(prefix + 'sw')).toBeGreaterThan(10 * MIN);
+      // A retry of a request the log recorded is still recognised.
+      expect((await allow(['sw'], T0 + 1000, 'a', 3, 10 * MIN, 10, MIN))[0]).toBe(1);
+      expect(Number((await hashOf('sw'))[String(T0 / MIN)])).toBe(3);
+    });
+
+    it('bucketed -> log: goes on counting the hash in its own sub-windows until it expires', async () => {
+      await allow(['ws'], T0, 'a', 4, 10 * MIN, 10, MIN);
+      expect(await allow(['ws'], T0 + 1, 'b', 7, 10 * MIN, 10, 0)).toEqual([0, 4, 6, 11 * MIN - 1 - 1, 11 * MIN - 2]);
+      expect(await allow(['ws'], T0 + 2, 'c', 6, 10 * MIN, 10, 0)).toEqual([1, 10, 0, 0, 11 * MIN - 3]);
+      expect(await redis.type(prefix + 'ws')).toBe('hash');
+      // Once it has expired, the key starts again as a log.
+      await redis.del(prefix + 'ws');
+      await allow(['ws'], T0 + 3, 'd', 1, 10 * MIN, 10, 0);
+      expect(await redis.type(prefix + 'ws')).toBe('zset');
+    });
+
+    it.each([
+      ['coarser', 1000, MIN],
+      ['finer', MIN, 1000],
+    ])(
+      'a %s precision re-buckets the counts so that none leaves earlier, and never refuses the clock',
+      async (_, from, to) => {
+        const window = 10 * MIN;
+        await allow(['p'], T0 + 500, 'a', 4, window, 10, from);
+        await allow(['p'], T0 + 30_500, 'b', 4, window, 10, from);
+        const after = await allow(['p'], T0 + 31_000, 'c', 3, window, 10, to);
+        expect(after.slice(0, 3)).toEqual([0, 8, 2]);
+        const fields = await hashOf('p');
+        expect(fields.p).toBe(String(to));
+        // Each old count sits in the new sub-window of its last millisecond (or now): never earlier.
+        const moved = Object.entries(fields).filter(([field]) => field !== 'ids' && field !== 'p');
+        expect(moved.reduce((sum, [, count]) => sum + Number(count), 0)).toBe(8);
+        for (const [field] of moved) expect((Number(field) + 1) * to - 1).toBeGreaterThanOrEqual(T0 + 500);
+        // Both requests stay counted until at least the log would let them go.
+        expect((await allow(['p'], T0 + 500 + window - 1, 'd', 3, window, 10, to))[0]).toBe(0);
+      },
+    );
+  });
+
   describe('invalid arguments', () => {
     it.each([
       ['cost 0', [T0, 'm', 1000, 0, 1000, 5, 0]],
@@ -207,11 +270,6 @@ describe('Lua function contract: rate_limit_v3', () => {
       const message = await errorMessageOf(redis.fcall('sliding_allow_v3', 1, prefix + 'bad', ...args));
       expect(message).toBe('ERR invalid arguments');
       expect(await redis.exists(prefix + 'bad')).toBe(0);
-    });
-
-    it('refuses a key of the other kind of window (a limit whose precision changed)', async () => {
-      await allow(['kind'], T0, 'a', 1, 10_000, 5, 0);
-      expect(await errorMessageOf(allow(['kind'], T0 + 1, 'b', 1, 10_000, 5, 1000))).toMatch(/^WRONGTYPE/);
     });
   });
 });

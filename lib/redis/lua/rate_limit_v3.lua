@@ -65,9 +65,15 @@
                              array of values of the types above
     "CLOCKSKEW ..."          now_ms is more than max_skew_ms behind a key's newest entry (bucketed:
                              the start of its newest sub-window)
-    "WRONGTYPE ..."          a key holds the other kind of window: a limit whose precision_ms
-                             changed keeps its old keys until they expire (use a new limit name)
   Every key written gets a TTL that lasts until its newest entry (sub-window) leaves the window.
+
+  A limit whose window changed (precision_ms added, removed or changed) goes on counting its keys
+  safely, by what each key holds: a sorted set read for a bucketed limit becomes a hash of the
+  entries' counts per sub-window (exact); a hash read for a log limit is counted as a bucketed window
+  of its own precision (field "p") until it expires; a hash of another precision is re-bucketed, each
+  count moved to the new sub-window holding its old sub-window's last millisecond (or now, if
+  sooner), so nothing is counted for less time than before. Peek writes nothing and counts a key as
+  it is.
 ]]
 
 -- Bounds as in rate_limit_v2.lua: no TTL computed from them can overflow or print in exponent form.
@@ -168,9 +174,22 @@ local function newest_score(key)
   return tonumber(newest[2])
 end
 
--- The newest score when an entry lies after now_ms (another caller's clock runs ahead), else nil.
+-- Whether a redis.pcall reply is the error of a key holding the other kind of value.
+local function is_wrong_type(reply)
+  return type(reply) == 'table' and reply.err ~= nil and string.sub(reply.err, 1, 9) == 'WRONGTYPE'
+end
+
+-- The newest score when an entry lies after now_ms (another caller's clock runs ahead), else nil;
+-- false when the key is a hash (a bucketed window's).
 local function newest_after(key, now_ms)
-  if redis.call('ZCOUNT', key, '(' .. format_number(now_ms), '+inf') == 0 then
+  local later = redis.pcall('ZCOUNT', key, '(' .. format_number(now_ms), '+inf')
+  if is_wrong_type(later) then
+    return false
+  end
+  if type(later) == 'table' then
+    return error(later.err)
+  end
+  if later == 0 then
     return nil
   end
   return newest_score(key)
@@ -199,9 +218,12 @@ local function add_extra_entries(key, now_text, member, cost)
 end
 
 -- A log key read for a decision: drops what left the window. Returns count and the newest score
--- when it lies after now_ms (nil otherwise).
+-- when it lies after now_ms (nil otherwise); nil alone when the key is a hash.
 local function read_log(key, now_ms, window_ms, writes)
   local newest = newest_after(key, now_ms)
+  if newest == false then
+    return nil
+  end
   if writes then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', format_number(now_ms - window_ms))
     return redis.call('ZCARD', key), newest
@@ -240,64 +262,129 @@ end
 
 ----------------------------------------------------------------------------------------- bucketed
 
--- A bucketed key read for a decision. Returns a state table: total (cost counted), indexes and
--- counts of the sub-windows still counted, newest (the highest sub-window index, or nil) and ids.
--- With `writes`, the sub-windows that left the window are deleted.
-local function read_buckets(key, now_ms, window_ms, precision_ms, writes)
-  local first = math.floor((now_ms - window_ms + 1) / precision_ms)
-  local fields = redis.call('HGETALL', key)
-  local state = { total = 0, indexes = {}, counts = {}, newest = nil, ids = '' }
+-- The sub-window length a hash was written with (its field "p"), or `default_ms`.
+local function stored_precision(fields, default_ms)
+  for i = 1, #fields, 2 do
+    if fields[i] == 'p' then
+      return tonumber(fields[i + 1]) or default_ms
+    end
+  end
+  return default_ms
+end
+
+-- ms from now_ms until sub-window `index` (of `precision_ms`) stops counting.
+local function until_bucket_leaves(index, now_ms, window_ms, precision_ms)
+  return (index + 1) * precision_ms + window_ms - 1 - now_ms
+end
+
+-- Writes a bucketed key whole: its counts by sub-window, ids and precision, with its TTL.
+local function write_buckets(key, state, now_ms, window_ms)
+  redis.call('DEL', key)
+  if state.newest == nil then
+    return
+  end
+  local args = {}
+  for _, index in ipairs(state.indexes) do
+    args[#args + 1] = string.format('%.0f', index)
+    args[#args + 1] = state.counts[index]
+  end
+  args[#args + 1] = 'ids'
+  args[#args + 1] = state.ids
+  args[#args + 1] = 'p'
+  args[#args + 1] = state.precision
+  redis.call('HSET', key, unpack(args))
+  redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, state.precision))
+end
+
+local function add_count(state, index, count)
+  if state.counts[index] == nil then
+    state.indexes[#state.indexes + 1] = index
+    state.counts[index] = 0
+  end
+  state.counts[index] = state.counts[index] + count
+  state.total = state.total + count
+  if state.newest == nil or index > state.newest then
+    state.newest = index
+  end
+end
+
+-- A bucketed key read for a decision, from its HGETALL `fields`. Returns a state table: total (cost
+-- counted), indexes and counts of the sub-windows still counted, newest (the highest sub-window
+-- index, or nil), ids and precision. With `writes`, the sub-windows that left the window are deleted.
+-- A key written with another precision (the limit's precisionMs changed) is re-bucketed: each old
+-- sub-window's count moves to the new sub-window holding its last millisecond, or now if that is
+-- sooner, so it counts at least as long as it did (never an over-admission, and never a time ahead
+-- of now, which the clock-skew check would refuse).
+local function read_buckets(key, now_ms, window_ms, precision_ms, writes, fields)
+  local precision = stored_precision(fields, precision_ms)
+  local first = math.floor((now_ms - window_ms + 1) / precision)
+  local state = { total = 0, indexes = {}, counts = {}, newest = nil, ids = '', precision = precision_ms }
   local expired = {}
+  local moved = precision ~= precision_ms
   for i = 1, #fields, 2 do
     local name = fields[i]
     if name == 'ids' then
       state.ids = fields[i + 1]
-    else
+    elseif name ~= 'p' then
       local index = tonumber(name)
       if index == nil then
         -- Not a field of ours: ignored, and left alone.
       elseif index < first then
         expired[#expired + 1] = name
+      elseif moved then
+        local last_ms = math.min((index + 1) * precision - 1, now_ms)
+        add_count(state, math.floor(last_ms / precision_ms), tonumber(fields[i + 1]))
       else
-        local count = tonumber(fields[i + 1])
-        state.total = state.total + count
-        state.indexes[#state.indexes + 1] = index
-        state.counts[index] = count
-        if state.newest == nil or index > state.newest then
-          state.newest = index
-        end
+        add_count(state, index, tonumber(fields[i + 1]))
       end
     end
   end
-  if writes and #expired > 0 then
+  if writes and moved then
+    write_buckets(key, state, now_ms, window_ms)
+  elseif writes and #expired > 0 then
     redis.call('HDEL', key, unpack(expired))
   end
   return state
+end
+
+-- A log key (sorted set) read for a bucketed limit: each entry in the window counted in the
+-- sub-window of its time (exact), the key rewritten as a hash with `writes`. The newest request ids
+-- (entries without a #n suffix) are kept to recognise retries.
+local function read_log_as_buckets(key, now_ms, window_ms, precision_ms, writes)
+  local entries = redis.call('ZRANGEBYSCORE', key, '(' .. format_number(now_ms - window_ms), '+inf', 'WITHSCORES')
+  local state = { total = 0, indexes = {}, counts = {}, newest = nil, ids = '', precision = precision_ms }
+  local ids = {}
+  for i = #entries - 1, 1, -2 do
+    add_count(state, math.floor(tonumber(entries[i + 1]) / precision_ms), 1)
+    if #ids < RECENT_IDS and not string.find(entries[i], '#', 1, true) then
+      ids[#ids + 1] = entries[i]
+    end
+  end
+  state.ids = table.concat(ids, ' ')
+  if writes then
+    write_buckets(key, state, now_ms, window_ms)
+  end
+  return state
+end
+
+-- The start of a bucketed key's newest sub-window when it lies after now_ms (another caller's
+-- clock runs ahead), else nil.
+local function newest_start(state, now_ms)
+  if state.newest ~= nil and state.newest * state.precision > now_ms then
+    return state.newest * state.precision
+  end
+  return nil
 end
 
 local function bucket_recorded(state, member)
   return string.find(' ' .. state.ids .. ' ', ' ' .. member .. ' ', 1, true) ~= nil
 end
 
--- ms from now_ms until sub-window `index` stops counting.
-local function until_bucket_leaves(index, now_ms, window_ms, precision_ms)
-  return (index + 1) * precision_ms + window_ms - 1 - now_ms
-end
-
 -- Records a request of `cost` in a bucketed key (not a retry: the caller checked).
-local function record_bucket(key, state, now_ms, window_ms, precision_ms, member, cost)
-  local index = math.floor(now_ms / precision_ms)
-  local field = string.format('%.0f', index)
-  redis.call('HINCRBY', key, field, cost)
-  if state.counts[index] == nil then
-    state.indexes[#state.indexes + 1] = index
-    state.counts[index] = 0
-  end
-  state.counts[index] = state.counts[index] + cost
-  state.total = state.total + cost
-  if state.newest == nil or index > state.newest then
-    state.newest = index
-  end
+local function record_bucket(key, state, now_ms, window_ms, member, cost)
+  local index = math.floor(now_ms / state.precision)
+  redis.call('HINCRBY', key, string.format('%.0f', index), cost)
+  add_count(state, index, cost)
   -- The newest ids first; the oldest beyond RECENT_IDS fall off.
   local ids, kept = { member }, 1
   for id in string.gmatch(state.ids, '%S+') do
@@ -308,12 +395,13 @@ local function record_bucket(key, state, now_ms, window_ms, precision_ms, member
     kept = kept + 1
   end
   state.ids = table.concat(ids, ' ')
-  redis.call('HSET', key, 'ids', state.ids)
-  redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, precision_ms))
+  redis.call('HSET', key, 'ids', state.ids, 'p', state.precision)
+  redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, state.precision))
 end
 
 -- count, remaining, retry_after_ms and reset_ms of a bucketed limit.
-local function bucket_state(allowed, state, now_ms, window_ms, precision_ms, limit, cost)
+local function bucket_state(allowed, state, now_ms, window_ms, limit, cost)
+  local precision_ms = state.precision
   local count = state.total
   local retry_after_ms = 0
   if allowed == 0 and count + cost > limit then
@@ -337,16 +425,55 @@ end
 
 ------------------------------------------------------------------------------------------ decisions
 
+-- A limit's key read for a decision, counted by what the key holds, so that a limit whose
+-- precisionMs changed (or was added or removed) goes on counting its existing keys safely:
+--   * a log limit on a hash (a bucketed key) counts it as a bucketed window of the hash's own
+--     precision until it expires (turning counts back into entries could take a limit's worth of
+--     writes);
+--   * a bucketed limit on a sorted set (a log key) turns its entries into counts per sub-window,
+--     each in the sub-window of its time (exact); peek, which writes nothing, counts it as a log;
+--   * a hash of another precision is re-bucketed (read_buckets).
+-- Returns the precision the key is counted with (0: a log), the count, the newest time after now_ms
+-- (a log's newest entry, a bucketed key's newest sub-window start; nil when none lies after now_ms)
+-- and, for a bucketed key, its state.
+local function read_limit(key, now_ms, window_ms, precision_ms, writes)
+  if precision_ms == 0 then
+    local count, newest = read_log(key, now_ms, window_ms, writes)
+    if count ~= nil then
+      return 0, count, newest
+    end
+    local fields = redis.call('HGETALL', key)
+    precision_ms = stored_precision(fields, math.ceil(window_ms / MAX_SUB_WINDOWS))
+    local state = read_buckets(key, now_ms, window_ms, precision_ms, writes, fields)
+    return precision_ms, state.total, newest_start(state, now_ms), state
+  end
+  local fields = redis.pcall('HGETALL', key)
+  local state
+  if is_wrong_type(fields) then
+    if not writes then
+      local count, newest = read_log(key, now_ms, window_ms, false)
+      return 0, count, newest
+    end
+    state = read_log_as_buckets(key, now_ms, window_ms, precision_ms, writes)
+  elseif type(fields) == 'table' and fields.err then
+    return error(fields.err)
+  else
+    state = read_buckets(key, now_ms, window_ms, precision_ms, writes, fields)
+  end
+  return precision_ms, state.total, newest_start(state, now_ms), state
+end
+
 -- One request against n limits, all or none recorded. Appends its reply to `reply`; returns an
 -- error reply instead when the clock is skewed.
 local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, limits, precisions)
   local n = #keys
-  -- Per limit: the log's count and newest score after now_ms, or the bucketed key's state.
-  local counts, newest, states = {}, {}, {}
+  -- Per limit: the precision its key is counted with (0: a log), its count and newest time after
+  -- now_ms, and a bucketed key's state.
+  local kinds, counts, newest, states = {}, {}, {}, {}
   local retried = nil
   local function is_retry()
     if retried == nil then
-      if precisions[1] == 0 then
+      if kinds[1] == 0 then
         retried = log_recorded(keys[1], member)
       else
         retried = bucket_recorded(states[1], member)
@@ -357,18 +484,7 @@ local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, l
 
   local allowed = 1
   for i = 1, n do
-    if precisions[i] == 0 then
-      counts[i], newest[i] = read_log(keys[i], now_ms, windows[i], true)
-    else
-      states[i] = read_buckets(keys[i], now_ms, windows[i], precisions[i], true)
-      counts[i] = states[i].total
-      if states[i].newest then
-        newest[i] = states[i].newest * precisions[i]
-        if newest[i] <= now_ms then
-          newest[i] = nil
-        end
-      end
-    end
+    kinds[i], counts[i], newest[i], states[i] = read_limit(keys[i], now_ms, windows[i], precisions[i], true)
     -- A retry carries its original now_ms, which newer entries may have overtaken since.
     if newest[i] and newest[i] - now_ms > max_skew_ms and not is_retry() then
       return clock_skew(now_ms, newest[i], keys[i], max_skew_ms)
@@ -383,9 +499,9 @@ local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, l
 
   -- A bucketed first key tells a retry by its ids; a log first key by ZADD adding nothing (no
   -- ZSCORE on the common path). A recorded request is recorded under every key: the first tells.
-  if allowed == 1 and not (precisions[1] ~= 0 and is_retry()) then
+  if allowed == 1 and not (kinds[1] ~= 0 and is_retry()) then
     for i = 1, n do
-      if precisions[i] == 0 then
+      if kinds[i] == 0 then
         local added = record_log(keys[i], now_ms, windows[i], member, cost, newest[i])
         if i == 1 and added == 0 then
           break
@@ -393,7 +509,7 @@ local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, l
         counts[i] = counts[i] + added
         newest[i] = newest[i] or now_ms
       else
-        record_bucket(keys[i], states[i], now_ms, windows[i], precisions[i], member, cost)
+        record_bucket(keys[i], states[i], now_ms, windows[i], member, cost)
         counts[i] = states[i].total
       end
     end
@@ -402,12 +518,12 @@ local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, l
   reply[#reply + 1] = allowed
   for i = 1, n do
     local at = #reply
-    if precisions[i] == 0 then
+    if kinds[i] == 0 then
       reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
         log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest[i])
     else
       reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
-        bucket_state(allowed, states[i], now_ms, windows[i], precisions[i], limits[i], cost)
+        bucket_state(allowed, states[i], now_ms, windows[i], limits[i], cost)
     end
   end
   return nil
@@ -525,14 +641,10 @@ local function sliding_peek(keys, args)
     return invalid_arguments()
   end
 
-  local counts, states, allowed = {}, {}, 1
+  local kinds, counts, states, allowed = {}, {}, {}, 1
   for i = 1, n do
-    if precisions[i] == 0 then
-      counts[i] = read_log(keys[i], now_ms, windows[i], false)
-    else
-      states[i] = read_buckets(keys[i], now_ms, windows[i], precisions[i], false)
-      counts[i] = states[i].total
-    end
+    local newest_unused
+    kinds[i], counts[i], newest_unused, states[i] = read_limit(keys[i], now_ms, windows[i], precisions[i], false)
     if counts[i] + cost > limits[i] then
       allowed = 0
     end
@@ -541,12 +653,12 @@ local function sliding_peek(keys, args)
   local reply = {allowed}
   for i = 1, n do
     local at = #reply
-    if precisions[i] == 0 then
+    if kinds[i] == 0 then
       reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
         log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest_score(keys[i]))
     else
       reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
-        bucket_state(allowed, states[i], now_ms, windows[i], precisions[i], limits[i], cost)
+        bucket_state(allowed, states[i], now_ms, windows[i], limits[i], cost)
     end
   end
   return reply
