@@ -79,7 +79,7 @@ master, and shows which versions running instances call.
 Commands:
   list               libraries and functions on every master; flags a master lacking a
                      library another has, and a library whose code differs from the bundled one
-  load <version>     load the bundled library (v1, v2 or its library name) on every master;
+  load <version>     load the bundled library (v1, v2, v3 or its library name) on every master;
                      a library of that name with other code is left alone unless --replace
   status             which function versions live instances call (from their reports), with
                      calls, rejection and error rates
