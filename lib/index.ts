@@ -59,9 +59,11 @@ export type {
   RateLimitErrorBodyStyle,
   RateLimitHeaderStyle,
   RateLimitModuleOptions,
+  RateLimitStore,
   ResolvedRateLimitOptions,
   SlidingLimitOptions,
 } from './nest/rate-limit.options';
+export { DEFAULT_MEMORY_STORE_KEYS } from './nest/rate-limit.options';
 export type { RateLimitKey, RateLimitKeyFunction, RateLimitKeyValue, RateLimitRequest } from './nest/rate-limit-key';
 export {
   DEFAULT_KEY,

@@ -26,7 +26,10 @@ const QUOTA_ROUTES = SAMPLE_FUNCTION === 'sliding_allow_v3' ? [QuotaController] 
     RateLimitModule.forRootAsync({
       inject: [ConfigService],
       useFactory: (config: ConfigService) => ({
-        redis: config.get<string>('REDIS_URL', DEFAULT_REDIS_URL),
+        // main.ts sets RATE_LIMIT_STORE=memory when no Redis answers; an empty REDIS_URL means the default.
+        ...(config.get<string>('RATE_LIMIT_STORE') === 'memory'
+          ? { store: 'memory' as const }
+          : { redis: config.get<string>('REDIS_URL') || DEFAULT_REDIS_URL }),
         // sliding_allow_v1, _v2 or _v3: switch versions without a code change (an empty value means unset).
         functionName: config.get<string>('RATE_LIMIT_FUNCTION') || SAMPLE_FUNCTION,
         headers: 'both',

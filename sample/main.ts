@@ -24,15 +24,15 @@ async function redisAnswers(url: string): Promise<boolean> {
 }
 
 async function main(): Promise<void> {
-  const redisUrl = process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
-  if (!(await redisAnswers(redisUrl))) {
-    console.error(
-      `No Redis answered at ${redisUrl}.\n` +
-        'Start one locally with:\n\n  redis-server --daemonize yes\n\n' +
-        'or set REDIS_URL to a Redis 7 you can reach, then run `npm run sample` again.',
+  const redisUrl = process.env.REDIS_URL || DEFAULT_REDIS_URL;
+  const onRedis = await redisAnswers(redisUrl);
+  if (!onRedis) {
+    // The sample runs from a fresh clone: without Redis, limits are kept in this process.
+    process.env.RATE_LIMIT_STORE = 'memory';
+    console.warn(
+      `No Redis answered at ${redisUrl}: running on the in-memory store (store: 'memory'), limits per process.\n` +
+        'For Redis, start one (redis-server --daemonize yes) or set REDIS_URL, then run `npm run sample` again.',
     );
-    process.exitCode = 1;
-    return;
   }
 
   const app = await NestFactory.create(AppModule);
@@ -42,8 +42,9 @@ async function main(): Promise<void> {
   const url = await app.getUrl();
   const limiter = app.get(SlidingWindowLimiter);
   console.log(`Sample listening on ${url}`);
+  const where = onRedis ? `Redis ${redisUrl}` : 'in-memory store';
   console.log(
-    `Redis ${redisUrl}; active function ${limiter.functionName} (set RATE_LIMIT_FUNCTION to switch); keys under "${limiter.keyPrefix}"`,
+    `${where}; active function ${limiter.functionName} (set RATE_LIMIT_FUNCTION to switch); keys under "${limiter.keyPrefix}"`,
   );
   console.log(
     [

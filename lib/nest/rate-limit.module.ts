@@ -80,6 +80,12 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
    * once Redis answers — a rate limiter must not keep an application down.
    */
   async onModuleInit(): Promise<void> {
+    if (this.options.store === 'memory') {
+      this.logger.log(
+        "Rate limits are kept in this process's memory (store: 'memory'): each instance of the application " +
+          'counts on its own, and counts start empty after a restart',
+      );
+    }
     try {
       await this.limiter.init();
     } catch (error) {
@@ -91,7 +97,8 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.limiter.close();
+    // First: it deletes the instance report through the connection closed next.
+    await this.limiter.close();
     await closeRateLimitConnection(this.connection);
   }
 }

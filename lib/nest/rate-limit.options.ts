@@ -6,6 +6,8 @@ import { describeRuleProblems } from '../core/limit-rule';
 import { describeValue } from '../core/value-checks';
 import { describeRedisUrlProblems } from '../core/redis-url';
 import type { LimiterBackend } from '../core/limiter-backend';
+import { MemoryBackend } from '../memory/memory-backend';
+import { FUNCTION_VERSIONS } from '../redis/function-versions';
 import {
   describeLimiterSettingsProblems,
   describeRedisErrorPolicyProblems,
@@ -46,6 +48,15 @@ export interface SlidingLimitOptions extends SlidingLimitRule {
   cost?: RateLimitCost;
 }
 
+/** Where limits are kept when not in Redis: see {@link RateLimitModuleOptions.store}. */
+export type RateLimitStore = 'memory' | { type: 'memory'; maxKeys?: number };
+
+/** The function `store: 'memory'` runs when `functionName` does not say: the newest shipped. */
+const NEWEST_FUNCTION = FUNCTION_VERSIONS[FUNCTION_VERSIONS.length - 1].allowFunction;
+
+/** Keys the in-memory store keeps when `store` does not say. */
+export const DEFAULT_MEMORY_STORE_KEYS = 1_000_000;
+
 /** Which rate-limit headers responses carry. `Retry-After` is always sent on a 429. */
 export type RateLimitHeaderStyle =
   /** `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (default). */
@@ -75,6 +86,15 @@ export interface RateLimitModuleOptions extends LimiterSettings {
   client?: RedisConnection;
   /** Advanced: decisions in this backend instead of Redis (used by `RateLimitTestingModule`). */
   backend?: LimiterBackend;
+  /**
+   * `'memory'` (or `{ type: 'memory', maxKeys }`) keeps the limits in this process instead of Redis:
+   * the same decorators, headers, stacked limits, costs and windows, exact within the process, for an
+   * application that runs as one instance (a laptop, a CI job, a single container). Each instance
+   * counts on its own and starts empty after a restart. At most `maxKeys` keys (default 1,000,000),
+   * the least recently used forgotten first. Runs the newest function (`sliding_allow_v3`) unless
+   * `functionName` says otherwise. Exclusive with `redis`, `client` and `backend`.
+   */
+  store?: RateLimitStore;
   /** Register {@link SlidingLimitGuard} as an APP_GUARD for every route. Default `true`. */
   global?: boolean;
   /** Rate-limit headers. Default `'legacy'`. */
@@ -92,6 +112,8 @@ export interface ResolvedRateLimitOptions {
   redis?: string | RedisOptions;
   client?: RedisConnection;
   backend?: LimiterBackend;
+  /** Set when limits are kept in this process (`store: 'memory'`). */
+  store?: 'memory';
   /** The limiter settings as given, without the client; the limiter applies their defaults (`LIMITER_DEFAULTS`). */
   limiter: LimiterSettings;
   global: boolean;
@@ -114,6 +136,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'redis',
   'client',
   'backend',
+  'store',
   ...LIMITER_SETTING_NAMES,
   'global',
   'headers',
@@ -140,14 +163,16 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   }
   const hasRedis = raw.redis !== undefined;
   const hasClient = raw.client !== undefined;
-  const connections = [hasRedis, hasClient, raw.backend !== undefined].filter(Boolean).length;
+  const connections = [hasRedis, hasClient, raw.backend !== undefined, raw.store !== undefined].filter(Boolean).length;
   if (connections !== 1) {
     problems.push(
       connections > 1
-        ? 'set only one of redis, client and backend'
-        : 'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client (an ioredis Redis or Cluster)',
+        ? 'set only one of redis, client, backend and store'
+        : 'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options), client (an ioredis Redis or ' +
+            "Cluster), or store: 'memory' for limits kept in this process",
     );
   }
+  problems.push(...describeStoreProblems(raw.store));
   if (hasRedis && typeof raw.redis !== 'string' && (typeof raw.redis !== 'object' || raw.redis === null)) {
     problems.push(`redis must be a URL string or ioredis options, got ${describeValue(raw.redis)}`);
   }
@@ -168,21 +193,40 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   problems.push(...describeLimiterSettingsProblems(settings));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
 
+  const store = raw.store === undefined ? undefined : ('memory' as const);
   return {
     ...NEST_DEFAULTS,
     ...definedOnly({
       redis: raw.redis,
       client: raw.client,
-      backend: raw.backend,
+      backend: store ? memoryStore(raw.store as RateLimitStore, settings.clock) : raw.backend,
+      store,
       global: raw.global,
       headers: raw.headers,
       errorBody: raw.errorBody,
       key: raw.key,
       defaultLimit: raw.defaultLimit,
     }),
-    // The limiter applies its own defaults (keyPrefix `rl:` among them).
-    limiter: settings,
+    // The limiter applies its own defaults (keyPrefix `rl:` among them). In memory there is no
+    // deployed version to move from: the newest one, with costs and the bounded-memory window.
+    limiter: store && settings.functionName === undefined ? { ...settings, functionName: NEWEST_FUNCTION } : settings,
   };
+}
+
+function describeStoreProblems(store: unknown): string[] {
+  if (store === undefined || store === 'memory') return [];
+  if (typeof store === 'object' && store !== null && (store as { type?: unknown }).type === 'memory') {
+    const { maxKeys } = store as { maxKeys?: unknown };
+    if (maxKeys === undefined || (Number.isInteger(maxKeys) && (maxKeys as number) >= 1)) return [];
+    return [`store.maxKeys must be a whole number ≥ 1, got ${describeValue(maxKeys)}`];
+  }
+  return [`store must be 'memory' or { type: 'memory', maxKeys }, got ${describeValue(store)}`];
+}
+
+/** The in-memory store of `store: 'memory'`, on the limiter's clock when it has one of its own. */
+function memoryStore(store: RateLimitStore, clock: LimiterSettings['clock']): MemoryBackend {
+  const maxKeys = (typeof store === 'object' ? store.maxKeys : undefined) ?? DEFAULT_MEMORY_STORE_KEYS;
+  return new MemoryBackend({ maxKeys, ...(typeof clock === 'function' ? { clock } : {}) });
 }
 
 /**

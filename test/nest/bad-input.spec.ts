@@ -72,12 +72,12 @@ describe('RateLimitModule.forRoot options', () => {
     [
       'no connection at all',
       () => ({}),
-      'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options) or client',
+      'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options), client',
     ],
     [
       'two connections',
       () => ({ redis: url(), backend: new MemoryBackend() }),
-      'set only one of redis, client and backend',
+      'set only one of redis, client, backend and store',
     ],
     [
       'a URL without scheme',

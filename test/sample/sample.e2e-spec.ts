@@ -93,3 +93,30 @@ describe('the sample app', () => {
     expect(searched.headers['x-ratelimit-remaining']).toBe('9989');
   });
 });
+
+describe('the sample app without Redis', () => {
+  const environment = { ...process.env };
+  afterAll(() => {
+    process.env = environment;
+  });
+
+  it('runs on the in-memory store (as main.ts starts it when no Redis answers) with the same limits', async () => {
+    process.env.RATE_LIMIT_STORE = 'memory';
+    process.env.REDIS_URL = 'redis://127.0.0.1:1'; // nothing listens there: it must not be used
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const login = () =>
+        request(app.getHttpServer())
+          .post('/auth/login')
+          .set('content-type', 'application/json')
+          .send({ username: 'demo', password: 'demo' });
+      for (let i = 0; i < 5; i++) await login().expect(200);
+      expect(Number((await login().expect(429)).headers['retry-after'])).toBeGreaterThan(0);
+      await request(app.getHttpServer()).get('/quota/export').set('x-api-key', 'k').expect(200);
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -233,6 +233,6 @@ describe('RateLimitTestingModule and TestClock arguments', () => {
     expect(error).toBeInstanceOf(RateLimitConfigError);
     const problems = (error as RateLimitConfigError).problems.join('\n');
     expect(problems).toContain('headers must be one of');
-    expect(problems).toContain('set only one of redis, client and backend');
+    expect(problems).toContain('set only one of redis, client, backend and store');
   });
 });
