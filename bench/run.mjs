@@ -10,7 +10,8 @@
 // Environment: BENCH_ROUNDS (an integer, at least 3: a median and its spread need three; default 3),
 // BENCH_QUICK=1 (short durations, for trying the harness), BENCH_ONLY=consume,http (run only these
 // sections, of: ceiling, consume, memory, hotKey, http — which also measures the stacked limits,
-// table section 6 — and guard, the guards alone without HTTP, table section "3 guard").
+// table section 6 — guard, the guards alone without HTTP, table section "3 guard", and windowMemory,
+// windowTime, windowCost: rate_limit_v3's log and bucketed window, table sections 7, 8 and 9).
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -28,6 +29,9 @@ import { guard } from './sections/guard.mjs';
 import { hotKey } from './sections/hot-key.mjs';
 import { http } from './sections/http.mjs';
 import { memory } from './sections/memory.mjs';
+import { windowCost } from './sections/window-cost.mjs';
+import { windowMemory } from './sections/window-memory.mjs';
+import { windowTime } from './sections/window-time.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -42,6 +46,9 @@ const RUN_ORDER = [
   { name: 'hotKey', run: hotKey },
   { name: 'http', timedAs: 'http+stacked', run: http },
   { name: 'guard', run: guard },
+  { name: 'windowMemory', run: windowMemory },
+  { name: 'windowTime', run: windowTime },
+  { name: 'windowCost', run: windowCost },
 ];
 
 // BENCH_ROUNDS and BENCH_ONLY are checked before anything starts.

@@ -2,7 +2,17 @@
 // before anything starts, and the durations and concurrencies of the sections, which BENCH_QUICK shortens.
 
 /** The sections, in the order they run; BENCH_ONLY takes these names. */
-export const SECTIONS = ['ceiling', 'consume', 'memory', 'hotKey', 'http', 'guard'];
+export const SECTIONS = [
+  'ceiling',
+  'consume',
+  'memory',
+  'hotKey',
+  'http',
+  'guard',
+  'windowMemory',
+  'windowTime',
+  'windowCost',
+];
 /** The shipped function every hand-written fcall of the report calls, with consume()'s arguments. */
 export const FUNCTION = 'sliding_allow_v2';
 /** How many distinct keys the "many keys" loads spread over. */
@@ -32,6 +42,15 @@ export function settingsFromEnv(env = process.env) {
     // Section 3, the guards alone: per configuration and round, `slices` runs of `decisions` guard calls,
     // as many in flight as HTTP has connections; a run that gets no answer within `timeoutMs` fails.
     guard: { inFlight: http.connections, decisions: quick ? 5_000 : 20_000, slices: 3, timeoutMs: 120_000 },
+    // Sections 7–9, rate_limit_v3's two windows: the rounds that also fill the 100,000-entry log (the
+    // other keys are filled every round), the keys each steady load of sections 8 and 9 spreads over
+    // (each prefilled with a full window), and per load and round `slices` timed parts of `sliceMs`.
+    windows: {
+      largestMemoryRounds: quick ? 0 : rounds,
+      timeKeys: quick ? 100 : 500,
+      costKeys: quick ? 20 : 100,
+      timing: { slices: 3, sliceMs: quick ? 100 : 300, maxOps: 200_000 },
+    },
   });
 }
 
@@ -47,7 +66,10 @@ function roundsFromEnv(env) {
   return rounds;
 }
 
-/** A full run takes about 70 s per round here: the watchdog allows 15 min up to 5 rounds, 2.5 min more per round after. */
+/**
+ * A full run takes about 70 s per round here, and sections 7–9 add about 15 s per round and 20 s of
+ * filling (more on a busy host): the watchdog allows 18 min up to 5 rounds, 3 min more per round after.
+ */
 export function watchdogMs(rounds) {
-  return (15 + 2.5 * Math.max(0, rounds - 5)) * 60_000;
+  return (18 + 3 * Math.max(0, rounds - 5)) * 60_000;
 }

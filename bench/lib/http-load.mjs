@@ -1,15 +1,13 @@
 // HTTP load on the Nest apps: autocannon runs, and what each adds up — 2xx responses, time, latencies,
 // the CPU time of the app and of Redis, and the app's GC pauses — in one-second slices interleaved
 // between apps, over rounds.
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { askApp } from './apps.mjs';
 import { interleaved, percentile } from './measure.mjs';
+import { cpuSecondsOf } from './processes.mjs';
 import { log } from './report.mjs';
 
 const require = createRequire(import.meta.url);
-const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 /** A bucket that several autocannon runs add to: 2xx count, time, latencies of 2xx responses. */
 function httpSink() {
@@ -25,14 +23,6 @@ function httpSink() {
     count: 0,
     latencies: new Float64Array(1_000_000),
   };
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuSecondsOf(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields[11], fields[12]: utime and stime (the 14th and 15th of the whole line), in clock ticks.
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 function summary(sink) {

@@ -1,13 +1,23 @@
 // Every child process the benchmark starts, and how they all stop: at the end, on Ctrl-C, on a
 // failure and on a watchdog timeout. Children are ended one by one by their own pid, never by name.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+// Also what a process' CPU time is so far (the apps' and Redis').
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const children = new Set();
 const tempDirs = new Set();
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+export function cpuSecondsOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[11], fields[12]: utime and stime (the 14th and 15th of the whole line), in clock ticks.
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
 
 /** Registers a child so that every exit path stops it. */
 export function track(child) {
