@@ -89,7 +89,12 @@ export {
 } from './nest/too-many-requests.exception';
 
 // Testing kit
-export { RateLimitTestingModule, type RateLimitTestingOptions } from './testing/rate-limit-testing.module';
+export {
+  RateLimitTestingModule,
+  type OverridableTestingModule,
+  type RateLimitTestingOptions,
+  type RateLimitTestingOverride,
+} from './testing/rate-limit-testing.module';
 export { DEFAULT_TEST_START_TIME, TestClock } from './testing/test-clock';
 export { MemoryBackend, MemoryRunner, type MemoryBackendOptions } from './memory/memory-backend';
 export {

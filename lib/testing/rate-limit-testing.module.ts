@@ -1,5 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { MemoryBackend } from '../memory/memory-backend';
+import { RATE_LIMIT_RAW_OPTIONS } from '../nest/rate-limit.constants';
 import { RateLimitModule } from '../nest/rate-limit.module';
 import type { RateLimitModuleForRootOptions } from '../nest/rate-limit.module-definition';
 import { TestClock } from './test-clock';
@@ -33,8 +34,54 @@ export type RateLimitTestingOptions = Omit<RateLimitModuleForRootOptions, 'redis
  * Provides (and exports) the {@link TestClock} and the {@link MemoryBackend}, besides everything
  * `RateLimitModule` provides. Each `forRoot()` call starts with an empty store and its own clock.
  */
+/**
+ * What {@link RateLimitTestingModule.override} needs of a testing module builder (`Test.createTestingModule(…)`
+ * of `@nestjs/testing`), declared here so that this package's types never require `@nestjs/testing`.
+ */
+export interface OverridableTestingModule<B> {
+  overrideProvider(token: unknown): { useValue(value: unknown): B };
+}
+
+/** What {@link RateLimitTestingModule.override} gives back: the builder, and the test's clock and store. */
+export interface RateLimitTestingOverride<B> {
+  /** The builder, with the application's rate-limit options replaced; go on with `.compile()`. */
+  builder: B;
+  /** The clock the limits run on; `advance()` it instead of waiting. */
+  clock: TestClock;
+  /** The in-memory store the decisions run in (`keys()`, `entries()`, `pttl()`). */
+  backend: MemoryBackend;
+}
+
 @Module({})
 export class RateLimitTestingModule {
+  /**
+   * Tests a whole application whose `AppModule` imports `RateLimitModule.forRoot(…)` or
+   * `forRootAsync(…)`: replaces the module's options (whatever provides them: a `ConfigService`
+   * factory, a class) with the in-memory store and a {@link TestClock}, so no Redis connection is ever
+   * opened, even by a test that forgets `app.close()`. (`overrideModule(RateLimitModule)` cannot do
+   * this: Nest matches a module to override by identity, and `forRoot()` returns a new object.)
+   *
+   * ```ts
+   * const { builder, clock } = RateLimitTestingModule.override(Test.createTestingModule({ imports: [AppModule] }));
+   * const app = (await builder.compile()).createNestApplication();
+   * ```
+   *
+   * `options` are those of {@link RateLimitTestingModule.forRoot} (headers, defaultLimit, …); the
+   * application's own options are not read.
+   */
+  static override<B>(
+    builder: OverridableTestingModule<B>,
+    options: RateLimitTestingOptions = {},
+  ): RateLimitTestingOverride<B> {
+    const { startTime, isGlobal: _isGlobal, ...moduleOptions } = options;
+    const clock = new TestClock(startTime);
+    const backend = new MemoryBackend({ clock: clock.now });
+    const overridden = builder
+      .overrideProvider(RATE_LIMIT_RAW_OPTIONS)
+      .useValue({ ...moduleOptions, backend, clock: clock.now });
+    return { builder: overridden, clock, backend };
+  }
+
   static forRoot(options: RateLimitTestingOptions = {}): DynamicModule {
     const { startTime, ...moduleOptions } = options;
     const clock = new TestClock(startTime);
