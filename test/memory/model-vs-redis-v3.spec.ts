@@ -1,9 +1,10 @@
 import fc from 'fast-check';
+import type Redis from 'ioredis';
 import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
 import { readLibrarySource, toScript } from '../../lib/redis/lua-library';
 import { ensureLibraries } from '../support/lua-functions';
 import { useOwnRedisServer } from '../support/own-redis';
-import { VirtualTimeRedis } from '../support/virtual-time-redis';
+import { VirtualTimeRedis, type TtlObservation } from '../support/virtual-time-redis';
 import {
   T0,
   checkParameters,
@@ -34,9 +35,12 @@ const own = useOwnRedisServer();
 let redis: VirtualTimeRedis;
 /** Same server, integers as strings: replies of any size compare exactly. */
 let rawRedis: VirtualTimeRedis;
+/** Same server, plain: for reads (FCALL_RO), which need no TTL bookkeeping. */
+let plain: Redis;
 
 beforeAll(async () => {
   redis = own.connect((url) => new VirtualTimeRedis(url));
+  plain = own.connect();
   rawRedis = own.connect((url) => new VirtualTimeRedis(url, { stringNumbers: true }));
   await ensureLibraries(redis);
 });
@@ -427,4 +431,829 @@ describe.each([
     );
     expect(coverage.castOverflow).toBeGreaterThan(0);
   }, 60_000);
+});
+
+// ------------------------------------------------------------------------------------------------
+// 2. Sequences on keys with fixed limits, on the test's clock
+// ------------------------------------------------------------------------------------------------
+
+/** A key's limit: the log (precisionMs 0) or the bucketed window. A key keeps its limit. */
+interface KeyRule {
+  windowMs: number;
+  limit: number;
+  precisionMs: number;
+}
+
+const KEY_POOL = 4;
+const keyIndex = fc.nat(KEY_POOL - 1);
+// Long windows too: keys that live through many steps, with more than 8 requests in their ids.
+const windowMsArb = fc.oneof(
+  fc.integer({ min: 1, max: 20 }),
+  fc.integer({ min: 1, max: 5000 }),
+  fc.integer({ min: 5000, max: 100_000 }),
+);
+
+/** Precisions a window takes (at most 1000 sub-windows), its divisors more often than the rest. */
+function precisionOf(windowMs: number): fc.Arbitrary<number> {
+  const smallest = Math.ceil(windowMs / 1000);
+  const divisors = [];
+  for (let p = smallest; p <= windowMs; p++) if (windowMs % p === 0) divisors.push(p);
+  return fc.oneof(fc.constantFrom(...divisors), fc.integer({ min: smallest, max: windowMs }));
+}
+
+const keyRule: fc.Arbitrary<KeyRule> = fc.oneof(
+  fc.record({ windowMs: windowMsArb, limit: fc.integer({ min: 1, max: 8 }), precisionMs: fc.constant(0) }),
+  windowMsArb.chain((windowMs) =>
+    fc.record({
+      windowMs: fc.constant(windowMs),
+      // Up to 20: enough admissions in one key's life to push its oldest ids out.
+      limit: fc.integer({ min: 1, max: 20 }),
+      precisionMs: precisionOf(windowMs),
+    }),
+  ),
+);
+
+type TimeMove =
+  | { kind: 'same' }
+  | { kind: 'forward'; ms: number }
+  /** When an entry (log) or a sub-window (bucketed) of the step's first key leaves its window, ± 1 ms. */
+  | { kind: 'boundary'; pick: number; offsetMs: number }
+  /** Back from the latest time so far: within the tolerance, or beyond it. */
+  | { kind: 'back'; ms: number; beyondTolerance: boolean };
+
+const timeMove: fc.Arbitrary<TimeMove> = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({ kind: 'same' as const }) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 6000 }))
+      .map((ms) => ({ kind: 'forward' as const, ms })),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('boundary' as const),
+      pick: fc.nat(),
+      offsetMs: fc.constantFrom(-1, 0, 0, 1),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.nat(2000), beyondTolerance: fc.constant(false) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('back' as const),
+      ms: fc.integer({ min: 1, max: 3000 }),
+      beyondTolerance: fc.constant(true),
+    }),
+  },
+);
+
+/** One request: its keys, its cost (1 mostly, else up to the smallest limit), or a retry of an earlier one. */
+interface Request {
+  keys: number[];
+  costRoll: number;
+  /** Resend an earlier request (its member, keys, cost and original now_ms), picked by this number. */
+  retry: number | null;
+}
+
+type Action =
+  | { op: 'allow'; request: Request }
+  | { op: 'batch'; requests: Request[] }
+  | { op: 'peek'; keys: number[]; costRoll: number }
+  /** sliding_allow_v2 on the same keys (its log is v3's; a bucketed key is WRONGTYPE to it). */
+  | { op: 'v2'; request: Request }
+  | { op: 'v2peek'; key: number }
+  | { op: 'del'; key: number }
+  /** A deploy changes a limit (its precision, or log ↔ bucketed) while its keys live on. */
+  | { op: 'reconfigure'; key: number; rule: KeyRule };
+
+const request = (maxKeys: number): fc.Arbitrary<Request> =>
+  fc.record({
+    keys: fc.uniqueArray(keyIndex, { minLength: 1, maxLength: maxKeys }),
+    costRoll: fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(30) }),
+    retry: fc.oneof({ weight: 4, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat() }),
+  });
+
+const action: fc.Arbitrary<Action> = fc.oneof(
+  { weight: 8, arbitrary: request(3).map((r) => ({ op: 'allow' as const, request: r })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .array(request(2), { minLength: 1, maxLength: 4 })
+      .map((requests) => ({ op: 'batch' as const, requests })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .record({ keys: fc.uniqueArray(keyIndex, { minLength: 1, maxLength: 3 }), costRoll: fc.nat(30) })
+      .map((peek) => ({ op: 'peek' as const, ...peek })),
+  },
+  { weight: 1, arbitrary: request(2).map((r) => ({ op: 'v2' as const, request: { ...r, costRoll: 0 } })) },
+  { weight: 1, arbitrary: keyIndex.map((key) => ({ op: 'v2peek' as const, key })) },
+  { weight: 1, arbitrary: keyIndex.map((key) => ({ op: 'del' as const, key })) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('reconfigure' as const), key: keyIndex, rule: keyRule }),
+  },
+);
+
+interface Scenario {
+  maxClockSkewMs: number;
+  rules: KeyRule[];
+  steps: { time: TimeMove; action: Action }[];
+}
+
+const scenario: fc.Arbitrary<Scenario> = fc.record({
+  maxClockSkewMs: fc.oneof(fc.constantFrom(0, 1, 1000), fc.nat(2000)),
+  rules: fc.array(keyRule, { minLength: KEY_POOL, maxLength: KEY_POOL }),
+  steps: fc.array(fc.record({ time: timeMove, action }), { minLength: 1, maxLength: 40, size: 'medium' }),
+});
+
+/** What happened in a run of scenarios, to show that each kind of case was reached. */
+interface Coverage {
+  allowed: number;
+  rejected: number;
+  /** Requests of cost > 1 admitted. */
+  costly: number;
+  /** Rejections by a bucketed limit. */
+  bucketRejected: number;
+  /** Decisions of keys of both kinds. */
+  mixedKinds: number;
+  /** Retries of an admitted request answered as allowed. */
+  retriesAllowed: number;
+  batches: number;
+  clockSkew: number;
+  wrongType: number;
+  /** v3 decisions reading a key written for another kind of limit, or another precision. */
+  reconfigured: number;
+  /** Steps at the moment an entry or a sub-window leaves its window. */
+  onBoundary: number;
+  backwards: number;
+}
+
+/** A request as sent, for retries. */
+interface Sent {
+  fn: 'v2' | 'v3';
+  keys: number[];
+  cost: number;
+  member: string;
+  nowMs: number;
+}
+
+async function runScenario(
+  { maxClockSkewMs, rules: initialRules, steps }: Scenario,
+  coverage: Coverage,
+): Promise<void> {
+  await redis.flushdb();
+  const rules = [...initialRules];
+  redis.expiresAt.clear();
+  redis.takeObservations();
+  let now = T0;
+  let latest = T0;
+  /** Redis' clock on the test's time line: the latest time any command has seen; the model's store keeps the same. */
+  let redisNow = T0;
+  const times: number[] = [];
+  const model = new SlidingWindowModel({ clock: () => now });
+  const name = (key: number) => `s:k${key}`;
+  const sent: Sent[] = [];
+  /** The requests of this step that are retries. */
+  const retried = new Set<Sent>();
+  let members = 0;
+
+  /** A new request, or the retry of an earlier one as it was sent. */
+  const prepare = (fn: 'v2' | 'v3', { keys, costRoll, retry }: Request): Sent => {
+    if (retry !== null && sent.length > 0) {
+      retried.add(sent[retry % sent.length]);
+      return sent[retry % sent.length];
+    }
+    const smallestLimit = Math.min(...keys.map((key) => rules[key].limit));
+    const cost = fn === 'v2' ? 1 : 1 + (costRoll % smallestLimit);
+    const request = { fn, keys, cost, member: `m${members++}`, nowMs: now };
+    sent.push(request);
+    return request;
+  };
+  const triples = (keys: number[]) =>
+    keys.flatMap((key) => [rules[key].windowMs, rules[key].limit, rules[key].precisionMs]);
+  /** FCALL (or FCALL_RO) arguments of an action: function, keys, ARGV; undefined for a DEL. */
+  const callOf = (act: Action): { fn: string; keys: number[]; args: (string | number)[]; sent: Sent[] } => {
+    switch (act.op) {
+      case 'allow': {
+        const r = prepare('v3', act.request);
+        if (r.fn === 'v2') {
+          const pairs = r.keys.flatMap((key) => [rules[key].windowMs, rules[key].limit]);
+          return {
+            fn: 'sliding_allow_v2',
+            keys: r.keys,
+            args: [r.nowMs, r.member, maxClockSkewMs, ...pairs],
+            sent: [r],
+          };
+        }
+        const args = [r.nowMs, r.member, maxClockSkewMs, r.cost, ...triples(r.keys)];
+        return { fn: 'sliding_allow_v3', keys: r.keys, args, sent: [r] };
+      }
+      case 'batch': {
+        const requests = act.requests.map((r) => prepare('v3', r)).filter((r) => r.fn === 'v3');
+        if (requests.length === 0) return callOf({ op: 'allow', request: { ...act.requests[0], retry: null } });
+        const decisions = requests.flatMap((r) => [r.nowMs, r.member, r.cost, r.keys.length, ...triples(r.keys)]);
+        const keys = requests.flatMap((r) => r.keys);
+        return { fn: 'sliding_allow_many_v3', keys, args: [maxClockSkewMs, JSON.stringify(decisions)], sent: requests };
+      }
+      case 'peek': {
+        const smallestLimit = Math.min(...act.keys.map((key) => rules[key].limit));
+        const args = [now, 1 + (act.costRoll % smallestLimit), ...triples(act.keys)];
+        return { fn: 'sliding_peek_v3', keys: act.keys, args, sent: [] };
+      }
+      case 'v2': {
+        const r = prepare('v2', act.request);
+        const pairs = r.keys.flatMap((key) => [rules[key].windowMs, rules[key].limit]);
+        if (r.fn === 'v3') {
+          return callOf({ op: 'allow', request: { keys: r.keys, costRoll: 0, retry: sent.indexOf(r) } });
+        }
+        return { fn: 'sliding_allow_v2', keys: r.keys, args: [r.nowMs, r.member, maxClockSkewMs, ...pairs], sent: [r] };
+      }
+      case 'v2peek':
+        return {
+          fn: 'sliding_peek_v2',
+          keys: [act.key],
+          args: [now, rules[act.key].windowMs, rules[act.key].limit],
+          sent: [],
+        };
+      case 'del':
+      case 'reconfigure':
+        throw new Error(`${act.op} is no function call`);
+    }
+  };
+
+  for (const [index, { time, action: act }] of steps.entries()) {
+    const first =
+      act.op === 'batch'
+        ? act.requests[0].keys[0]
+        : 'key' in act
+          ? act.key
+          : ('keys' in act ? act.keys : act.request.keys)[0];
+    const leaving = leaveTimes(model, name(first), rules[first]);
+    now = nextTime(time, now, latest, times, rules[first].windowMs, leaving, maxClockSkewMs);
+    if (now < latest) coverage.backwards++;
+    latest = Math.max(latest, now);
+    redisNow = Math.max(redisNow, now);
+    times.push(now);
+    await redis.expireUpTo(redisNow);
+    if (rules.some((rule, key) => leaveTimes(model, name(key), rule).includes(now))) coverage.onBoundary++;
+    const context = `step ${index} at T0${now - T0 >= 0 ? '+' : ''}${now - T0}: ${JSON.stringify(act)}`;
+
+    if (act.op === 'reconfigure') {
+      rules[act.key] = act.rule;
+      continue;
+    }
+    if (act.op === 'del') {
+      expect({ context, deleted: await redis.del(name(act.key)) }).toEqual({
+        context,
+        deleted: model.del(name(act.key)),
+      });
+      redis.expiresAt.delete(name(act.key));
+      continue;
+    }
+    retried.clear();
+    const call = callOf(act);
+    const keys = call.keys.map(name);
+    const args = call.args.map(String);
+    const readOnly = call.fn.startsWith('sliding_peek');
+    if (call.fn.endsWith('_v3') && call.keys.some((key) => writtenForAnother(model, name(key), rules[key]))) {
+      coverage.reconfigured++;
+    }
+    const fromRedis = await settle(() =>
+      redis.observe(readOnly ? 'FCALL_RO' : 'FCALL', [call.fn, keys.length, ...keys, ...args]),
+    );
+    const fromModel = await settle(() => Promise.resolve(model.call(call.fn, keys, args, readOnly)));
+    expect({ context, call, ...fromRedis }).toEqual({ context, call, ...fromModel });
+    checkTtls(redis.takeObservations(), model, redisNow, context);
+    for (const key of new Set(keys)) {
+      expect({ context, key, exists: (await redis.exists(key)) === 1 }).toEqual({
+        context,
+        key,
+        exists: model.pttl(key) !== -2,
+      });
+    }
+    countCoverage(coverage, call, fromModel, rules, retried);
+  }
+
+  await expectSameKeys(redis, model, 's:*');
+  for (const key of model.keys()) {
+    // Every key has a TTL, the model's.
+    expect({ key, expiresAt: redis.expiresAt.get(key) }).toEqual({ key, expiresAt: redisNow + model.pttl(key) });
+  }
+}
+
+/** A call's reply, or its error text, so both sides compare with toEqual. */
+async function settle(call: () => Promise<unknown>): Promise<{ reply?: unknown; error?: string }> {
+  try {
+    return { reply: await call() };
+  } catch (error) {
+    return { error: errorText(error) };
+  }
+}
+
+function countCoverage(
+  coverage: Coverage,
+  call: { fn: string; keys: number[]; sent: Sent[] },
+  outcome: { reply?: unknown; error?: string },
+  rules: KeyRule[],
+  retried: Set<Sent>,
+): void {
+  if (outcome.error?.startsWith('CLOCKSKEW')) coverage.clockSkew++;
+  if (outcome.error?.startsWith('WRONGTYPE')) coverage.wrongType++;
+  if (!Array.isArray(outcome.reply) || call.fn.startsWith('sliding_peek')) return;
+  const reply = outcome.reply as number[];
+  if (call.fn === 'sliding_allow_many_v3') coverage.batches++;
+  let at = 0;
+  for (const request of call.sent) {
+    const allowed = reply[at] === 1;
+    if (allowed) coverage.allowed++;
+    else coverage.rejected++;
+    if (allowed && request.cost > 1) coverage.costly++;
+    const kinds = new Set(request.keys.map((key) => rules[key].precisionMs > 0));
+    if (kinds.size > 1) coverage.mixedKinds++;
+    if (allowed && retried.has(request)) coverage.retriesAllowed++;
+    request.keys.forEach((key, i) => {
+      const count = reply[at + 1 + 4 * i];
+      if (!allowed && rules[key].precisionMs > 0 && count + request.cost > rules[key].limit) coverage.bucketRejected++;
+    });
+    at += 1 + 4 * request.keys.length;
+  }
+}
+
+/** Whether a key holds another kind of window than its rule's, or another precision. */
+function writtenForAnother(model: SlidingWindowModel, key: string, rule: KeyRule): boolean {
+  const type = model.type(key);
+  if (type === 'none') return false;
+  if (type === 'zset') return rule.precisionMs > 0;
+  return model.hash(key).find(([field]) => field === 'p')?.[1] !== String(rule.precisionMs);
+}
+
+/** When the entries (log) or sub-windows (bucketed) of a key in the model leave its window. */
+function leaveTimes(model: SlidingWindowModel, key: string, rule: KeyRule): number[] {
+  const type = model.type(key);
+  if (type === 'zset') return model.entries(key).map((entry) => entry.score + rule.windowMs);
+  if (type === 'hash') {
+    return model
+      .hash(key)
+      .filter(([field]) => /^\d+$/.test(field)) // sub-windows; not "ids" nor "p"
+      .map(([field]) => (Number(field) + 1) * rule.precisionMs + rule.windowMs - 1);
+  }
+  return [];
+}
+
+/** The next step's time; `windowMs` and `leaving` are those of the step's first key. */
+function nextTime(
+  move: TimeMove,
+  now: number,
+  latest: number,
+  times: number[],
+  windowMs: number,
+  leaving: number[],
+  maxClockSkewMs: number,
+): number {
+  switch (move.kind) {
+    case 'same':
+      return now;
+    case 'forward':
+      return now + move.ms;
+    case 'boundary':
+      if (leaving.length > 0) return leaving[move.pick % leaving.length] + move.offsetMs;
+      return (times.length > 0 ? times[move.pick % times.length] : now) + windowMs + move.offsetMs;
+    case 'back':
+      return move.beyondTolerance ? latest - maxClockSkewMs - move.ms : latest - (move.ms % (maxClockSkewMs + 1));
+  }
+}
+
+/** The TTL each call left in Redis equals the model's (to the millisecond when observable exactly). */
+function checkTtls(
+  observations: TtlObservation[],
+  model: SlidingWindowModel,
+  redisNowMs: number,
+  context: string,
+): void {
+  for (const { key, pttl, spanMs } of observations) {
+    const modelPttl = model.pttl(key);
+    discardIfExpiredInRealTime(pttl, modelPttl, spanMs);
+    if (modelPttl === -2) {
+      redis.expiresAt.delete(key); // gone in the model; the existence check compares Redis
+      continue;
+    }
+    if (pttl === -1) {
+      // The call set no TTL (a rejection, a retry, a peek): the key keeps the expiry it had, in both.
+      expect({ context, key, expiresAt: redis.expiresAt.get(key) }).toEqual({
+        context,
+        key,
+        expiresAt: redisNowMs + modelPttl,
+      });
+      continue;
+    }
+    const matches = sameTtl(BigInt(pttl), BigInt(modelPttl), spanMs);
+    expect({ context, key, pttl: matches ? modelPttl : pttl }).toEqual({ context, key, pttl: modelPttl });
+    redis.expiresAt.set(key, redisNowMs + modelPttl);
+  }
+}
+
+describe('v3 sequences on keys of both kinds, on the test’s clock', () => {
+  it('get the same replies, keys, fields and TTLs from the model as from Redis at every step', async () => {
+    const coverage: Coverage = {
+      allowed: 0,
+      rejected: 0,
+      costly: 0,
+      bucketRejected: 0,
+      mixedKinds: 0,
+      retriesAllowed: 0,
+      batches: 0,
+      clockSkew: 0,
+      wrongType: 0,
+      reconfigured: 0,
+      onBoundary: 0,
+      backwards: 0,
+    };
+    await fc.assert(
+      fc.asyncProperty(scenario, (s) => runScenario(s, coverage)),
+      checkParameters(100),
+    );
+    for (const [kind, count] of Object.entries(coverage))
+      expect({ kind, reached: count > 0 }).toEqual({ kind, reached: true });
+  }, 60_000);
+});
+
+// ------------------------------------------------------------------------------------------------
+// 3. The bucketed window's promises, on Redis
+// ------------------------------------------------------------------------------------------------
+
+/** One request of a promise run: the time since the previous one, its cost, and whether to retry a rejection. */
+interface PromiseStep {
+  /** Which limit's scale the gap is on, and how: 0, 1 ms, a sub-window or a window (± 1), anything. */
+  gap: { limit: number; kind: 'zero' | 'one' | 'precision' | 'window' | 'any'; offsetMs: number; anyMs: number };
+  costRoll: number;
+  /** After a rejection: send it again 1 ms before its Retry-After (rejected), then at it (admitted). */
+  retryAfterRejection: boolean;
+  /** Before the request, a deploy changes a limit's precision (0: the log), keeping its window and limit. */
+  reconfigure: { limit: number; precisionRoll: number } | null;
+}
+
+interface PromiseRun {
+  /** One or two limits (stacked), of either kind, decided together. */
+  rules: KeyRule[];
+  /** Where in a sub-window the run starts. */
+  phaseMs: number;
+  steps: PromiseStep[];
+}
+
+const promiseRun: fc.Arbitrary<PromiseRun> = fc.record({
+  rules: fc.array(keyRule, { minLength: 1, maxLength: 2 }),
+  phaseMs: fc.nat(100_000),
+  steps: fc.array(
+    fc.record({
+      gap: fc.record({
+        limit: fc.nat(1),
+        kind: fc.constantFrom('zero', 'one', 'precision', 'window', 'any', 'any'),
+        offsetMs: fc.constantFrom(-1, 0, 1),
+        anyMs: fc.nat(),
+      }),
+      costRoll: fc.oneof(fc.constant(0), fc.nat(40)),
+      retryAfterRejection: fc.boolean(),
+      reconfigure: fc.oneof(
+        { weight: 15, arbitrary: fc.constant(null) },
+        { weight: 1, arbitrary: fc.record({ limit: fc.nat(1), precisionRoll: fc.nat() }) },
+      ),
+    }),
+    { minLength: 1, maxLength: 40, size: 'medium' },
+  ),
+});
+
+function gapMs({ limit, kind, offsetMs, anyMs }: PromiseStep['gap'], rules: KeyRule[]): number {
+  const { windowMs, precisionMs } = rules[limit % rules.length];
+  switch (kind) {
+    case 'zero':
+      return 0;
+    case 'one':
+      return 1;
+    case 'precision':
+      return Math.max(0, (precisionMs || windowMs) + offsetMs);
+    case 'window':
+      return Math.max(0, windowMs + offsetMs);
+    case 'any':
+      return anyMs % (2 * windowMs);
+  }
+}
+
+interface PromiseCoverage {
+  admitted: number;
+  costly: number;
+  /** Admissions that filled a window exactly to its limit. */
+  full: number;
+  bucketRejected: number;
+  /** Bucketed rejections an exact log of the same window would have admitted: the price of precision. */
+  underAdmitted: number;
+  retryAfterChecked: number;
+  stacked: number;
+  /** Limits whose precision changed during a run. */
+  reconfigured: number;
+}
+
+/** The v3 reply of one decision: allowed, and per limit count, remaining, retry_after_ms, reset_ms. */
+function decision(reply: unknown, n: number): { allowed: boolean; limits: { count: number; retryAfterMs: number }[] } {
+  const values = reply as number[];
+  const limits = [];
+  for (let i = 0; i < n; i++) limits.push({ count: values[1 + 4 * i], retryAfterMs: values[3 + 4 * i] });
+  return { allowed: values[0] === 1, limits };
+}
+
+async function runPromises(
+  { rules: initialRules, phaseMs, steps }: PromiseRun,
+  coverage: PromiseCoverage,
+): Promise<void> {
+  await redis.flushdb();
+  const rules = [...initialRules];
+  /**
+   * Limits whose precision changed: their keys may hold the old kind or precision for a while, so
+   * only the promises that hold across a change are checked (never over-admits, Retry-After).
+   */
+  const changed = rules.map(() => false);
+  const keys = rules.map((_, i) => `p:{r}:${i}`);
+  let triples = rules.flatMap((rule) => [rule.windowMs, rule.limit, rule.precisionMs]);
+  const smallestLimit = Math.min(...rules.map((rule) => rule.limit));
+  /** What was admitted, in order of time. */
+  const admitted: { atMs: number; cost: number }[] = [];
+  const admittedIn = (afterMs: number, untilMs: number) =>
+    admitted.reduce((sum, { atMs, cost }) => (atMs > afterMs && atMs <= untilMs ? sum + cost : sum), 0);
+  let member = 0;
+  // Time only moves forward here: keys never need to expire (VirtualTimeRedis keeps them), since
+  // what has left a window is ignored or dropped by the next call.
+  const allow = async (atMs: number, id: string, cost: number) =>
+    decision(await redis.fcall('sliding_allow_v3', keys.length, ...keys, atMs, id, 0, cost, ...triples), keys.length);
+  const peekOne = async (i: number, atMs: number, cost: number) =>
+    decision(await plain.fcall_ro('sliding_peek_v3', 1, keys[i], atMs, cost, ...triples.slice(3 * i, 3 * i + 3)), 1);
+
+  let now = T0 + phaseMs;
+  for (const [index, step] of steps.entries()) {
+    if (step.reconfigure) {
+      const i = step.reconfigure.limit % rules.length;
+      const { windowMs } = rules[i];
+      const smallest = Math.ceil(windowMs / 1000);
+      const roll = step.reconfigure.precisionRoll;
+      const precisionMs = roll % 3 === 0 ? 0 : smallest + (roll % (windowMs - smallest + 1));
+      if (precisionMs !== rules[i].precisionMs) {
+        rules[i] = { ...rules[i], precisionMs };
+        changed[i] = true;
+        coverage.reconfigured++;
+        triples = rules.flatMap((rule) => [rule.windowMs, rule.limit, rule.precisionMs]);
+      }
+    }
+    now += gapMs(step.gap, rules);
+    const cost = 1 + (step.costRoll % smallestLimit);
+    const id = `m${member++}`;
+    const context = `step ${index} at T0+${now - T0}, cost ${cost}`;
+    const outcome = await allow(now, id, cost);
+
+    let fits = true;
+    rules.forEach(({ windowMs, limit, precisionMs }, i) => {
+      const before = outcome.limits[i].count - (outcome.allowed ? cost : 0);
+      const exact = admittedIn(now - windowMs, now);
+      if (changed[i]) {
+        // A log limit may count an old bucketed key by its precision, a bucketed one a re-bucketed key.
+        expect({ context, limit: i, before, atLeastExact: before >= exact }).toEqual({
+          context,
+          limit: i,
+          before,
+          atLeastExact: true,
+        });
+      } else if (precisionMs === 0) {
+        // The log counts exactly what was admitted in the window.
+        expect({ context, limit: i, count: before }).toEqual({ context, limit: i, count: exact });
+      } else {
+        // The bucketed window counts at least that, and at most what one more sub-window holds.
+        const widened = admittedIn(now - windowMs - precisionMs, now);
+        expect({ context, limit: i, exact, before, widened, sandwiched: exact <= before && before <= widened }).toEqual(
+          { context, limit: i, exact, before, widened, sandwiched: true },
+        );
+        if (before + cost > limit) {
+          coverage.bucketRejected++;
+          // Bounded under-admission: an exact log of windowMs + precisionMs rejects it too.
+          expect({ context, limit: i, widenedLogRejects: widened + cost > limit }).toEqual({
+            context,
+            limit: i,
+            widenedLogRejects: true,
+          });
+          if (exact + cost <= limit) coverage.underAdmitted++;
+        }
+      }
+      if (before + cost > limit) fits = false;
+    });
+    expect({ context, allowed: outcome.allowed }).toEqual({ context, allowed: fits });
+
+    if (outcome.allowed) {
+      admitted.push({ atMs: now, cost });
+      coverage.admitted++;
+      if (cost > 1) coverage.costly++;
+      if (rules.length > 1) coverage.stacked++;
+      // Never over-admits: the window ending now holds at most the limit (the fullest windows end
+      // at an admission, so checking at each one checks them all).
+      for (const { windowMs, limit } of rules) {
+        const inWindow = admittedIn(now - windowMs, now);
+        expect({ context, windowMs, inWindow, overAdmitted: inWindow > limit }).toEqual({
+          context,
+          windowMs,
+          inWindow,
+          overAdmitted: false,
+        });
+        if (inWindow === limit) coverage.full++;
+      }
+      continue;
+    }
+
+    // Retry-After: exact (to the sub-window when bucketed), never early, per limit and for the request.
+    const checks = rules.map(async ({ windowMs, limit, precisionMs }, i) => {
+      const { count, retryAfterMs } = outcome.limits[i];
+      if (count + cost <= limit) {
+        expect({ context, limit: i, retryAfterMs }).toEqual({ context, limit: i, retryAfterMs: 0 });
+        return 0;
+      }
+      const at = now + retryAfterMs;
+      if (precisionMs > 0 && !changed[i]) {
+        // When a sub-window leaves: at (index + 1) * precisionMs + windowMs - 1.
+        expect({ context, limit: i, onSubWindow: (at - windowMs + 1) % precisionMs }).toEqual({
+          context,
+          limit: i,
+          onSubWindow: 0,
+        });
+      }
+      const [early, onTime] = await Promise.all([peekOne(i, at - 1, cost), peekOne(i, at, cost)]);
+      expect({ context, limit: i, retryAfterMs, before: early.allowed, at: onTime.allowed }).toEqual({
+        context,
+        limit: i,
+        retryAfterMs,
+        before: false,
+        at: true,
+      });
+      return retryAfterMs;
+    });
+    const retryAfterMs = Math.max(...(await Promise.all(checks)));
+    coverage.retryAfterChecked++;
+    if (step.retryAfterRejection) {
+      // The same request again, 1 ms early and then on time: nothing else recorded in between.
+      expect((await allow(now + retryAfterMs - 1, id, cost)).allowed).toBe(false);
+      now += retryAfterMs;
+      expect((await allow(now, id, cost)).allowed).toBe(true);
+      admitted.push({ atMs: now, cost });
+    }
+  }
+  redis.takeObservations();
+}
+
+describe('the bucketed window’s promises (and the log’s, with a cost), on Redis', () => {
+  it(
+    'never admits more than the limit in any window, rejects only what an exact log of windowMs + ' +
+      'precisionMs rejects, and gives a Retry-After exact to the sub-window and never early',
+    async () => {
+      const coverage: PromiseCoverage = {
+        admitted: 0,
+        costly: 0,
+        full: 0,
+        bucketRejected: 0,
+        underAdmitted: 0,
+        retryAfterChecked: 0,
+        stacked: 0,
+        reconfigured: 0,
+      };
+      await fc.assert(
+        fc.asyncProperty(promiseRun, (run) => runPromises(run, coverage)),
+        checkParameters(100),
+      );
+      for (const [kind, count] of Object.entries(coverage)) {
+        expect({ kind, reached: count > 0 }).toEqual({ kind, reached: true });
+      }
+    },
+    60_000,
+  );
+});
+
+// ------------------------------------------------------------------------------------------------
+// 4. v2 and v3 on one log key
+// ------------------------------------------------------------------------------------------------
+
+/** Steps of one limit (a log) through v2 and v3; time moves back at most the tolerance. */
+const historyRun = fc.record({
+  windowMs: windowMsArb,
+  limit: fc.integer({ min: 1, max: 8 }),
+  /** Costs above 1 (v3 only), or every request of cost 1. */
+  withCosts: fc.boolean(),
+  steps: fc.array(
+    fc.record({
+      // Back moves stay within the tolerance: a rollback keeps deciding, it does not refuse.
+      gapMs: fc.oneof(fc.constantFrom(0, 1), fc.integer({ min: -500, max: 3000 })),
+      via: fc.constantFrom('v2' as const, 'v3' as const, 'peek v2' as const, 'peek v3' as const),
+      costRoll: fc.nat(10),
+      // Resend an earlier request (its member, cost and original now_ms), through this step's version.
+      retry: fc.oneof({ weight: 4, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat() }),
+    }),
+    { minLength: 1, maxLength: 40, size: 'medium' },
+  ),
+});
+
+const MAX_SKEW_MS = 1000;
+
+describe('a log key shared by v2 and v3 (a canary, a rollback)', () => {
+  it('counts the same entries, in cost units, as one log: the model of v3 alone (or v2 alone at cost 1)', async () => {
+    let mixedSteps = 0;
+    let retries = 0;
+    let rejected = 0;
+    await fc.assert(
+      fc.asyncProperty(historyRun, async ({ windowMs, limit, withCosts, steps }) => {
+        await redis.flushdb();
+        // Its keys never expire (a fixed clock), nor do Redis' (VirtualTimeRedis persists them).
+        const model = new SlidingWindowModel({ clock: () => MODEL_NOW });
+        const sent: { member: string; cost: number; nowMs: number }[] = [];
+        let now = T0;
+        let latest = T0;
+        let previous: string | undefined;
+        for (const [index, { gapMs, via, costRoll, retry }] of steps.entries()) {
+          now = Math.max(now + gapMs, latest - MAX_SKEW_MS);
+          latest = Math.max(latest, now);
+          const context = `step ${index} at T0+${now - T0} via ${via}`;
+          let redisCall: [string, (string | number)[]];
+          let modelCall: [string, (string | number)[]];
+          if (via === 'peek v2' || via === 'peek v3') {
+            redisCall =
+              via === 'peek v2'
+                ? ['sliding_peek_v2', [now, windowMs, limit]]
+                : ['sliding_peek_v3', [now, 1, windowMs, limit, 0]];
+            modelCall = withCosts
+              ? ['sliding_peek_v3', [now, 1, windowMs, limit, 0]]
+              : ['sliding_peek_v2', [now, windowMs, limit]];
+          } else {
+            const request =
+              retry !== null && sent.length > 0
+                ? sent[retry % sent.length]
+                : { member: `m${sent.length}`, cost: withCosts ? 1 + (costRoll % limit) : 1, nowMs: now };
+            if (retry !== null && sent.length > 0) retries++;
+            else sent.push(request);
+            // v2 knows no cost: through v2, a request (or the retry of a costly one) weighs 1.
+            const cost = via === 'v2' ? 1 : request.cost;
+            redisCall =
+              via === 'v2'
+                ? ['sliding_allow_v2', [request.nowMs, request.member, MAX_SKEW_MS, windowMs, limit]]
+                : ['sliding_allow_v3', [request.nowMs, request.member, MAX_SKEW_MS, cost, windowMs, limit, 0]];
+            modelCall = withCosts
+              ? ['sliding_allow_v3', [request.nowMs, request.member, MAX_SKEW_MS, cost, windowMs, limit, 0]]
+              : ['sliding_allow_v2', [request.nowMs, request.member, MAX_SKEW_MS, windowMs, limit]];
+          }
+          const readOnly = redisCall[0].startsWith('sliding_peek');
+          const fromRedis = await settle(() =>
+            redis.observe(readOnly ? 'FCALL_RO' : 'FCALL', [redisCall[0], 1, 'h', ...redisCall[1]]),
+          );
+          const fromModel = await settle(() =>
+            Promise.resolve(model.call(modelCall[0], ['h'], modelCall[1].map(String), readOnly)),
+          );
+          expect({ context, ...fromRedis }).toEqual({ context, ...fromModel });
+          if (!readOnly && previous !== undefined && previous !== via) mixedSteps++;
+          if (!readOnly) previous = via;
+          if (Array.isArray(fromModel.reply) && fromModel.reply[0] === 0) rejected++;
+        }
+        expect(await zentries(redis, 'h')).toEqual(model.entries('h').map(({ member, score }) => ({ member, score })));
+        redis.takeObservations();
+      }),
+      checkParameters(100),
+    );
+    expect(mixedSteps).toBeGreaterThan(0);
+    expect(retries).toBeGreaterThan(0);
+    expect(rejected).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+// ------------------------------------------------------------------------------------------------
+// 5. Memory
+// ------------------------------------------------------------------------------------------------
+
+describe('memory of a bucketed key', () => {
+  it('is at most 2 KB for 10,000 per hour at a precision of one minute, after an hour of traffic', async () => {
+    const hourMs = 3_600_000;
+    const rule = [hourMs, 10_000, 60_000];
+    const key = 'memory:{m}:hour';
+    const requests = 10_000;
+    // Ids of 7 characters: eight of them fit the 64 bytes that keep a small hash in listpack encoding.
+    const pipeline = plain.pipeline();
+    for (let i = 0; i < requests; i++) {
+      const id = `r${i.toString(36).padStart(6, '0')}`;
+      pipeline.fcall('sliding_allow_v3', 1, key, T0 + Math.floor((i * hourMs) / requests), id, 0, 1, ...rule);
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    expect(replies.filter(([error]) => error !== null)).toEqual([]);
+    const admitted = replies.filter(([, reply]) => (reply as number[])[0] === 1).length;
+    expect(admitted).toBeGreaterThan(9_000);
+    expect(await plain.hlen(key)).toBe(62); // 60 sub-windows, the ids and the precision
+    const bytes = Number(await plain.memory('USAGE', key));
+    expect({ encoding: await plain.object('ENCODING', key), bytes, atMost2Kb: bytes <= 2048 }).toEqual({
+      encoding: 'listpack',
+      bytes,
+      atMost2Kb: true,
+    });
+  });
 });
