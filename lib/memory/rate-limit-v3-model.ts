@@ -16,8 +16,9 @@ import { ModelReplyError, WRONGTYPE } from './model-reply-error';
 
 /** The Lua's MAX_SUB_WINDOWS: at most this many sub-windows per bucketed window. */
 const MAX_SUB_WINDOWS = 1000;
-/** The Lua's RECENT_IDS: request ids a bucketed key remembers, to recognise a retry. */
+/** The Lua's RECENT_IDS and RECENT_IDS_BYTES: the request ids a bucketed key remembers, newest first. */
 const RECENT_IDS = 8;
+const RECENT_IDS_BYTES = 64;
 
 /** One (window_ms, limit, precision_ms) triple; precision 0 (or -0) is the log. */
 interface Limit {
@@ -393,10 +394,15 @@ export class RateLimitV3Model {
     const entries = this.commands.entriesAfter(key, nowMs - windowMs);
     const state = emptyState(precisionMs);
     const ids: string[] = [];
+    let length = -1;
     for (let i = entries.length - 1; i >= 0; i--) {
       const [member, score] = entries[i];
       addCount(state, Math.floor(score / precisionMs), 1);
-      if (ids.length < RECENT_IDS && !member.includes('#')) ids.push(member);
+      const bytes = Buffer.byteLength(member);
+      if (!member.includes('#') && ids.length < RECENT_IDS && length + 1 + bytes <= RECENT_IDS_BYTES) {
+        ids.push(member);
+        length += 1 + bytes;
+      }
     }
     state.ids = ids.join(' ');
     if (writes) this.writeBuckets(key, state, nowMs, windowMs);
@@ -427,11 +433,14 @@ export class RateLimitV3Model {
     const index = Math.floor(nowMs / state.precision);
     this.commands.hincrby(key, formatLuaFixed0(index), cost);
     addCount(state, index, cost);
-    // The newest ids first; the oldest beyond RECENT_IDS fall off.
+    // The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES.
     const ids = [member];
+    let length = Buffer.byteLength(member);
     for (const id of luaWords(state.ids)) {
-      if (ids.length >= RECENT_IDS) break;
+      const bytes = Buffer.byteLength(id);
+      if (ids.length >= RECENT_IDS || length + 1 + bytes > RECENT_IDS_BYTES) break;
       ids.push(id);
+      length += 1 + bytes;
     }
     state.ids = ids.join(' ');
     this.commands.hset(key, 'ids', state.ids);

@@ -124,9 +124,13 @@ describe('Lua function contract: rate_limit_v3', () => {
     it('holds 10,000 per hour at 1-minute precision in well under 2 KB, whatever the traffic', async () => {
       const quota = [HOUR, 10_000, MIN];
       for (let minute = 0; minute < 60; minute++) {
-        await allow(['quota'], T0 + minute * MIN, `r${minute}`, 150, ...quota);
+        // Request ids as the limiter makes them: 8 characters of prefix and a base-36 counter.
+        await allow(['quota'], T0 + minute * MIN, `Ab3dEf9h${(1_000_000 + minute).toString(36)}`, 150, ...quota);
       }
       expect(await redis.hlen(prefix + 'quota')).toBe(62); // 61 sub-windows, ids, p
+      // Compact (listpack): the remembered ids are kept within the 64 bytes a listpack value may take.
+      expect(await redis.object('ENCODING', prefix + 'quota')).toBe('listpack');
+      expect((await redis.hget(prefix + 'quota', 'ids'))!.length).toBeLessThanOrEqual(64);
       expect(await redis.memory('USAGE', prefix + 'quota')).toBeLessThanOrEqual(2048);
     });
 

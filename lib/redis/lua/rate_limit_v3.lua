@@ -80,8 +80,12 @@
 local MAX_WINDOW_MS   = 1e15
 local MAX_TIME_MS     = 1e15
 local MAX_SUB_WINDOWS = 1000
--- Request ids a bucketed key remembers, to recognise a retry.
-local RECENT_IDS      = 8
+-- Request ids a bucketed key remembers, to recognise a retry: at most RECENT_IDS, newest first, and
+-- only as many as fit in RECENT_IDS_BYTES, since Redis keeps a small hash in its compact listpack
+-- encoding only while every value is at most 64 bytes (hash-max-listpack-value): past it the key
+-- would cost several times the memory.
+local RECENT_IDS       = 8
+local RECENT_IDS_BYTES = 64
 -- ZADD arguments per call when a costly request adds many entries: well under Lua's stack limit.
 local ZADD_CHUNK      = 1000
 
@@ -353,11 +357,13 @@ end
 local function read_log_as_buckets(key, now_ms, window_ms, precision_ms, writes)
   local entries = redis.call('ZRANGEBYSCORE', key, '(' .. format_number(now_ms - window_ms), '+inf', 'WITHSCORES')
   local state = { total = 0, indexes = {}, counts = {}, newest = nil, ids = '', precision = precision_ms }
-  local ids = {}
+  local ids, length = {}, -1
   for i = #entries - 1, 1, -2 do
     add_count(state, math.floor(tonumber(entries[i + 1]) / precision_ms), 1)
-    if #ids < RECENT_IDS and not string.find(entries[i], '#', 1, true) then
-      ids[#ids + 1] = entries[i]
+    local id = entries[i]
+    if not string.find(id, '#', 1, true) and #ids < RECENT_IDS and length + 1 + #id <= RECENT_IDS_BYTES then
+      ids[#ids + 1] = id
+      length = length + 1 + #id
     end
   end
   state.ids = table.concat(ids, ' ')
@@ -385,14 +391,14 @@ local function record_bucket(key, state, now_ms, window_ms, member, cost)
   local index = math.floor(now_ms / state.precision)
   redis.call('HINCRBY', key, string.format('%.0f', index), cost)
   add_count(state, index, cost)
-  -- The newest ids first; the oldest beyond RECENT_IDS fall off.
-  local ids, kept = { member }, 1
+  -- The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES.
+  local ids, length = { member }, #member
   for id in string.gmatch(state.ids, '%S+') do
-    if kept >= RECENT_IDS then
+    if #ids >= RECENT_IDS or length + 1 + #id > RECENT_IDS_BYTES then
       break
     end
     ids[#ids + 1] = id
-    kept = kept + 1
+    length = length + 1 + #id
   end
   state.ids = table.concat(ids, ' ')
   redis.call('HSET', key, 'ids', state.ids, 'p', state.precision)
