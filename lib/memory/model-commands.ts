@@ -109,6 +109,12 @@ export class ModelCommands {
     return flat;
   }
 
+  /** HMGET key field …: each field's value, undefined where it is missing. */
+  hmget(key: string, fields: readonly string[]): (string | undefined)[] {
+    const hash = this.store.hash(key);
+    return fields.map((field) => hash?.get(field));
+  }
+
   /** HDEL key field …: how many were there. */
   hdel(key: string, fields: readonly string[]): number {
     const hash = this.store.hash(key);

@@ -31,12 +31,14 @@ interface Limit {
 interface BucketState {
   /** Cost counted. */
   total: number;
-  /** Indexes of the sub-windows counted, in HGETALL order, then those recorded. */
-  indexes: number[];
-  /** Cost per sub-window index (a Lua table: -0 and 0 are one key, as in a Map). */
-  counts: Map<number, number>;
+  /** Indexes of the sub-windows counted, in HGETALL order, then those recorded; absent on the fast path. */
+  indexes?: number[];
+  /** Cost per sub-window index (a Lua table: -0 and 0 are one key, as in a Map); absent on the fast path. */
+  counts?: Map<number, number>;
   /** The highest index counted. */
   newest: number | undefined;
+  /** The lowest index counted. */
+  oldest?: number;
   /** The last request ids, newest first, space-separated. */
   ids: string;
   /** The sub-window length the key is counted with. */
@@ -141,7 +143,7 @@ export class RateLimitV3Model {
         const newest = this.commands.newestScore(keys[i]);
         reply.push(...this.logState(allowed, keys[i], nowMs, windowMs, limit, cost, count, newest));
       } else {
-        reply.push(...bucketState(allowed, state as BucketState, nowMs, windowMs, limit, cost));
+        reply.push(...this.bucketState(allowed, keys[i], state as BucketState, nowMs, windowMs, limit, cost));
       }
     }
     return reply;
@@ -218,7 +220,7 @@ export class RateLimitV3Model {
       if (kinds[i] === 0) {
         reply.push(...this.logState(allowed, keys[i], nowMs, windowMs, limit, cost, counts[i], newest[i]));
       } else {
-        reply.push(...bucketState(allowed, states[i] as BucketState, nowMs, windowMs, limit, cost));
+        reply.push(...this.bucketState(allowed, keys[i], states[i] as BucketState, nowMs, windowMs, limit, cost));
       }
     }
   }
@@ -237,6 +239,21 @@ export class RateLimitV3Model {
       const state = this.readBuckets(key, nowMs, windowMs, precision, writes, fields);
       return { kind: precision, count: state.total, newest: newestStart(state, nowMs), state };
     }
+    // The fast path: while the key's oldest sub-window still counts, its total is the count.
+    const meta = this.hmgetUnlessLog(key, ['t', 'o', 'n', 'p', 'ids']);
+    if (meta) {
+      const [total, oldest, newestIndex] = [luaToNumber(meta[0]), luaToNumber(meta[1]), luaToNumber(meta[2])];
+      if (
+        total !== undefined &&
+        oldest !== undefined &&
+        newestIndex !== undefined &&
+        luaToNumber(meta[3]) === precisionMs &&
+        oldest >= Math.floor((nowMs - windowMs + 1) / precisionMs)
+      ) {
+        const state: BucketState = { total, oldest, newest: newestIndex, ids: meta[4] ?? '', precision: precisionMs };
+        return { kind: precisionMs, count: total, newest: newestStart(state, nowMs), state };
+      }
+    }
     let fields: string[] | undefined;
     try {
       fields = this.commands.hgetall(key);
@@ -254,6 +271,41 @@ export class RateLimitV3Model {
       state = this.readBuckets(key, nowMs, windowMs, precisionMs, writes, fields);
     }
     return { kind: precisionMs, count: state.total, newest: newestStart(state, nowMs), state };
+  }
+
+  /** HMGET, or undefined where the Lua's pcall sees WRONGTYPE (the key is a log). */
+  private hmgetUnlessLog(key: string, fields: readonly string[]): (string | undefined)[] | undefined {
+    try {
+      return this.commands.hmget(key, fields);
+    } catch (error) {
+      if (error instanceof ModelReplyError && error.message === WRONGTYPE) return undefined;
+      throw error;
+    }
+  }
+
+  /** The Lua's `bucket_state`, reading the sub-windows when the fast path did not and a retry time needs them. */
+  private bucketState(
+    allowed: number,
+    key: string,
+    state: BucketState,
+    nowMs: number,
+    windowMs: number,
+    limit: number,
+    cost: number,
+  ): number[] {
+    if (allowed === 0 && state.total + cost > limit && state.counts === undefined) {
+      state.indexes = [];
+      state.counts = new Map();
+      const fields = this.commands.hgetall(key);
+      for (let i = 0; i < fields.length; i += 2) {
+        const index = luaToNumber(fields[i]);
+        if (index !== undefined) {
+          state.indexes.push(index);
+          state.counts.set(index, luaToNumber(fields[i + 1]) as number);
+        }
+      }
+    }
+    return bucketState(allowed, state, nowMs, windowMs, limit, cost);
   }
 
   // ---------------------------------------------------------------- log
@@ -413,11 +465,12 @@ export class RateLimitV3Model {
   private writeBuckets(key: string, state: BucketState, nowMs: number, windowMs: number): void {
     this.commands.del(key);
     if (state.newest === undefined) return;
-    for (const index of state.indexes) {
-      this.commands.hset(key, formatLuaFixed0(index), String(state.counts.get(index)));
+    for (const index of state.indexes ?? []) {
+      this.commands.hset(key, formatLuaFixed0(index), String(state.counts?.get(index)));
     }
     this.commands.hset(key, 'ids', state.ids);
     this.commands.hset(key, 'p', String(state.precision));
+    this.writeMeta(key, state);
     this.commands.pexpire(key, untilBucketLeaves(state.newest, nowMs, windowMs, state.precision));
   }
 
@@ -445,7 +498,15 @@ export class RateLimitV3Model {
     state.ids = ids.join(' ');
     this.commands.hset(key, 'ids', state.ids);
     this.commands.hset(key, 'p', String(state.precision));
+    this.writeMeta(key, state);
     this.commands.pexpire(key, untilBucketLeaves(state.newest as number, nowMs, windowMs, state.precision));
+  }
+
+  /** The fields t, o and n: the total and the oldest and newest sub-windows. */
+  private writeMeta(key: string, state: BucketState): void {
+    this.commands.hset(key, 't', String(state.total));
+    this.commands.hset(key, 'o', formatLuaNumber(state.oldest as number));
+    this.commands.hset(key, 'n', formatLuaNumber(state.newest as number));
   }
 }
 
@@ -463,9 +524,11 @@ function bucketState(
   let retryAfterMs = 0;
   if (allowed === 0 && count + cost > limit) {
     // The oldest sub-windows leave first; the cost fits once enough of them have left.
+    // (The caller read the sub-windows when the fast path had not.)
+    const counts = state.counts as Map<number, number>;
     let left = count;
-    for (const index of [...state.indexes].sort((a, b) => a - b)) {
-      left = left - (state.counts.get(index) as number);
+    for (const index of [...(state.indexes as number[])].sort((a, b) => a - b)) {
+      left = left - (counts.get(index) as number);
       if (left + cost <= limit) {
         retryAfterMs = untilBucketLeaves(index, nowMs, windowMs, precisionMs);
         break;
@@ -488,13 +551,21 @@ function emptyState(precision: number): BucketState {
 
 /** The Lua's `add_count`. */
 function addCount(state: BucketState, index: number, count: number): void {
-  if (!state.counts.has(index)) {
-    state.indexes.push(index);
-    state.counts.set(index, 0);
+  if (state.counts !== undefined && state.indexes !== undefined) {
+    if (!state.counts.has(index)) {
+      state.indexes.push(index);
+      state.counts.set(index, 0);
+    }
+    state.counts.set(index, (state.counts.get(index) as number) + count);
   }
-  state.counts.set(index, (state.counts.get(index) as number) + count);
   state.total = state.total + count;
   if (state.newest === undefined || index > state.newest) state.newest = index;
+  if (state.oldest === undefined || index < state.oldest) state.oldest = index;
+}
+
+/** A Lua number as redis.call writes it (`%.17g`): whole numbers below 1e17 as plain digits. */
+function formatLuaNumber(n: number): string {
+  return Object.is(n, -0) ? '-0' : String(n);
 }
 
 /** The Lua's `stored_precision`: the hash's field "p", or `defaultMs`. */

@@ -1248,7 +1248,7 @@ describe('memory of a bucketed key', () => {
     expect(replies.filter(([error]) => error !== null)).toEqual([]);
     const admitted = replies.filter(([, reply]) => (reply as number[])[0] === 1).length;
     expect(admitted).toBeGreaterThan(9_000);
-    expect(await plain.hlen(key)).toBe(62); // 60 sub-windows, the ids and the precision
+    expect(await plain.hlen(key)).toBe(65); // 60 sub-windows, the ids, the precision, the total, oldest and newest
     const bytes = Number(await plain.memory('USAGE', key));
     expect({ encoding: await plain.object('ENCODING', key), bytes, atMost2Kb: bytes <= 2048 }).toEqual({
       encoding: 'listpack',

@@ -101,14 +101,23 @@ describe('Lua function contract: rate_limit_v3', () => {
       await allow(['f'], T0 + 30_000, 'b', 2, ...limit);
       await allow(['f'], T0 + MIN, 'c', 1, ...limit);
       const fields = await redis.hgetall(prefix + 'f');
-      expect(fields).toEqual({ [String(T0 / MIN)]: '3', [String(T0 / MIN + 1)]: '1', ids: 'c b a', p: '60000' });
+      expect(fields).toEqual({
+        [String(T0 / MIN)]: '3',
+        [String(T0 / MIN + 1)]: '1',
+        ids: 'c b a',
+        p: '60000',
+        // The total and the oldest and newest sub-windows: a decision reads these while none has left.
+        t: '4',
+        o: String(T0 / MIN),
+        n: String(T0 / MIN + 1),
+      });
       // The key lives until its newest sub-window leaves the window.
       const ttl = await redis.pttl(prefix + 'f');
       expect(ttl).toBeGreaterThan(10 * MIN);
       expect(ttl).toBeLessThanOrEqual(11 * MIN);
       await allow(['f'], T0 + 11 * MIN, 'd', 1, ...limit);
       expect(Object.keys(await redis.hgetall(prefix + 'f')).sort()).toEqual(
-        [String(T0 / MIN + 1), String(T0 / MIN + 11), 'ids', 'p'].sort(),
+        [String(T0 / MIN + 1), String(T0 / MIN + 11), 'ids', 'p', 't', 'o', 'n'].sort(),
       );
     });
 
@@ -127,7 +136,7 @@ describe('Lua function contract: rate_limit_v3', () => {
         // Request ids as the limiter makes them: 8 characters of prefix and a base-36 counter.
         await allow(['quota'], T0 + minute * MIN, `Ab3dEf9h${(1_000_000 + minute).toString(36)}`, 150, ...quota);
       }
-      expect(await redis.hlen(prefix + 'quota')).toBe(62); // 61 sub-windows, ids, p
+      expect(await redis.hlen(prefix + 'quota')).toBe(65); // 61 sub-windows, ids, p, t, o, n
       // Compact (listpack): the remembered ids are kept within the 64 bytes a listpack value may take.
       expect(await redis.object('ENCODING', prefix + 'quota')).toBe('listpack');
       expect((await redis.hget(prefix + 'quota', 'ids'))!.length).toBeLessThanOrEqual(64);
@@ -217,6 +226,9 @@ describe('Lua function contract: rate_limit_v3', () => {
         [String(T0 / MIN + 1)]: '2',
         ids: 'b a',
         p: '60000',
+        t: '5',
+        o: String(T0 / MIN),
+        n: String(T0 / MIN + 1),
       });
       expect(await redis.pttl(prefix + 'sw')).toBeGreaterThan(10 * MIN);
       // A retry of a request the log recorded is still recognised.
@@ -249,7 +261,7 @@ describe('Lua function contract: rate_limit_v3', () => {
         const fields = await hashOf('p');
         expect(fields.p).toBe(String(to));
         // Each old count sits in the new sub-window of its last millisecond (or now): never earlier.
-        const moved = Object.entries(fields).filter(([field]) => field !== 'ids' && field !== 'p');
+        const moved = Object.entries(fields).filter(([field]) => /^\d+$/.test(field));
         expect(moved.reduce((sum, [, count]) => sum + Number(count), 0)).toBe(8);
         for (const [field] of moved) expect((Number(field) + 1) * to - 1).toBeGreaterThanOrEqual(T0 + 500);
         // Both requests stay counted until at least the log would let them go.

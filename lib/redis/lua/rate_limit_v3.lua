@@ -296,19 +296,32 @@ local function write_buckets(key, state, now_ms, window_ms)
   args[#args + 1] = state.ids
   args[#args + 1] = 'p'
   args[#args + 1] = state.precision
+  args[#args + 1] = 't'
+  args[#args + 1] = state.total
+  args[#args + 1] = 'o'
+  args[#args + 1] = state.oldest
+  args[#args + 1] = 'n'
+  args[#args + 1] = state.newest
   redis.call('HSET', key, unpack(args))
   redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, state.precision))
 end
 
+-- Adds `count` to sub-window `index`. A state read by the fast path (see read_limit) has no table of
+-- counts: only its total, oldest and newest move.
 local function add_count(state, index, count)
-  if state.counts[index] == nil then
-    state.indexes[#state.indexes + 1] = index
-    state.counts[index] = 0
+  if state.counts ~= nil then
+    if state.counts[index] == nil then
+      state.indexes[#state.indexes + 1] = index
+      state.counts[index] = 0
+    end
+    state.counts[index] = state.counts[index] + count
   end
-  state.counts[index] = state.counts[index] + count
   state.total = state.total + count
   if state.newest == nil or index > state.newest then
     state.newest = index
+  end
+  if state.oldest == nil or index < state.oldest then
+    state.oldest = index
   end
 end
 
@@ -401,16 +414,31 @@ local function record_bucket(key, state, now_ms, window_ms, member, cost)
     length = length + 1 + #id
   end
   state.ids = table.concat(ids, ' ')
-  redis.call('HSET', key, 'ids', state.ids, 'p', state.precision)
+  -- The total and the oldest and newest sub-windows let the next decision skip reading every
+  -- sub-window while none has left the window (read_limit's fast path).
+  redis.call('HSET', key, 'ids', state.ids, 'p', state.precision, 't', state.total, 'o', state.oldest,
+             'n', state.newest)
   redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, state.precision))
 end
 
 -- count, remaining, retry_after_ms and reset_ms of a bucketed limit.
-local function bucket_state(allowed, state, now_ms, window_ms, limit, cost)
+local function bucket_state(allowed, key, state, now_ms, window_ms, limit, cost)
   local precision_ms = state.precision
   local count = state.total
   local retry_after_ms = 0
   if allowed == 0 and count + cost > limit then
+    if state.counts == nil then
+      -- Read by the fast path: every sub-window of the key still counts.
+      state.indexes, state.counts = {}, {}
+      local fields = redis.call('HGETALL', key)
+      for i = 1, #fields, 2 do
+        local index = tonumber(fields[i])
+        if index ~= nil then
+          state.indexes[#state.indexes + 1] = index
+          state.counts[index] = tonumber(fields[i + 1])
+        end
+      end
+    end
     -- The oldest sub-windows leave first; the cost fits once enough of them have left.
     table.sort(state.indexes)
     local left = count
@@ -452,6 +480,17 @@ local function read_limit(key, now_ms, window_ms, precision_ms, writes)
     precision_ms = stored_precision(fields, math.ceil(window_ms / MAX_SUB_WINDOWS))
     local state = read_buckets(key, now_ms, window_ms, precision_ms, writes, fields)
     return precision_ms, state.total, newest_start(state, now_ms), state
+  end
+  -- The fast path: while no sub-window has left the window since the key's total was written
+  -- (its oldest sub-window still counts), the total is the count, without reading every sub-window.
+  local meta = redis.pcall('HMGET', key, 't', 'o', 'n', 'p', 'ids')
+  if not is_wrong_type(meta) then
+    local total, oldest, newest = tonumber(meta[1]), tonumber(meta[2]), tonumber(meta[3])
+    if total and oldest and newest and tonumber(meta[4]) == precision_ms
+      and oldest >= math.floor((now_ms - window_ms + 1) / precision_ms) then
+      local state = { total = total, oldest = oldest, newest = newest, ids = meta[5] or '', precision = precision_ms }
+      return precision_ms, total, newest_start(state, now_ms), state
+    end
   end
   local fields = redis.pcall('HGETALL', key)
   local state
@@ -529,7 +568,7 @@ local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, l
         log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest[i])
     else
       reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
-        bucket_state(allowed, states[i], now_ms, windows[i], limits[i], cost)
+        bucket_state(allowed, keys[i], states[i], now_ms, windows[i], limits[i], cost)
     end
   end
   return nil
@@ -664,7 +703,7 @@ local function sliding_peek(keys, args)
         log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest_score(keys[i]))
     else
       reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
-        bucket_state(allowed, states[i], now_ms, windows[i], limits[i], cost)
+        bucket_state(allowed, keys[i], states[i], now_ms, windows[i], limits[i], cost)
     end
   end
   return reply
