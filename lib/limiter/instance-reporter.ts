@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { describeValue } from '../core/value-checks';
 import type { RedisConnection } from '../core/redis-connection';
@@ -40,6 +41,10 @@ export interface InstanceReporterOptions {
 }
 const MIN_INTERVAL_MS = 100;
 const MAX_INTERVAL_MS = 24 * 60 * 60 * 1000;
+/** While the first decisions flow, a report at most this often. */
+const WARM_UP_REPORT_MS = 1000;
+/** How long close() waits for the report's deletion. */
+export const REPORT_DELETE_TIMEOUT_MS = 500;
 
 /**
  * Problems of a report's `intervalMs` and `instanceId` (undefined ones take their defaults), each
@@ -75,6 +80,11 @@ export function describeReportSettingsProblems(
  * calls and its counters: `<keyPrefix>__nsl:instance:<instanceId>` = JSON {@link InstanceReport}.
  * `npx nestjs-sliding-limit functions status` reads these reports, and `functions delete` refuses
  * to delete a version a live report still names.
+ *
+ * A started reporter reports at once, then every interval; and for one interval from its first
+ * decision, at most once a second while decisions flow, so that a new instance shows its traffic at
+ * once rather than after its first interval. {@link InstanceReporter.close} deletes the report, so a
+ * stopped instance leaves the list at once.
  */
 export class InstanceReporter {
   /** The id in the report key. */
@@ -92,6 +102,14 @@ export class InstanceReporter {
   private readonly startedAt = new Date().toISOString();
   private timer?: NodeJS.Timeout;
   private inFlight?: Promise<void>;
+  /** When the last report began (performance.now()). */
+  private lastReportAt = 0;
+  /** When decisions stop triggering reports: one interval after the first (performance.now()). */
+  private warmUpEndsAt?: number;
+  private warmedUp = false;
+  /** Whether a report was ever sent, so that close() knows there may be one to delete. */
+  private sent = false;
+  private closed = false;
 
   /** @throws RateLimitConfigError listing every invalid option. */
   constructor(options: InstanceReporterOptions) {
@@ -118,18 +136,66 @@ export class InstanceReporter {
     this.key = instanceReportKey(limiter.keyPrefix, instanceId);
   }
 
-  /** Reports now, then every `intervalMs`. The timer never keeps the process alive. Idempotent. */
+  /**
+   * Reports now, then every `intervalMs`. The timer never keeps the process alive. Idempotent; does
+   * nothing after {@link InstanceReporter.close}.
+   */
   start(): void {
-    if (this.timer) return;
+    if (this.timer || this.closed) return;
     this.timer = setInterval(() => void this.tick(), this.intervalMs);
     this.timer.unref();
     void this.tick();
   }
 
-  /** Stops reporting. The report is left to expire (after three intervals), it is not deleted. */
+  /**
+   * The limiter calls this after each decision it returns. For one interval from the first decision,
+   * reports when the last report is a second old, so that `functions status` shows a new instance's
+   * traffic within a second instead of after its first interval. Sent from the decision itself
+   * rather than from a timer: the report goes out while the application uses the connection, never
+   * after it has asked the connection to quit (a command sent after QUIT can make the QUIT fail).
+   * A clock read per decision during that interval; nothing after.
+   */
+  noteDecision(): void {
+    if (this.warmedUp || !this.timer) return;
+    const now = performance.now();
+    this.warmUpEndsAt ??= now + this.intervalMs;
+    if (now >= this.warmUpEndsAt) this.warmedUp = true;
+    else if (now - this.lastReportAt >= WARM_UP_REPORT_MS) void this.tick();
+  }
+
+  /** Stops reporting. The report is left to expire (after three intervals); {@link InstanceReporter.close} deletes it. */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /**
+   * Stops reporting for good and deletes the report, so that `functions status` stops listing this
+   * instance at once instead of when the report expires. Best effort: waits at most 500 ms for the
+   * deletion (not at all while the client is reconnecting: the deletion is then queued and lands if
+   * the client reconnects), never rejects (a failure is kept in {@link InstanceReporter.lastError}),
+   * and keeps no timer alive. `SlidingWindowLimiter.close()` calls it.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stop();
+    if (!this.sent) return;
+    // Sent after any report still in flight, on the same connection: Redis runs the two in order.
+    const deleted = this.client.del(this.key).then(
+      () => undefined,
+      (error: unknown) => {
+        this.lastError = error instanceof Error ? error : new Error(String(error));
+      },
+    );
+    if (this.client.status !== 'ready') return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, REPORT_DELETE_TIMEOUT_MS);
+      timer.unref();
+    });
+    await Promise.race([deleted, timedOut]);
+    clearTimeout(timer);
   }
 
   /** Whether the timer is running. */
@@ -140,6 +206,7 @@ export class InstanceReporter {
   /** The report as it would be written now. */
   buildReport(): InstanceReport {
     const canary = this.limiter.canary;
+    const functions = this.limiter.metrics.snapshot();
     return {
       instanceId: this.instanceId,
       host: hostname(),
@@ -149,12 +216,17 @@ export class InstanceReporter {
       intervalMs: this.intervalMs,
       functionName: this.limiter.functionName,
       canary: canary ? { functionName: canary.functionName, percent: canary.percent } : null,
-      functions: this.limiter.metrics.snapshot(),
+      functions,
     };
   }
 
-  /** Writes the report now. Rejects when the write fails (and records the error in {@link InstanceReporter.lastError}). */
+  /**
+   * Writes the report now. Rejects when the write fails (and records the error in
+   * {@link InstanceReporter.lastError}). Writes nothing after {@link InstanceReporter.close}.
+   */
   async reportNow(): Promise<void> {
+    if (this.closed) return;
+    this.sent = true;
     try {
       await this.client.set(this.key, JSON.stringify(this.buildReport()), 'PX', REPORT_TTL_INTERVALS * this.intervalMs);
       this.lastError = undefined;
@@ -168,6 +240,7 @@ export class InstanceReporter {
   /** A timer tick: skipped while the previous report is still pending; failures are kept, not thrown. */
   private async tick(): Promise<void> {
     if (this.inFlight) return;
+    this.lastReportAt = performance.now();
     this.inFlight = this.reportNow().catch(() => undefined);
     try {
       await this.inFlight;

@@ -202,9 +202,10 @@ export class SlidingWindowLimiter {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.decide(key, [this.keyPrefix + key], [rule], options).then((decided) =>
-      this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded),
-    );
+    return this.decide(key, [this.keyPrefix + key], [rule], options).then((decided) => {
+      this.reporter?.noteDecision();
+      return this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded);
+    });
   }
 
   /**
@@ -225,6 +226,7 @@ export class SlidingWindowLimiter {
     const keys = new Array<string>(rules.length);
     for (let i = 0; i < rules.length; i++) keys[i] = this.keyPrefix + rules[i].key;
     return this.decide(rules[0].key, keys, rules, options).then((decided) => {
+      this.reporter?.noteDecision();
       const limits = new Array<RateLimitDecision>(decided.limits.length);
       let retryAfterMs = 0;
       for (let i = 0; i < limits.length; i++) {
@@ -266,13 +268,15 @@ export class SlidingWindowLimiter {
   }
 
   /**
-   * Releases what the limiter holds (its event listener on the connection, the report timer). The
-   * connection itself is never closed: it belongs to whoever created it. The Nest module calls this
-   * on shutdown.
+   * Releases what the limiter holds: its event listener on the connection, the report timer, and its
+   * instance report, which is deleted so that `functions status` stops listing this process at once
+   * (best effort: at most 500 ms, never rejects). The connection itself is never closed: it belongs
+   * to whoever created it. The Nest module calls this on shutdown, before closing a connection it
+   * opened.
    */
-  close(): void {
+  async close(): Promise<void> {
     this.stopListening();
-    this.reporter?.stop();
+    await this.reporter?.close();
   }
 
   /**
@@ -436,8 +440,10 @@ export class SlidingWindowLimiter {
     if (this.routing) return Promise.resolve(this.routing);
     this.starting ??= this.buildRouting(this.selection, this.options.loadFunctions).then(
       (routing) => {
+        this.install(routing);
+        // After install(): the first report names the functions the routing really calls.
         this.reporter?.start();
-        return this.install(routing);
+        return routing;
       },
       (error: unknown) => {
         // Let the next call try again (Redis may come up later).
