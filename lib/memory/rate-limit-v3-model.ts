@@ -247,11 +247,12 @@ export class RateLimitV3Model {
         total !== undefined &&
         oldest !== undefined &&
         newestIndex !== undefined &&
-        luaToNumber(meta[3]) === precisionMs &&
-        oldest >= Math.floor((nowMs - windowMs + 1) / precisionMs)
+        luaToNumber(meta[3]) === precisionMs
       ) {
         const state: BucketState = { total, oldest, newest: newestIndex, ids: meta[4] ?? '', precision: precisionMs };
-        return { kind: precisionMs, count: total, newest: newestStart(state, nowMs), state };
+        const first = Math.floor((nowMs - windowMs + 1) / precisionMs);
+        if (oldest < first) this.expireScanned(key, state, first, writes);
+        return { kind: precisionMs, count: state.total, newest: newestStart(state, nowMs), state };
       }
     }
     let fields: string[] | undefined;
@@ -271,6 +272,45 @@ export class RateLimitV3Model {
       state = this.readBuckets(key, nowMs, windowMs, precisionMs, writes, fields);
     }
     return { kind: precisionMs, count: state.total, newest: newestStart(state, nowMs), state };
+  }
+
+  /**
+   * The Lua's `expire_scanned`: a fast-path state whose oldest sub-windows left the window; reads and
+   * deletes just those, finds the new oldest, and writes the total and oldest back (or deletes an
+   * emptied key).
+   */
+  private expireScanned(key: string, state: BucketState, first: number, writes: boolean): void {
+    const gone: string[] = [];
+    const lastGone = Math.min(first - 1, state.newest as number);
+    for (let index = state.oldest as number; index <= lastGone; index++) {
+      const name = formatLuaFixed0(index);
+      const count = luaToNumber(this.commands.hmget(key, [name])[0]);
+      if (count !== undefined) {
+        state.total = state.total - count;
+        gone.push(name);
+      }
+    }
+    state.oldest = undefined;
+    for (
+      let index = first;
+      state.total > 0 && state.oldest === undefined && index <= (state.newest as number);
+      index++
+    ) {
+      if (luaToNumber(this.commands.hmget(key, [formatLuaFixed0(index)])[0]) !== undefined) state.oldest = index;
+    }
+    if (state.oldest === undefined) {
+      state.total = 0;
+      state.newest = undefined;
+      state.ids = '';
+    }
+    if (!writes || gone.length === 0) return;
+    if (state.oldest === undefined) {
+      this.commands.del(key);
+    } else {
+      this.commands.hdel(key, gone);
+      this.commands.hset(key, 't', String(state.total));
+      this.commands.hset(key, 'o', formatLuaNumber(state.oldest));
+    }
   }
 
   /** HMGET, or undefined where the Lua's pcall sees WRONGTYPE (the key is a log). */

@@ -421,34 +421,62 @@ local function record_bucket(key, state, now_ms, window_ms, member, cost)
   redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, state.precision))
 end
 
+-- Sub-windows read per HMGET when a fast-path state looks for its retry time.
+local RETRY_SCAN_STEP = 8
+
+-- The index of the sub-window whose leaving lets `cost` fit, for a state read by the fast path (no
+-- table of counts; every sub-window from its oldest to its newest still counts): the sub-windows are
+-- read oldest first, a few per HMGET, and usually the first few are enough.
+local function leaving_index_scanned(key, state, limit, cost)
+  local left = state.total
+  local index = state.oldest
+  while index <= state.newest do
+    local last = math.min(index + RETRY_SCAN_STEP - 1, state.newest)
+    local names = {}
+    for at = index, last do
+      names[#names + 1] = string.format('%.0f', at)
+    end
+    local values = redis.call('HMGET', key, unpack(names))
+    for k = 1, #values do
+      local count = tonumber(values[k])
+      if count ~= nil then
+        left = left - count
+        if left + cost <= limit then
+          return index + k - 1
+        end
+      end
+    end
+    index = last + 1
+  end
+  return state.newest
+end
+
+-- The same from a state's table of counts: the oldest sub-windows leave first.
+local function leaving_index(state, limit, cost)
+  table.sort(state.indexes)
+  local left = state.total
+  for _, index in ipairs(state.indexes) do
+    left = left - state.counts[index]
+    if left + cost <= limit then
+      return index
+    end
+  end
+  return state.newest
+end
+
 -- count, remaining, retry_after_ms and reset_ms of a bucketed limit.
 local function bucket_state(allowed, key, state, now_ms, window_ms, limit, cost)
   local precision_ms = state.precision
   local count = state.total
   local retry_after_ms = 0
   if allowed == 0 and count + cost > limit then
+    local index
     if state.counts == nil then
-      -- Read by the fast path: every sub-window of the key still counts.
-      state.indexes, state.counts = {}, {}
-      local fields = redis.call('HGETALL', key)
-      for i = 1, #fields, 2 do
-        local index = tonumber(fields[i])
-        if index ~= nil then
-          state.indexes[#state.indexes + 1] = index
-          state.counts[index] = tonumber(fields[i + 1])
-        end
-      end
+      index = leaving_index_scanned(key, state, limit, cost)
+    else
+      index = leaving_index(state, limit, cost)
     end
-    -- The oldest sub-windows leave first; the cost fits once enough of them have left.
-    table.sort(state.indexes)
-    local left = count
-    for _, index in ipairs(state.indexes) do
-      left = left - state.counts[index]
-      if left + cost <= limit then
-        retry_after_ms = until_bucket_leaves(index, now_ms, window_ms, precision_ms)
-        break
-      end
-    end
+    retry_after_ms = until_bucket_leaves(index, now_ms, window_ms, precision_ms)
   end
   local reset_ms = 0
   if count > 0 then
@@ -458,6 +486,61 @@ local function bucket_state(allowed, key, state, now_ms, window_ms, limit, cost)
 end
 
 ------------------------------------------------------------------------------------------ decisions
+
+-- The names of sub-windows `from` .. `to` and their values, by one HMGET.
+local function sub_windows(key, from, to)
+  local names = {}
+  for at = from, to do
+    names[#names + 1] = string.format('%.0f', at)
+  end
+  return names, redis.call('HMGET', key, unpack(names))
+end
+
+-- A fast-path state whose oldest sub-windows have left the window (before `first`): reads and
+-- deletes just those, a few per HMGET, and finds the new oldest the same way, instead of reading
+-- every sub-window. The total and oldest are written back at once, so that they always match the
+-- sub-windows (the next record writes them again); a key left with nothing is deleted.
+local function expire_scanned(key, state, first, writes)
+  local gone = {}
+  local index = state.oldest
+  local last_gone = math.min(first - 1, state.newest)
+  while index <= last_gone do
+    local upto = math.min(index + RETRY_SCAN_STEP - 1, last_gone)
+    local names, values = sub_windows(key, index, upto)
+    for k = 1, #values do
+      local count = tonumber(values[k])
+      if count ~= nil then
+        state.total = state.total - count
+        gone[#gone + 1] = names[k]
+      end
+    end
+    index = upto + 1
+  end
+  state.oldest = nil
+  index = first
+  while state.total > 0 and state.oldest == nil and index <= state.newest do
+    local upto = math.min(index + RETRY_SCAN_STEP - 1, state.newest)
+    local _, values = sub_windows(key, index, upto)
+    for k = 1, #values do
+      if state.oldest == nil and tonumber(values[k]) ~= nil then
+        state.oldest = index + k - 1
+      end
+    end
+    index = upto + 1
+  end
+  if state.oldest == nil then
+    state.total, state.newest, state.ids = 0, nil, ''
+  end
+  if not writes or #gone == 0 then
+    return
+  end
+  if state.oldest == nil then
+    redis.call('DEL', key)
+  else
+    redis.call('HDEL', key, unpack(gone))
+    redis.call('HSET', key, 't', state.total, 'o', state.oldest)
+  end
+end
 
 -- A limit's key read for a decision, counted by what the key holds, so that a limit whose
 -- precisionMs changed (or was added or removed) goes on counting its existing keys safely:
@@ -483,13 +566,17 @@ local function read_limit(key, now_ms, window_ms, precision_ms, writes)
   end
   -- The fast path: while no sub-window has left the window since the key's total was written
   -- (its oldest sub-window still counts), the total is the count, without reading every sub-window.
+  -- When sub-windows have left since, only those are read and deleted (expire_scanned).
   local meta = redis.pcall('HMGET', key, 't', 'o', 'n', 'p', 'ids')
   if not is_wrong_type(meta) then
     local total, oldest, newest = tonumber(meta[1]), tonumber(meta[2]), tonumber(meta[3])
-    if total and oldest and newest and tonumber(meta[4]) == precision_ms
-      and oldest >= math.floor((now_ms - window_ms + 1) / precision_ms) then
+    if total and oldest and newest and tonumber(meta[4]) == precision_ms then
       local state = { total = total, oldest = oldest, newest = newest, ids = meta[5] or '', precision = precision_ms }
-      return precision_ms, total, newest_start(state, now_ms), state
+      local first = math.floor((now_ms - window_ms + 1) / precision_ms)
+      if oldest < first then
+        expire_scanned(key, state, first, writes)
+      end
+      return precision_ms, state.total, newest_start(state, now_ms), state
     end
   end
   local fields = redis.pcall('HGETALL', key)
