@@ -1,4 +1,4 @@
-import { KeyStore, type KeyType } from './key-store';
+import { KeyStore } from './key-store';
 import { toRedisInteger } from './lua-values';
 import { ModelCommands } from './model-commands';
 import { ModelReplyError } from './model-reply-error';
@@ -107,7 +107,7 @@ export class SlidingWindowModel {
   }
 
   /** TYPE of `key`: `zset` (a log), `hash` (a bucketed window) or `none`. */
-  type(key: string): KeyType | 'none' {
+  type(key: string): 'zset' | 'hash' | 'none' {
     return this.commands.type(key);
   }
 

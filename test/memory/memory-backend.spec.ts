@@ -1,4 +1,12 @@
-import { MemoryBackend, RateLimitConfigError, SlidingWindowLimiter, SlidingWindowModel } from '../../lib';
+import type Redis from 'ioredis';
+import {
+  MemoryBackend,
+  RateLimitConfigError,
+  SlidingWindowLimiter,
+  SlidingWindowModel,
+  type SlidingWindowLimiterOptions,
+} from '../../lib';
+import { connectShared, uniquePrefix } from '../support/test-redis';
 
 /*
  * What the property tests do not reach: the bounded keyspace (eviction), option checks, the
@@ -82,5 +90,94 @@ describe('MemoryBackend', () => {
     expect(() => new MemoryBackend({ clock: 5 as never })).toThrow(
       'clock must be a function returning epoch milliseconds, got 5',
     );
+  });
+});
+
+describe('MemoryBackend on sliding_allow_v3', () => {
+  const T0 = 1_735_660_800_000;
+  const MIN = 60_000;
+  let redis: Redis;
+  beforeAll(() => {
+    redis = connectShared();
+  });
+  afterAll(() => redis.quit());
+
+  it('decides costs and bucketed windows as Redis does, and keeps the same counts', async () => {
+    let now = T0;
+    const keyPrefix = uniquePrefix('memory-v3');
+    const settings: SlidingWindowLimiterOptions = {
+      functionName: 'sliding_allow_v3',
+      clock: () => now,
+      keyPrefix,
+      blockCache: false,
+      report: false,
+      onRedisError: 'throw',
+    };
+    const backend = new MemoryBackend({ clock: () => now });
+    const onRedis = new SlidingWindowLimiter({ ...settings, client: redis });
+    const onMemory = new SlidingWindowLimiter({ ...settings, backend });
+    const log = { limit: 10, windowMs: MIN };
+    const bucketed = { limit: 10, windowMs: MIN, precisionMs: 10_000 };
+    const stacked = [
+      { key: 'user:{u1}:minute', ...log },
+      { key: 'user:{u1}:hour', limit: 30, windowMs: 60 * MIN, precisionMs: MIN },
+    ];
+    /** The same keys, with the same counts (the request ids are each limiter's own). */
+    const expectSameKeys = async () => {
+      // Redis' keys expire in real time, the memory's on the test's clock, which moves on by minutes.
+      const redisKeys = (await redis.keys(`${keyPrefix}*`)).sort();
+      expect(redisKeys.filter((key) => backend.pttl(key) !== -2)).toEqual(backend.keys());
+      for (const key of backend.keys()) {
+        if ((await redis.type(key)) === 'zset') {
+          const scores = (await redis.zrange(key, 0, '-1', 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
+          expect({ key, scores }).toEqual({ key, scores: backend.entries(key).map((entry) => entry.score) });
+        } else {
+          const counts = (pairs: [string, string][]) =>
+            Object.fromEntries(
+              pairs.map(([field, value]) => [field, field === 'ids' ? value.split(' ').length : value]),
+            );
+          expect({ key, fields: counts(Object.entries(await redis.hgetall(key))) }).toEqual({
+            key,
+            fields: counts(backend.hash(key)),
+          });
+        }
+      }
+    };
+    // Each step runs on both limiters at T0 + atMs (never going back: the memory's keys expire on
+    // this clock, Redis' in real time); several decisions at once go out as one batch.
+    const steps: [atMs: number, run: (limiter: SlidingWindowLimiter) => Promise<unknown>][] = [
+      [0, (l) => l.consume('log', log, { cost: 6 })],
+      [1, (l) => l.consume('log', log, { cost: 6 })], // rejected: 6 + 6 > 10
+      [2, (l) => l.consume('log', log, { cost: 4 })],
+      [3, (l) => l.consume('bucketed', bucketed, { cost: 7 })],
+      [9_999, (l) => l.consume('bucketed', bucketed, { cost: 3 })], // the first sub-window's last ms
+      [10_000, (l) => l.consume('bucketed', bucketed, { cost: 1 })], // rejected until T0 + 69 999
+      [10_000, (l) => l.peek('bucketed', bucketed, { cost: 2 })],
+      [10_000, (l) => l.consumeAll(stacked, { cost: 4 })],
+      [15_000, (l) => l.consumeAll(stacked, { cost: 7 })], // rejected by the minute
+      [
+        15_000,
+        (l) =>
+          Promise.all([
+            l.consume('batched', bucketed, { cost: 2 }),
+            l.consume('batched', bucketed, { cost: 5 }),
+            l.consume('batched', bucketed, { cost: 4 }), // rejected: 2 + 5 + 4 > 10
+            l.consume('batched:log', log, { cost: 3 }),
+          ]),
+      ],
+      [15_000, () => expectSameKeys()],
+      [60_001, (l) => l.consume('log', log, { cost: 10 })], // rejected until T0 + 60 002
+      [60_002, (l) => l.peek('log', log, { cost: 10 })],
+      [69_998, (l) => l.consume('bucketed', bucketed, { cost: 1 })], // rejected, 1 ms early
+      [69_999, (l) => l.consume('bucketed', bucketed, { cost: 10 })], // admitted: the first sub-window left
+      [70_000, () => expectSameKeys()],
+    ];
+    for (const [index, [atMs, run]] of steps.entries()) {
+      now = T0 + atMs;
+      const [fromRedis, fromMemory] = [await run(onRedis), await run(onMemory)];
+      expect({ step: index, outcome: fromMemory }).toEqual({ step: index, outcome: fromRedis });
+    }
+    onRedis.close();
+    onMemory.close();
   });
 });

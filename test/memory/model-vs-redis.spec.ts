@@ -62,7 +62,11 @@ type TimeMove =
   /** Back from the latest time so far: within `maxClockSkewMs`, or beyond it. */
   | { kind: 'back'; ms: number; beyondTolerance: boolean };
 
-type Action = { op: 'consume' | 'peek' | 'reset'; key: number } | { op: 'consumeAll'; keys: number[] };
+/** `costRoll` picks a cost (v3): 1 mostly, else up to the smallest limit of the decision's keys. */
+type Action =
+  | { op: 'consume' | 'peek'; key: number; costRoll: number }
+  | { op: 'reset'; key: number }
+  | { op: 'consumeAll'; keys: number[]; costRoll: number };
 
 interface Step {
   time: TimeMove;
@@ -73,6 +77,8 @@ interface Scenario {
   maxClockSkewMs: number;
   /** The rule of each key of the pool: a key keeps its limit, as it does in an application. */
   rules: SlidingLimitRule[];
+  /** Costs and precisionMs: v3 only. */
+  v3: boolean;
   steps: Step[];
 }
 
@@ -109,26 +115,43 @@ const timeMove: fc.Arbitrary<TimeMove> = fc.oneof(
   },
 );
 
+const costRoll = fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(30) });
 const action: fc.Arbitrary<Action> = fc.oneof(
-  { weight: 5, arbitrary: keyIndex.map((key) => ({ op: 'consume' as const, key })) },
+  { weight: 5, arbitrary: fc.record({ op: fc.constant('consume' as const), key: keyIndex, costRoll }) },
   {
     weight: 2,
-    arbitrary: fc
-      .uniqueArray(keyIndex, { minLength: 1, maxLength: 3 })
-      .map((keys) => ({ op: 'consumeAll' as const, keys })),
+    arbitrary: fc.record({
+      op: fc.constant('consumeAll' as const),
+      keys: fc.uniqueArray(keyIndex, { minLength: 1, maxLength: 3 }),
+      costRoll,
+    }),
   },
-  { weight: 2, arbitrary: keyIndex.map((key) => ({ op: 'peek' as const, key })) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('peek' as const), key: keyIndex, costRoll }) },
   { weight: 1, arbitrary: keyIndex.map((key) => ({ op: 'reset' as const, key })) },
 );
 
-const scenario: fc.Arbitrary<Scenario> = fc.record({
-  maxClockSkewMs: fc.oneof(fc.constantFrom(0, 1, 1000), fc.nat(2000)),
-  rules: fc.array(fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }), {
-    minLength: KEY_POOL,
-    maxLength: KEY_POOL,
-  }),
-  steps: fc.array(fc.record({ time: timeMove, action }), { minLength: 1, maxLength: 40 }),
-});
+/** A v3 rule: the log, or the bucketed window at a precision its window takes (≤ 1000 sub-windows). */
+const v3Rule: fc.Arbitrary<SlidingLimitRule> = fc.oneof(
+  fc.record({ limit: fc.integer({ min: 1, max: 8 }), windowMs }),
+  windowMs.chain((w) =>
+    fc.record({
+      limit: fc.integer({ min: 1, max: 12 }),
+      windowMs: fc.constant(w),
+      precisionMs: fc.integer({ min: Math.ceil(w / 1000), max: w }),
+    }),
+  ),
+);
+
+const scenarioOf = (v3: boolean): fc.Arbitrary<Scenario> =>
+  fc.record({
+    maxClockSkewMs: fc.oneof(fc.constantFrom(0, 1, 1000), fc.nat(2000)),
+    rules: fc.array(v3 ? v3Rule : fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }), {
+      minLength: KEY_POOL,
+      maxLength: KEY_POOL,
+    }),
+    v3: fc.constant(v3),
+    steps: fc.array(fc.record({ time: timeMove, action }), { minLength: 1, maxLength: 40 }),
+  });
 
 /** What happened in a run of scenarios, to show that each kind of case was reached. */
 interface Coverage {
@@ -143,18 +166,49 @@ interface Coverage {
 
 const noCoverage = (): Coverage => ({ allowed: 0, rejected: 0, clockSkew: 0, onBoundary: 0, backwards: 0 });
 
-async function perform(limiter: SlidingWindowLimiter, action: Action, rules: SlidingLimitRule[]): Promise<unknown> {
+async function perform(
+  limiter: SlidingWindowLimiter,
+  action: Action,
+  rules: SlidingLimitRule[],
+  v3: boolean,
+): Promise<unknown> {
   const name = (key: number) => `k${key}`;
+  /** No options at all before v3, which v1 and v2 would refuse if they named a cost. */
+  const costOf = (keys: number[], roll: number) =>
+    v3 ? { cost: 1 + (roll % Math.min(...keys.map((key) => rules[key].limit))) } : undefined;
   switch (action.op) {
     case 'consume':
-      return limiter.consume(name(action.key), rules[action.key]);
+      return limiter.consume(name(action.key), rules[action.key], costOf([action.key], action.costRoll));
     case 'peek':
-      return limiter.peek(name(action.key), rules[action.key]);
+      return limiter.peek(name(action.key), rules[action.key], costOf([action.key], action.costRoll));
     case 'reset':
       return { reset: await limiter.reset(name(action.key)) };
     case 'consumeAll':
-      return limiter.consumeAll(action.keys.map((key) => ({ key: name(key), ...rules[key] })));
+      return limiter.consumeAll(
+        action.keys.map((key) => ({ key: name(key), ...rules[key] })),
+        costOf(action.keys, action.costRoll),
+      );
   }
+}
+
+/** When the entries (log) or sub-windows (bucketed) of a key in the model leave its window. */
+function leaveTimes(memory: MemoryBackend, key: string, { windowMs, precisionMs }: SlidingLimitRule): number[] {
+  const type = memory.model.type(key);
+  if (type === 'zset') return memory.entries(key).map((entry) => entry.score + windowMs);
+  if (type === 'hash' && precisionMs !== undefined) {
+    return memory
+      .hash(key)
+      .filter(([field]) => /^\d+$/.test(field)) // sub-windows, not the ids or the precision
+      .map(([field]) => (Number(field) + 1) * precisionMs + windowMs - 1);
+  }
+  return [];
+}
+
+/** A bucketed key's fields, the ids as their number (each limiter makes its own). */
+function countedFields(fields: [string, string][]): Record<string, string | number> {
+  return Object.fromEntries(
+    fields.map(([field, value]) => [field, field === 'ids' ? value.split(' ').length : value] as const),
+  );
 }
 
 /** A call's result, or its error as name and message, so both sides compare with toEqual. */
@@ -218,7 +272,7 @@ interface LimiterConfig {
 
 async function runScenario(
   { functionName, mode, blockCache, forwardOnly }: LimiterConfig,
-  { maxClockSkewMs, rules, steps }: Scenario,
+  { maxClockSkewMs, rules, v3, steps }: Scenario,
   coverage: Coverage,
 ): Promise<void> {
   await redis.flushdb(); // functions and scripts stay
@@ -250,8 +304,8 @@ async function runScenario(
   try {
     for (const [index, { time, action }] of steps.entries()) {
       const first = keysOf(action)[0];
-      const scores = memory.entries(fullKey(first)).map((entry) => entry.score);
-      const next = nextTime(time, now, latest, times, rules[first].windowMs, scores, maxClockSkewMs);
+      const leaving = leaveTimes(memory, fullKey(first), rules[first]);
+      const next = nextTime(time, now, latest, times, rules[first].windowMs, leaving, maxClockSkewMs);
       now = forwardOnly ? Math.max(now, next) : next;
       if (now < latest) coverage.backwards++;
       latest = Math.max(latest, now);
@@ -260,15 +314,13 @@ async function runScenario(
       await redis.expireUpTo(redisNow);
       if (
         action.op !== 'reset' &&
-        keysOf(action).some((key) =>
-          memory.entries(fullKey(key)).some((entry) => entry.score === now - rules[key].windowMs),
-        )
+        keysOf(action).some((key) => leaveTimes(memory, fullKey(key), rules[key]).includes(now))
       ) {
         coverage.onBoundary++;
       }
 
-      const fromRedis = await settle(() => perform(onRedis, action, rules));
-      const fromModel = await settle(() => perform(onModel, action, rules));
+      const fromRedis = await settle(() => perform(onRedis, action, rules, v3));
+      const fromModel = await settle(() => perform(onModel, action, rules, v3));
       const context = `step ${index} at T0${now - T0 >= 0 ? '+' : ''}${now - T0}: ${JSON.stringify(action)}`;
       expect({ context, ...(fromRedis as object) }).toEqual({ context, ...(fromModel as object) });
       checkTtls(redis.takeObservations(), memory, redisNow, context);
@@ -292,10 +344,17 @@ async function runScenario(
     const redisKeys = (await redis.keys(`${keyPrefix}*`)).filter((key) => !key.includes('__nsl:')).sort();
     expect(redisKeys).toEqual(memory.keys());
     for (const key of redisKeys) {
-      expect({ key, scores: scoresOf(await sortedSet(key)) }).toEqual({
-        key,
-        scores: scoresOf(memory.entries(key).map(({ member, score }) => [member, score])),
-      });
+      if ((await redis.type(key)) === 'hash') {
+        expect({ key, fields: countedFields(Object.entries(await redis.hgetall(key))) }).toEqual({
+          key,
+          fields: countedFields(memory.hash(key)),
+        });
+      } else {
+        expect({ key, scores: scoresOf(await sortedSet(key)) }).toEqual({
+          key,
+          scores: scoresOf(memory.entries(key).map(({ member, score }) => [member, score])),
+        });
+      }
       // Every key has a TTL, the model's.
       expect({ key, expiresAt: redis.expiresAt.get(key) }).toEqual({ key, expiresAt: redisNow + memory.pttl(key) });
     }
@@ -305,14 +364,17 @@ async function runScenario(
   }
 }
 
-/** The next step's time; `windowMs` and `scores` are those of the step's first key. */
+/**
+ * The next step's time; `windowMs` and `leaving` (when its entries or sub-windows leave the window)
+ * are those of the step's first key.
+ */
 function nextTime(
   move: TimeMove,
   now: number,
   latest: number,
   times: number[],
   windowMs: number,
-  scores: number[],
+  leaving: number[],
   maxClockSkewMs: number,
 ): number {
   switch (move.kind) {
@@ -320,15 +382,9 @@ function nextTime(
       return now;
     case 'forward':
       return now + move.ms;
-    case 'boundary': {
-      const from =
-        scores.length > 0
-          ? scores[move.pick % scores.length]
-          : times.length > 0
-            ? times[move.pick % times.length]
-            : now;
-      return from + windowMs + move.offsetMs;
-    }
+    case 'boundary':
+      if (leaving.length > 0) return leaving[move.pick % leaving.length] + move.offsetMs;
+      return (times.length > 0 ? times[move.pick % times.length] : now) + windowMs + move.offsetMs;
     case 'back':
       return move.beyondTolerance ? latest - maxClockSkewMs - move.ms : latest - (move.ms % (maxClockSkewMs + 1));
   }
@@ -337,13 +393,17 @@ function nextTime(
 describe.each([
   ['sliding_allow_v1', 'function'],
   ['sliding_allow_v2', 'function'],
+  ['sliding_allow_v3', 'function'],
   ['sliding_allow_v1', 'script'],
   ['sliding_allow_v2', 'script'],
+  ['sliding_allow_v3', 'script'],
 ] as const)('a limiter on MemoryBackend decides like one on Redis: %s, %s mode', (functionName, mode) => {
   it('at every step of random consume / consumeAll / peek / reset sequences, and leaves the same keys', async () => {
     const coverage = noCoverage();
+    // v3: costs, and rules of both kinds (the log, the bucketed window).
+    const scenarios = scenarioOf(functionName === 'sliding_allow_v3');
     await fc.assert(
-      fc.asyncProperty(scenario, (s) => runScenario({ functionName, mode, blockCache: false }, s, coverage)),
+      fc.asyncProperty(scenarios, (s) => runScenario({ functionName, mode, blockCache: false }, s, coverage)),
       checkParameters(150),
     );
     // The runs reached every kind of case the property is about.
@@ -351,7 +411,7 @@ describe.each([
     expect(coverage.rejected).toBeGreaterThan(0);
     expect(coverage.onBoundary).toBeGreaterThan(0);
     expect(coverage.backwards).toBeGreaterThan(0);
-    if (functionName === 'sliding_allow_v2') expect(coverage.clockSkew).toBeGreaterThan(0);
+    if (functionName !== 'sliding_allow_v1') expect(coverage.clockSkew).toBeGreaterThan(0);
     else expect(coverage.clockSkew).toBe(0); // v1 has no skew check
   }, 60_000);
 });
@@ -360,12 +420,12 @@ describe('the block cache (limiter on Redis) against the model without one', () 
   // With one clock that never goes back, Redis' key expiry and the caller's window agree, and a
   // cached rejection is what Redis would answer. (With a caller whose clock lags Redis' they need
   // not: Redis may already have expired a key whose rejection the cache still serves. Not claimed.)
-  it.each(['sliding_allow_v2', 'sliding_allow_v1'])(
+  it.each(['sliding_allow_v3', 'sliding_allow_v2', 'sliding_allow_v1'])(
     '%s: answers every step as Redis without the cache would',
     async (functionName) => {
       const coverage = noCoverage();
       await fc.assert(
-        fc.asyncProperty(scenario, (s) =>
+        fc.asyncProperty(scenarioOf(functionName === 'sliding_allow_v3'), (s) =>
           runScenario({ functionName, mode: 'function', blockCache: true, forwardOnly: true }, s, coverage),
         ),
         checkParameters(100),
