@@ -1,10 +1,12 @@
 import { hostname } from 'node:os';
+import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
-import { RateLimitConfigError, SlidingWindowLimiter } from '../../lib';
+import { RateLimitConfigError, RateLimitModule, SlidingWindowLimiter } from '../../lib';
 import { INSTANCE_REPORT_MATCH, instanceReportKey, parseInstanceReport } from '../../lib/core/instance-report';
-import { InstanceReporter } from '../../lib/limiter/instance-reporter';
-import { RedisServer, startRedisServer } from '../support/redis-server';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { InstanceReporter, REPORT_DELETE_TIMEOUT_MS, type ReportedLimiter } from '../../lib/limiter/instance-reporter';
+import { runCli } from '../cli/run-cli';
+import { RedisServer, startRedisServer, startRedisServerOnPort } from '../support/redis-server';
+import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 import { sleep } from '../support/sleep';
 import { waitFor } from '../support/wait-for';
 
@@ -187,6 +189,193 @@ describe('InstanceReporter', () => {
     expect(a.instanceId.startsWith(`${hostname()}:${process.pid}:`)).toBe(true);
     expect(a.instanceId).not.toBe(b.instanceId);
     expect(a.key).toBe(`rl:__nsl:instance:${a.instanceId}`);
+  });
+});
+
+/** The instances `functions status --json` lists under `prefix`, with their calls. */
+async function listed(prefix: string): Promise<{ instanceId: string; calls: number }[]> {
+  const run = await runCli(['functions', 'status', '--url', sharedRedisUrl(), '--prefix', prefix, '--json']);
+  expect(run.code).toBe(0);
+  const { instances } = run.json<{ instances: { instanceId: string; functions: { calls: number }[] }[] }>();
+  return instances.map(({ instanceId, functions }) => ({
+    instanceId,
+    calls: functions.reduce((sum, f) => sum + f.calls, 0),
+  }));
+}
+
+describe('an instance in functions status, from start-up to shutdown', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = connectShared();
+  });
+  afterAll(() => redis.quit());
+
+  it('is listed once init() resolves, shows its calls within a second of its first decisions, and is gone as soon as close() resolves', async () => {
+    const keyPrefix = uniquePrefix('lifecycle');
+    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix, report: { instanceId: 'web-1' } });
+    await limiter.init();
+    // The start-up report is sent as start-up ends; the CLI's own connection finds it.
+    expect(await listed(keyPrefix)).toEqual([{ instanceId: 'web-1', calls: 0 }]);
+
+    // Decisions for 1.5 s: one of them, a second after the start-up report, reports them all so far
+    // (the first interval is 15 s).
+    const firstAt = performance.now();
+    let decisions = 0;
+    while (performance.now() - firstAt < 1500) {
+      await limiter.consume(`user:${decisions % 5}`, rule);
+      decisions++;
+      await sleep(20);
+    }
+    const [shown] = await listed(keyPrefix);
+    expect(shown.instanceId).toBe('web-1');
+    expect(shown.calls).toBeGreaterThan(0);
+    expect(shown.calls).toBeLessThanOrEqual(decisions);
+
+    await limiter.close();
+    expect(await listed(keyPrefix)).toEqual([]);
+    expect(await redis.exists(instanceReportKey(keyPrefix, 'web-1'))).toBe(0);
+    // Closing is final: later decisions, a switch, or a second close() write no report.
+    await limiter.consume('user:late', rule);
+    await limiter.use('sliding_allow_v1');
+    await limiter.close();
+    expect(await redis.exists(instanceReportKey(keyPrefix, 'web-1'))).toBe(0);
+  });
+
+  it('a report still in flight at close() does not bring the key back (Redis runs SET, then DEL)', async () => {
+    const keyPrefix = uniquePrefix('inflight');
+    const limiter: ReportedLimiter = { keyPrefix, functionName: 'sliding_allow_v2', metrics: { snapshot: () => [] } };
+    for (let i = 0; i < 20; i++) {
+      const reporter = new InstanceReporter({ limiter, client: redis, instanceId: `i-${i}` });
+      reporter.start(); // its first SET is on the wire
+      await reporter.close();
+      expect(await redis.exists(reporter.key)).toBe(0);
+    }
+  });
+
+  it('closing through the Nest module (app.close()) removes the report, on its own connection or a client passed in', async () => {
+    for (const options of [{ redis: sharedRedisUrl() }, { client: redis }]) {
+      const keyPrefix = uniquePrefix('nest-close');
+      const moduleRef = await Test.createTestingModule({
+        imports: [RateLimitModule.forRoot({ ...options, keyPrefix, report: { instanceId: 'api-1' } })],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      expect(await listed(keyPrefix)).toEqual([{ instanceId: 'api-1', calls: 0 }]);
+      await app.close();
+      expect(await listed(keyPrefix)).toEqual([]);
+    }
+    expect(redis.status).toBe('ready'); // a client passed in stays open
+  });
+
+  it('close() waits at most 500 ms for a frozen Redis and not at all for one that is down; it never rejects', async () => {
+    let server = await startRedisServer();
+    const client = new Redis(server.url, { retryStrategy: () => 50 });
+    client.on('error', () => undefined);
+    const limiter: ReportedLimiter = {
+      keyPrefix: 'rl:',
+      functionName: 'sliding_allow_v2',
+      metrics: { snapshot: () => [] },
+    };
+    try {
+      const quitted = new Redis(server.url);
+      await quitted.quit();
+      const ended = new InstanceReporter({ limiter, client: quitted, instanceId: 'ended' });
+      (ended as unknown as { sent: boolean }).sent = true; // as if it had reported before its client quit
+      await expect(ended.close()).resolves.toBeUndefined();
+      // Not waited for (the client is not ready), and kept rather than thrown.
+      const error = await waitFor(
+        () => ended.lastError,
+        (value) => value !== undefined,
+      );
+      expect(error?.message).toMatch(/Connection is closed/);
+
+      const frozen = new InstanceReporter({ limiter, client, instanceId: 'frozen' });
+      await frozen.reportNow();
+      server.process.kill('SIGSTOP');
+      let started = performance.now();
+      await expect(frozen.close()).resolves.toBeUndefined();
+      const frozenMs = performance.now() - started;
+      expect(frozenMs).toBeGreaterThanOrEqual(REPORT_DELETE_TIMEOUT_MS - 5);
+      expect(frozenMs).toBeLessThan(REPORT_DELETE_TIMEOUT_MS + 200);
+      server.process.kill('SIGCONT');
+      // The deletion was only delayed: Redis runs it once it resumes.
+      await waitFor(
+        () => client.exists(frozen.key),
+        (exists) => exists === 0,
+      );
+
+      const down = new InstanceReporter({ limiter, client, instanceId: 'down' });
+      await down.reportNow();
+      await server.stop();
+      await waitFor(
+        () => client.status,
+        (status) => status !== 'ready',
+      );
+      started = performance.now();
+      await expect(down.close()).resolves.toBeUndefined();
+      expect(performance.now() - started).toBeLessThan(50);
+      // The deletion waits in the client's queue and goes out when it reconnects.
+      server = await startRedisServerOnPort(server.port);
+      await waitFor(
+        () => client.status,
+        (status) => status === 'ready',
+      );
+      await waitFor(
+        () => client.exists(down.key),
+        (exists) => exists === 0,
+      );
+      expect(down.lastError).toBeUndefined();
+    } finally {
+      if (server.process.signalCode === 'SIGSTOP') server.process.kill('SIGCONT');
+      // quit() on a ready client; disconnect() on a reconnecting one would leave ioredis' 2 s timer behind.
+      if (client.status === 'ready') await client.quit();
+      else client.disconnect();
+      await server.stop();
+    }
+  });
+});
+
+describe('InstanceReporter.noteDecision (the reports while the first decisions flow)', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  /** A reporter on a client that records when each report was written (fake time, ms). */
+  function recorded(intervalMs: number) {
+    const writes: number[] = [];
+    const client = {
+      status: 'ready',
+      set: () => {
+        writes.push(Math.round(performance.now() - t0));
+        return Promise.resolve('OK');
+      },
+      del: () => Promise.resolve(1),
+    } as unknown as Redis;
+    const limiter: ReportedLimiter = {
+      keyPrefix: 'rl:',
+      functionName: 'sliding_allow_v2',
+      metrics: { snapshot: () => [] },
+    };
+    const t0 = performance.now();
+    return { reporter: new InstanceReporter({ limiter, client, intervalMs, instanceId: 'fake' }), writes, t0 };
+  }
+
+  it('reports at most once a second from the first decision for one interval, then only on the interval', async () => {
+    const { reporter, writes } = recorded(5000);
+    reporter.noteDecision(); // before start(): nothing
+    reporter.start();
+    await jest.advanceTimersByTimeAsync(2000);
+    // Decisions every 100 ms from t = 2 s to t = 12 s: the first one starts the one-interval warm-up.
+    for (let t = 2000; t < 12_000; t += 100) {
+      reporter.noteDecision();
+      await jest.advanceTimersByTimeAsync(100);
+    }
+    // Start-up at 0; the interval at 5 s and 10 s; decisions at 2, 3, 4 and 6 s (5 s had just
+    // reported); none from 7 s, one interval after the first decision.
+    expect(writes).toEqual([0, 2000, 3000, 4000, 5000, 6000, 10_000]);
+    await reporter.close();
+    reporter.noteDecision(); // after close(): nothing
+    await jest.advanceTimersByTimeAsync(6000);
+    expect(writes).toHaveLength(7);
   });
 });
 
