@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import type Redis from 'ioredis';
+import { MemberIdSource } from '../../lib/limiter/member-ids';
 import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
 import { readLibrarySource, toScript } from '../../lib/redis/lua-library';
 import { ensureLibraries } from '../support/lua-functions';
@@ -1238,11 +1239,12 @@ describe('memory of a bucketed key', () => {
     const rule = [hourMs, 10_000, 60_000];
     const key = 'memory:{m}:hour';
     const requests = 10_000;
-    // Ids of 7 characters: eight of them fit the 64 bytes that keep a small hash in listpack encoding.
+    // Request ids as the limiter makes them (8 random characters and a counter).
+    const ids = new MemberIdSource();
     const pipeline = plain.pipeline();
     for (let i = 0; i < requests; i++) {
-      const id = `r${i.toString(36).padStart(6, '0')}`;
-      pipeline.fcall('sliding_allow_v3', 1, key, T0 + Math.floor((i * hourMs) / requests), id, 0, 1, ...rule);
+      const now = T0 + Math.floor((i * hourMs) / requests);
+      pipeline.fcall('sliding_allow_v3', 1, key, now, ids.next(), 0, 1, ...rule);
     }
     const replies = (await pipeline.exec()) ?? [];
     expect(replies.filter(([error]) => error !== null)).toEqual([]);
