@@ -37,8 +37,12 @@ interface BucketState {
   counts?: Map<number, number>;
   /** The highest index counted. */
   newest: number | undefined;
-  /** The lowest index counted. */
+  /** A bound below every index counted (the lowest, or the fast path's `first`). */
   oldest?: number;
+  /** The key's o and n as read by the fast path; absent for a key read whole. */
+  stored?: { o: number; n: number };
+  /** Whether sub-windows were deleted and the key's t, o and n are not written yet. */
+  unsaved?: boolean;
   /** The last request ids, newest first, space-separated. */
   ids: string;
   /** The sub-window length the key is counted with. */
@@ -191,6 +195,8 @@ export class RateLimitV3Model {
       // A retry carries its original now_ms, which newer entries may have overtaken since.
       const ahead = newest[i];
       if (ahead !== undefined && ahead - nowMs > maxSkewMs && !isRetry()) {
+        // Nothing is recorded, but sub-windows that left may have been deleted: keep the keys whole.
+        for (let j = 0; j <= i; j++) if (kinds[j] !== 0) this.saveMeta(keys[j], states[j] as BucketState);
         throw clockSkewError(nowMs, ahead, keys[i], maxSkewMs);
       }
       if (counts[i] + cost > limit) allowed = 0;
@@ -213,6 +219,7 @@ export class RateLimitV3Model {
         }
       }
     }
+    for (let i = 0; i < n; i++) if (kinds[i] !== 0) this.saveMeta(keys[i], states[i] as BucketState);
 
     reply.push(allowed);
     for (let i = 0; i < n; i++) {
@@ -249,7 +256,14 @@ export class RateLimitV3Model {
         newestIndex !== undefined &&
         luaToNumber(meta[3]) === precisionMs
       ) {
-        const state: BucketState = { total, oldest, newest: newestIndex, ids: meta[4] ?? '', precision: precisionMs };
+        const state: BucketState = {
+          total,
+          oldest,
+          newest: newestIndex,
+          ids: meta[4] ?? '',
+          precision: precisionMs,
+          stored: { o: oldest, n: newestIndex },
+        };
         const first = Math.floor((nowMs - windowMs + 1) / precisionMs);
         if (oldest < first) this.expireScanned(key, state, first, writes);
         return { kind: precisionMs, count: state.total, newest: newestStart(state, nowMs), state };
@@ -290,26 +304,17 @@ export class RateLimitV3Model {
         gone.push(name);
       }
     }
-    state.oldest = undefined;
-    for (
-      let index = first;
-      state.total > 0 && state.oldest === undefined && index <= (state.newest as number);
-      index++
-    ) {
-      if (luaToNumber(this.commands.hmget(key, [formatLuaFixed0(index)])[0]) !== undefined) state.oldest = index;
-    }
-    if (state.oldest === undefined) {
+    if (state.total > 0) {
+      state.oldest = first;
+    } else {
       state.total = 0;
+      state.oldest = undefined;
       state.newest = undefined;
       state.ids = '';
     }
-    if (!writes || gone.length === 0) return;
-    if (state.oldest === undefined) {
-      this.commands.del(key);
-    } else {
+    if (writes && gone.length > 0) {
       this.commands.hdel(key, gone);
-      this.commands.hset(key, 't', String(state.total));
-      this.commands.hset(key, 'o', formatLuaNumber(state.oldest));
+      state.unsaved = true;
     }
   }
 
@@ -470,8 +475,12 @@ export class RateLimitV3Model {
         }
       }
     }
-    if (writes && moved) this.writeBuckets(key, state, nowMs, windowMs);
-    else if (writes && expired.length > 0) this.commands.hdel(key, expired);
+    if (writes && moved) {
+      this.writeBuckets(key, state, nowMs, windowMs);
+    } else if (writes && expired.length > 0) {
+      this.commands.hdel(key, expired);
+      state.unsaved = true;
+    }
     return state;
   }
 
@@ -536,10 +545,30 @@ export class RateLimitV3Model {
       length += 1 + bytes;
     }
     state.ids = ids.join(' ');
+    // The total, the bound (o) and the newest (n), written as they change (read_limit's fast path).
     this.commands.hset(key, 'ids', state.ids);
-    this.commands.hset(key, 'p', String(state.precision));
-    this.writeMeta(key, state);
+    this.commands.hset(key, 't', String(state.total));
+    const stored = state.stored;
+    if (stored === undefined || stored.o !== state.oldest)
+      this.commands.hset(key, 'o', formatLuaNumber(state.oldest as number));
+    if (stored === undefined || stored.n !== state.newest)
+      this.commands.hset(key, 'n', formatLuaNumber(state.newest as number));
+    if (stored === undefined) this.commands.hset(key, 'p', String(state.precision));
+    state.unsaved = false;
     this.commands.pexpire(key, untilBucketLeaves(state.newest as number, nowMs, windowMs, state.precision));
+  }
+
+  /** The Lua's `save_meta`: the total, bound and newest of a key a decision changed but did not record in. */
+  private saveMeta(key: string, state: BucketState): void {
+    if (!state.unsaved) return;
+    if (state.newest === undefined) {
+      this.commands.del(key);
+    } else {
+      this.commands.hset(key, 't', String(state.total));
+      this.commands.hset(key, 'o', formatLuaNumber(state.oldest as number));
+      this.commands.hset(key, 'n', formatLuaNumber(state.newest));
+    }
+    state.unsaved = false;
   }
 
   /** The fields t, o and n: the total and the oldest and newest sub-windows. */

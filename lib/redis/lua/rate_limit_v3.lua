@@ -360,6 +360,7 @@ local function read_buckets(key, now_ms, window_ms, precision_ms, writes, fields
     write_buckets(key, state, now_ms, window_ms)
   elseif writes and #expired > 0 then
     redis.call('HDEL', key, unpack(expired))
+    state.unsaved = true
   end
   return state
 end
@@ -414,10 +415,22 @@ local function record_bucket(key, state, now_ms, window_ms, member, cost)
     length = length + 1 + #id
   end
   state.ids = table.concat(ids, ' ')
-  -- The total and the oldest and newest sub-windows let the next decision skip reading every
-  -- sub-window while none has left the window (read_limit's fast path).
-  redis.call('HSET', key, 'ids', state.ids, 'p', state.precision, 't', state.total, 'o', state.oldest,
-             'n', state.newest)
+  -- The total, a bound below every sub-window (o) and the newest (n) let the next decision skip
+  -- reading every sub-window (read_limit's fast path). Written as they change: a key read by the fast
+  -- path knows what it holds (state.stored); any other gets them all, with its precision.
+  local args = { 'ids', state.ids, 't', state.total }
+  local stored = state.stored
+  if stored == nil or stored.o ~= state.oldest then
+    args[#args + 1], args[#args + 2] = 'o', state.oldest
+  end
+  if stored == nil or stored.n ~= state.newest then
+    args[#args + 1], args[#args + 2] = 'n', state.newest
+  end
+  if stored == nil then
+    args[#args + 1], args[#args + 2] = 'p', state.precision
+  end
+  redis.call('HSET', key, unpack(args))
+  state.unsaved = false
   redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, state.precision))
 end
 
@@ -497,9 +510,9 @@ local function sub_windows(key, from, to)
 end
 
 -- A fast-path state whose oldest sub-windows have left the window (before `first`): reads and
--- deletes just those, a few per HMGET, and finds the new oldest the same way, instead of reading
--- every sub-window. The total and oldest are written back at once, so that they always match the
--- sub-windows (the next record writes them again); a key left with nothing is deleted.
+-- deletes just those, a few per HMGET, instead of every sub-window. `first` becomes the key's bound
+-- below every sub-window (o need not be a sub-window that exists, only no older one may). The total
+-- and bound are written by the record, or at the end of the decision (save_meta).
 local function expire_scanned(key, state, first, writes)
   local gone = {}
   local index = state.oldest
@@ -516,30 +529,29 @@ local function expire_scanned(key, state, first, writes)
     end
     index = upto + 1
   end
-  state.oldest = nil
-  index = first
-  while state.total > 0 and state.oldest == nil and index <= state.newest do
-    local upto = math.min(index + RETRY_SCAN_STEP - 1, state.newest)
-    local _, values = sub_windows(key, index, upto)
-    for k = 1, #values do
-      if state.oldest == nil and tonumber(values[k]) ~= nil then
-        state.oldest = index + k - 1
-      end
-    end
-    index = upto + 1
+  if state.total > 0 then
+    state.oldest = first
+  else
+    state.total, state.oldest, state.newest, state.ids = 0, nil, nil, ''
   end
-  if state.oldest == nil then
-    state.total, state.newest, state.ids = 0, nil, ''
+  if writes and #gone > 0 then
+    redis.call('HDEL', key, unpack(gone))
+    state.unsaved = true
   end
-  if not writes or #gone == 0 then
+end
+
+-- Writes what a decision changed of a bucketed key that it did not record in: its total and bound
+-- after sub-windows left (or deletes a key left with none), so that they always match its counts.
+local function save_meta(key, state)
+  if not state.unsaved then
     return
   end
-  if state.oldest == nil then
+  if state.newest == nil then
     redis.call('DEL', key)
   else
-    redis.call('HDEL', key, unpack(gone))
-    redis.call('HSET', key, 't', state.total, 'o', state.oldest)
+    redis.call('HSET', key, 't', state.total, 'o', state.oldest, 'n', state.newest)
   end
+  state.unsaved = false
 end
 
 -- A limit's key read for a decision, counted by what the key holds, so that a limit whose
@@ -571,7 +583,8 @@ local function read_limit(key, now_ms, window_ms, precision_ms, writes)
   if not is_wrong_type(meta) then
     local total, oldest, newest = tonumber(meta[1]), tonumber(meta[2]), tonumber(meta[3])
     if total and oldest and newest and tonumber(meta[4]) == precision_ms then
-      local state = { total = total, oldest = oldest, newest = newest, ids = meta[5] or '', precision = precision_ms }
+      local state = { total = total, oldest = oldest, newest = newest, ids = meta[5] or '', precision = precision_ms,
+                      stored = { o = oldest, n = newest } }
       local first = math.floor((now_ms - window_ms + 1) / precision_ms)
       if oldest < first then
         expire_scanned(key, state, first, writes)
@@ -619,6 +632,12 @@ local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, l
     kinds[i], counts[i], newest[i], states[i] = read_limit(keys[i], now_ms, windows[i], precisions[i], true)
     -- A retry carries its original now_ms, which newer entries may have overtaken since.
     if newest[i] and newest[i] - now_ms > max_skew_ms and not is_retry() then
+      -- Nothing is recorded, but sub-windows that left may have been deleted: keep the keys whole.
+      for j = 1, i do
+        if kinds[j] ~= 0 then
+          save_meta(keys[j], states[j])
+        end
+      end
       return clock_skew(now_ms, newest[i], keys[i], max_skew_ms)
     end
     if counts[i] + cost > limits[i] then
@@ -644,6 +663,11 @@ local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, l
         record_bucket(keys[i], states[i], now_ms, windows[i], member, cost)
         counts[i] = states[i].total
       end
+    end
+  end
+  for i = 1, n do
+    if kinds[i] ~= 0 then
+      save_meta(keys[i], states[i])
     end
   end
 
