@@ -104,6 +104,25 @@ export function isIntegerArgument(n: number): boolean {
   return Number.isInteger(n) && Math.abs(n) < 1e17 && !Object.is(n, -0);
 }
 
+/**
+ * C `printf('%.17g', n)`: the text Redis 7.0 gives a command for a Lua number passed to `redis.call`
+ * (HSET of a count, of a total), and the Lua's own `format_number`. Plain digits while the decimal
+ * exponent lies in -4 … 16, else exponent form (`1.01e+17`), trailing zeros dropped either way.
+ */
+export function formatLuaNumber(n: number): string {
+  if (Number.isNaN(n)) return 'nan';
+  if (!Number.isFinite(n)) return n > 0 ? 'inf' : '-inf';
+  if (n === 0) return Object.is(n, -0) ? '-0' : '0';
+  const [digits, exponentText] = n.toExponential(16).split('e');
+  const exponent = Number(exponentText);
+  const trim = (text: string) => (text.includes('.') ? text.replace(/\.?0+$/, '') : text);
+  if (exponent < -4 || exponent >= 17) {
+    const sign = exponent < 0 ? '-' : '+';
+    return `${trim(digits)}e${sign}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  }
+  return trim(n.toFixed(16 - exponent));
+}
+
 /** Lua 5.1 `string.format('%.0f', n)` of a whole number below 1e21: C's printf keeps the sign of -0. */
 export function formatLuaFixed0(n: number): string {
   return Object.is(n, -0) ? '-0' : n.toFixed(0);

@@ -1,4 +1,4 @@
-import { formatLuaFixed0, luaMax, luaToNumber, luaWords } from './lua-values';
+import { formatLuaFixed0, formatLuaNumber, luaMax, luaToNumber, luaWords } from './lua-values';
 import {
   INVALID_ARGUMENTS,
   MAX_TIME_MS,
@@ -515,10 +515,10 @@ export class RateLimitV3Model {
     this.commands.del(key);
     if (state.newest === undefined) return;
     for (const index of state.indexes ?? []) {
-      this.commands.hset(key, formatLuaFixed0(index), String(state.counts?.get(index)));
+      this.commands.hset(key, formatLuaFixed0(index), formatLuaNumber(state.counts?.get(index) as number));
     }
     this.commands.hset(key, 'ids', state.ids);
-    this.commands.hset(key, 'p', String(state.precision));
+    this.commands.hset(key, 'p', formatLuaNumber(state.precision));
     this.writeMeta(key, state);
     this.commands.pexpire(key, untilBucketLeaves(state.newest, nowMs, windowMs, state.precision));
   }
@@ -547,13 +547,13 @@ export class RateLimitV3Model {
     state.ids = ids.join(' ');
     // The total, the bound (o) and the newest (n), written as they change (read_limit's fast path).
     this.commands.hset(key, 'ids', state.ids);
-    this.commands.hset(key, 't', String(state.total));
+    this.commands.hset(key, 't', formatLuaNumber(state.total));
     const stored = state.stored;
     if (stored === undefined || stored.o !== state.oldest)
       this.commands.hset(key, 'o', formatLuaNumber(state.oldest as number));
     if (stored === undefined || stored.n !== state.newest)
       this.commands.hset(key, 'n', formatLuaNumber(state.newest as number));
-    if (stored === undefined) this.commands.hset(key, 'p', String(state.precision));
+    if (stored === undefined) this.commands.hset(key, 'p', formatLuaNumber(state.precision));
     state.unsaved = false;
     this.commands.pexpire(key, untilBucketLeaves(state.newest as number, nowMs, windowMs, state.precision));
   }
@@ -564,7 +564,7 @@ export class RateLimitV3Model {
     if (state.newest === undefined) {
       this.commands.del(key);
     } else {
-      this.commands.hset(key, 't', String(state.total));
+      this.commands.hset(key, 't', formatLuaNumber(state.total));
       this.commands.hset(key, 'o', formatLuaNumber(state.oldest as number));
       this.commands.hset(key, 'n', formatLuaNumber(state.newest));
     }
@@ -573,7 +573,7 @@ export class RateLimitV3Model {
 
   /** The fields t, o and n: the total and the oldest and newest sub-windows. */
   private writeMeta(key: string, state: BucketState): void {
-    this.commands.hset(key, 't', String(state.total));
+    this.commands.hset(key, 't', formatLuaNumber(state.total));
     this.commands.hset(key, 'o', formatLuaNumber(state.oldest as number));
     this.commands.hset(key, 'n', formatLuaNumber(state.newest as number));
   }
@@ -630,11 +630,6 @@ function addCount(state: BucketState, index: number, count: number): void {
   state.total = state.total + count;
   if (state.newest === undefined || index > state.newest) state.newest = index;
   if (state.oldest === undefined || index < state.oldest) state.oldest = index;
-}
-
-/** A Lua number as redis.call writes it (`%.17g`): whole numbers below 1e17 as plain digits. */
-function formatLuaNumber(n: number): string {
-  return Object.is(n, -0) ? '-0' : String(n);
 }
 
 /** The Lua's `stored_precision`: the hash's field "p", or `defaultMs`. */

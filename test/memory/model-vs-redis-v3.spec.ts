@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type Redis from 'ioredis';
 import { MemberIdSource } from '../../lib/limiter/member-ids';
+import { formatLuaNumber } from '../../lib/memory/lua-values';
 import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
 import { readLibrarySource, toScript } from '../../lib/redis/lua-library';
 import { ensureLibraries } from '../support/lua-functions';
@@ -432,6 +433,42 @@ describe.each([
     );
     expect(coverage.castOverflow).toBeGreaterThan(0);
   }, 60_000);
+
+  it('for counts beyond 1e17 that a change of precision rewrites (in exponent form, as %.17g prints them)', async () => {
+    const now = String(T0);
+    const costly = (member: string) => ({
+      fn: 'sliding_allow_v3' as const,
+      keys: ['c'],
+      args: [now, member, '0', '1e15', '1000', '1e20', '100'],
+      readOnly: false,
+    });
+    const calls: RawCall[] = Array.from({ length: 101 }, (_, i) => costly(`m${i}`));
+    // Re-bucketed at a precision of 1000: the count becomes "1.01e+17", which HINCRBY cannot add to.
+    calls.push({ ...costly('x'), args: [now, 'x', '0', '1', '1000', '1e20', '1000'] });
+    calls.push({ ...costly('y'), args: [now, 'y', '0', '1', '1000', '1e20', '1000'] });
+    await runRawCalls(calls, viaScript, noRawCoverage());
+  });
+});
+
+describe('Lua numbers given to redis.call', () => {
+  it('reach Redis as the model writes them (%.17g)', async () => {
+    const script = "redis.call('HSET', KEYS[1], 'f', tonumber(ARGV[1])) return redis.call('HGET', KEYS[1], 'f')";
+    const numbers = fc.oneof(
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.integer({ min: -(2 ** 53), max: 2 ** 53 }),
+      fc.constantFrom(1e15, 1e16, 1e17, 1.01e17, 123456789012345680, 2 ** 63, 1e21, 1e-4, 1e-5, 0.1, -0, 5e-324),
+    );
+    await fc.assert(
+      fc.asyncProperty(numbers, async (n) => {
+        const text = Object.is(n, -0) ? '-0' : String(n);
+        expect({ n: text, written: await plain.eval(script, 1, 'numbers', text) }).toEqual({
+          n: text,
+          written: formatLuaNumber(n),
+        });
+      }),
+      checkParameters(500),
+    );
+  });
 });
 
 // ------------------------------------------------------------------------------------------------
