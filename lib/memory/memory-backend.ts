@@ -82,7 +82,7 @@ export class MemoryBackend implements LimiterBackend {
 
   /**
    * The entries of a log key (the full key, prefix included), oldest first, as ZRANGE WITHSCORES
-   * lists them. A bucketed key (a rule with `precisionMs`) is a hash: read it with {@link hash}.
+   * lists them. A bucketed key (a rule with `precisionMs`) is a hash: read it with {@link MemoryBackend.hash}.
    * @throws ModelReplyError WRONGTYPE for a bucketed key, as ZRANGE would
    */
   entries(key: string): ModelEntry[] {
