@@ -132,8 +132,10 @@ describe('recovery after Redis stops and restarts, on the connection the module 
       expect(calls.filter((call) => call.error !== undefined)).toEqual([]);
       expect(calls.filter((call) => call.degraded === undefined && call.endedAt < stoppedAt).length).toBeGreaterThan(0);
       expect(degraded.length).toBeGreaterThan(0);
-      // Measured from the restart of the process, which includes the server's own start-up.
-      expect(firstDecidedAt - spawnedAt).toBeLessThan(RECOVERY_BOUND_MS);
+      // From Redis answering: the server's own start-up is not the limiter's (on this shared host it
+      // once took 1.2 s). `answeringAt` is when the restart's PING poll (every 25 ms) saw PONG, so it
+      // can be up to that much after the server really began to answer.
+      expect(firstDecidedAt - answeringAt).toBeLessThan(RECOVERY_BOUND_MS);
       // The limiter stops failing open as soon as the connection is ready: nothing after is degraded.
       expect(degraded.filter((call) => call.startedAt > firstDecidedAt)).toEqual([]);
       if (!simulated && outageMs >= 10_000) {
