@@ -21,7 +21,13 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { RateLimitModule, SlidingWindowLimiter } from '../../../lib';
 import { RATE_LIMIT_CONNECTION } from '../../../lib/nest/rate-limit.constants';
-import type { RateLimitConnection } from '../../../lib/nest/rate-limit-connection';
+import {
+  closeRateLimitConnection,
+  createRateLimitConnection,
+  MAX_RECONNECT_DELAY_MS,
+  type RateLimitConnection,
+} from '../../../lib/nest/rate-limit-connection';
+import { resolveRateLimitOptions } from '../../../lib/nest/rate-limit.options';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../../support/redis-server';
 import { sleep } from '../../support/sleep';
 import { startTraffic, type TrafficCall } from '../../support/traffic';
@@ -65,6 +71,22 @@ function attemptsAfter(outageMs: number, retryStrategy: (attempt: number) => unk
   for (let elapsed = 0; elapsed < outageMs;) elapsed += Number(retryStrategy(++attempts));
   return attempts;
 }
+
+describe("the module's reconnect strategy", () => {
+  it('waits at most 500 ms between attempts, however many there were; a retryStrategy of the user wins', async () => {
+    const own = createRateLimitConnection(resolveRateLimitOptions({ redis: 'redis://127.0.0.1:6379' }));
+    const strategy = (own.client as Redis).options.retryStrategy as (attempt: number) => number;
+    const delays = Array.from({ length: 10_000 }, (_, i) => strategy(i + 1));
+    expect(Math.max(...delays)).toBeLessThan(MAX_RECONNECT_DELAY_MS);
+    expect(strategy(1)).toBeLessThan(150); // the first attempts come quickly
+    const users = () => 2000;
+    const theirs = createRateLimitConnection(
+      resolveRateLimitOptions({ redis: { host: '127.0.0.1', retryStrategy: users } }),
+    );
+    expect((theirs.client as Redis).options.retryStrategy).toBe(users);
+    await Promise.all([closeRateLimitConnection(own), closeRateLimitConnection(theirs)]);
+  });
+});
 
 describe('recovery after Redis stops and restarts, on the connection the module opens', () => {
   let server: RedisServer | undefined;
