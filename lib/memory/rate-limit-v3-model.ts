@@ -18,6 +18,8 @@ import { ModelReplyError, WRONGTYPE } from './model-reply-error';
 const MAX_SUB_WINDOWS = 1000;
 /** The Lua's RECENT_IDS and RECENT_IDS_BYTES: the request ids a bucketed key remembers, newest first. */
 const RECENT_IDS = 8;
+/** The Lua's RETRY_SCAN_STEP: sub-windows read per HMGET when a fast-path state looks for its retry time. */
+const RETRY_SCAN_STEP = 8;
 const RECENT_IDS_BYTES = 64;
 
 /** One (window_ms, limit, precision_ms) triple; precision 0 (or -0) is the log. */
@@ -328,7 +330,7 @@ export class RateLimitV3Model {
     }
   }
 
-  /** The Lua's `bucket_state`, reading the sub-windows when the fast path did not and a retry time needs them. */
+  /** The Lua's `bucket_state`: count, remaining, retry_after_ms and reset_ms of a bucketed limit. */
   private bucketState(
     allowed: number,
     key: string,
@@ -338,19 +340,45 @@ export class RateLimitV3Model {
     limit: number,
     cost: number,
   ): number[] {
-    if (allowed === 0 && state.total + cost > limit && state.counts === undefined) {
-      state.indexes = [];
-      state.counts = new Map();
-      const fields = this.commands.hgetall(key);
-      for (let i = 0; i < fields.length; i += 2) {
-        const index = luaToNumber(fields[i]);
-        if (index !== undefined) {
-          state.indexes.push(index);
-          state.counts.set(index, luaToNumber(fields[i + 1]) as number);
+    const precisionMs = state.precision;
+    const count = state.total;
+    let retryAfterMs = 0;
+    if (allowed === 0 && count + cost > limit) {
+      const index =
+        state.counts === undefined
+          ? this.leavingIndexScanned(key, state, limit, cost)
+          : leavingIndex(state, limit, cost);
+      retryAfterMs = untilBucketLeaves(index, nowMs, windowMs, precisionMs);
+    }
+    let resetMs = 0;
+    if (count > 0) resetMs = untilBucketLeaves(state.newest as number, nowMs, windowMs, precisionMs);
+    return [count, luaMax(limit - count, 0), retryAfterMs, resetMs];
+  }
+
+  /**
+   * The Lua's `leaving_index_scanned`: for a state read by the fast path (no counts; every
+   * sub-window from its oldest to its newest still counts), the sub-window whose leaving lets `cost`
+   * fit, reading them oldest first, RETRY_SCAN_STEP per HMGET.
+   */
+  private leavingIndexScanned(key: string, state: BucketState, limit: number, cost: number): number {
+    const newest = state.newest as number;
+    let left = state.total;
+    let index = state.oldest as number;
+    while (index <= newest) {
+      const last = Math.min(index + RETRY_SCAN_STEP - 1, newest);
+      const names: string[] = [];
+      for (let at = index; at <= last; at++) names.push(formatLuaFixed0(at));
+      const values = this.commands.hmget(key, names);
+      for (let k = 0; k < values.length; k++) {
+        const count = luaToNumber(values[k]);
+        if (count !== undefined) {
+          left = left - count;
+          if (left + cost <= limit) return index + k;
         }
       }
+      index = last + 1;
     }
-    return bucketState(allowed, state, nowMs, windowMs, limit, cost);
+    return newest;
   }
 
   // ---------------------------------------------------------------- log
@@ -579,34 +607,15 @@ export class RateLimitV3Model {
   }
 }
 
-/** count, remaining, retry_after_ms and reset_ms of a bucketed limit. */
-function bucketState(
-  allowed: number,
-  state: BucketState,
-  nowMs: number,
-  windowMs: number,
-  limit: number,
-  cost: number,
-): number[] {
-  const precisionMs = state.precision;
-  const count = state.total;
-  let retryAfterMs = 0;
-  if (allowed === 0 && count + cost > limit) {
-    // The oldest sub-windows leave first; the cost fits once enough of them have left.
-    // (The caller read the sub-windows when the fast path had not.)
-    const counts = state.counts as Map<number, number>;
-    let left = count;
-    for (const index of [...(state.indexes as number[])].sort((a, b) => a - b)) {
-      left = left - (counts.get(index) as number);
-      if (left + cost <= limit) {
-        retryAfterMs = untilBucketLeaves(index, nowMs, windowMs, precisionMs);
-        break;
-      }
-    }
+/** The Lua's `leaving_index`: the same from a state's counts; the oldest sub-windows leave first. */
+function leavingIndex(state: BucketState, limit: number, cost: number): number {
+  const counts = state.counts as Map<number, number>;
+  let left = state.total;
+  for (const index of [...(state.indexes as number[])].sort((a, b) => a - b)) {
+    left = left - (counts.get(index) as number);
+    if (left + cost <= limit) return index;
   }
-  let resetMs = 0;
-  if (count > 0) resetMs = untilBucketLeaves(state.newest as number, nowMs, windowMs, precisionMs);
-  return [count, luaMax(limit - count, 0), retryAfterMs, resetMs];
+  return state.newest as number;
 }
 
 /** ms from now_ms until sub-window `index` stops counting. */
