@@ -16,6 +16,8 @@ import { ModelReplyError, WRONGTYPE } from './model-reply-error';
 
 /** The Lua's MAX_SUB_WINDOWS: at most this many sub-windows per bucketed window. */
 const MAX_SUB_WINDOWS = 1000;
+/** The Lua's MAX_LIMIT: limits (so counts) stay below 1e17, which Redis would receive as `1e+17`. */
+const MAX_LIMIT = 1e15;
 /** The Lua's RECENT_IDS and RECENT_IDS_BYTES: the request ids a bucketed key remembers, newest first. */
 const RECENT_IDS = 8;
 /** The Lua's RETRY_SCAN_STEP: sub-windows read per HMGET when a fast-path state looks for its retry time. */
@@ -244,7 +246,8 @@ export class RateLimitV3Model {
       const log = this.readLog(key, nowMs, windowMs, writes);
       if (log) return { kind: 0, count: log.count, newest: log.newest };
       const fields = this.commands.hgetall(key);
-      const precision = storedPrecision(fields, Math.ceil(windowMs / MAX_SUB_WINDOWS));
+      // Its own precision, unless finer than this window allows: then re-bucketed coarser.
+      const precision = Math.max(storedPrecision(fields, 1), Math.ceil(windowMs / MAX_SUB_WINDOWS));
       const state = this.readBuckets(key, nowMs, windowMs, precision, writes, fields);
       return { kind: precision, count: state.total, newest: newestStart(state, nowMs), state };
     }
@@ -620,7 +623,7 @@ function leavingIndex(state: BucketState, limit: number, cost: number): number {
 
 /** ms from now_ms until sub-window `index` stops counting. */
 function untilBucketLeaves(index: number, nowMs: number, windowMs: number, precisionMs: number): number {
-  return (index + 1) * precisionMs + windowMs - 1 - nowMs;
+  return Math.ceil((index + 1) * precisionMs + windowMs - 1 - nowMs);
 }
 
 function emptyState(precision: number): BucketState {
@@ -667,7 +670,16 @@ function isValidLimit(
   cost: number,
 ): boolean {
   if (windowMs === undefined || limit === undefined || precisionMs === undefined) return false;
-  if (!(windowMs > 0 && windowMs <= MAX_WINDOW_MS && limit > 0 && isWhole(limit) && cost <= limit)) return false;
+  if (!(
+    windowMs > 0 &&
+    windowMs <= MAX_WINDOW_MS &&
+    limit > 0 &&
+    limit <= MAX_LIMIT &&
+    isWhole(limit) &&
+    cost <= limit
+  )) {
+    return false;
+  }
   if (precisionMs === 0) return true;
   return (
     precisionMs >= 1 &&
@@ -683,7 +695,8 @@ function isValidCost(cost: number | undefined): cost is number {
 }
 
 function isValidMember(member: unknown): member is string {
-  return typeof member === 'string' && member !== '' && !member.includes(' ');
+  // The Lua's '[%s#]': C isspace (space, \t, \n, \v, \f, \r) and '#'.
+  return typeof member === 'string' && member !== '' && !/[ \t\n\v\f\r#]/.test(member);
 }
 
 /** The Lua's `parse_limits`: n triples from args[first]; undefined when one is invalid. */

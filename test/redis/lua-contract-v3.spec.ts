@@ -204,6 +204,12 @@ describe('Lua function contract: rate_limit_v3', () => {
     });
   });
 
+  it('rounds a bucketed TTL and retry time up when now_ms is fractional (never a refused PEXPIRE, never early)', async () => {
+    expect(await allow(['frac'], T0 + 0.5, 'a', 10, 1000, 10, 100)).toEqual([1, 10, 0, 0, 1099]);
+    expect(await redis.pttl(prefix + 'frac')).toBeGreaterThan(1000);
+    expect(await allow(['frac'], T0 + 1.5, 'b', 1, 1000, 10, 100)).toEqual([0, 10, 0, 1098, 1098]);
+  });
+
   describe('a limit whose window kind or precision changed', () => {
     const hashOf = async (key: string) => redis.hgetall(prefix + key);
 
@@ -281,6 +287,9 @@ describe('Lua function contract: rate_limit_v3', () => {
       ['more than 1000 sub-windows', [T0, 'm', 1000, 1, 10_000, 5, 9]],
       ['a fractional window with a precision', [T0, 'm', 1000, 1, 1000.5, 5, 10]],
       ['a member with a space', [T0, 'a b', 1000, 1, 1000, 5, 0]],
+      ['a member with a tab (ids are kept whitespace-separated)', [T0, 'a\tb', 1000, 1, 1000, 5, 100]],
+      ["a member with '#' (a log's cost entries are <member>#n)", [T0, 'a#2', 1000, 1, 1000, 5, 0]],
+      ['a limit above 1e15 (a count of 1e17 would reach Redis as "1e+17")', [T0, 'm', 1000, 1, 1000, '1e16', 100]],
       ['a missing precision', [T0, 'm', 1000, 1, 1000, 5]],
     ])('answers ERR invalid arguments to %s and writes nothing', async (_case, args) => {
       const message = await errorMessageOf(redis.fcall('sliding_allow_v3', 1, prefix + 'bad', ...args));

@@ -80,6 +80,7 @@
 local MAX_WINDOW_MS   = 1e15
 local MAX_TIME_MS     = 1e15
 local MAX_SUB_WINDOWS = 1000
+local MAX_LIMIT       = 1e15
 -- Request ids a bucketed key remembers, to recognise a retry: at most RECENT_IDS, newest first, and
 -- only as many as fit in RECENT_IDS_BYTES, since Redis keeps a small hash in its compact listpack
 -- encoding only while every value is at most 64 bytes (hash-max-listpack-value): past it the key
@@ -118,7 +119,9 @@ local function is_valid_limit(window_ms, limit, precision_ms, cost)
   if window_ms == nil or limit == nil or precision_ms == nil then
     return false
   end
-  if not (window_ms > 0 and window_ms <= MAX_WINDOW_MS and limit > 0 and is_whole(limit) and cost <= limit) then
+  -- Limits (so counts and totals) stay below 1e17, which Redis would receive as "1e+17": not an integer.
+  if not (window_ms > 0 and window_ms <= MAX_WINDOW_MS and limit > 0 and limit <= MAX_LIMIT and is_whole(limit)
+    and cost <= limit) then
     return false
   end
   if precision_ms == 0 then
@@ -132,8 +135,10 @@ local function is_valid_cost(cost)
   return cost ~= nil and cost >= 1 and is_whole(cost) and cost <= MAX_TIME_MS
 end
 
+-- No whitespace (a bucketed key keeps ids space-separated) and no '#' (a log key's cost entries are
+-- <member>#2 .. <member>#c: a member containing one could be taken for another's entry).
 local function is_valid_member(member)
-  return type(member) == 'string' and member ~= '' and not string.find(member, ' ', 1, true)
+  return type(member) == 'string' and member ~= '' and not string.find(member, '[%s#]')
 end
 
 -- Reads n (window_ms, limit, precision_ms) triples starting at args[first]; nil when one is invalid.
@@ -278,7 +283,9 @@ end
 
 -- ms from now_ms until sub-window `index` (of `precision_ms`) stops counting.
 local function until_bucket_leaves(index, now_ms, window_ms, precision_ms)
-  return (index + 1) * precision_ms + window_ms - 1 - now_ms
+  -- Rounded up: a fractional now_ms (a caller's clock) must not make a TTL Redis refuses, or a
+  -- retry time the integer reply would truncate to one a millisecond early.
+  return math.ceil((index + 1) * precision_ms + window_ms - 1 - now_ms)
 end
 
 -- Writes a bucketed key whole: its counts by sub-window, ids and precision, with its TTL.
@@ -572,7 +579,8 @@ local function read_limit(key, now_ms, window_ms, precision_ms, writes)
       return 0, count, newest
     end
     local fields = redis.call('HGETALL', key)
-    precision_ms = stored_precision(fields, math.ceil(window_ms / MAX_SUB_WINDOWS))
+    -- Its own precision, unless that is finer than this window allows: then re-bucketed coarser.
+    precision_ms = math.max(stored_precision(fields, 1), math.ceil(window_ms / MAX_SUB_WINDOWS))
     local state = read_buckets(key, now_ms, window_ms, precision_ms, writes, fields)
     return precision_ms, state.total, newest_start(state, now_ms), state
   end
