@@ -6,7 +6,7 @@ import { BlockCache } from './block-cache';
 import { CircuitBreakers } from './circuit-breakers';
 import { numericNow, type NowMs } from './clock';
 import { defaultLimiterLogger } from './default-logger';
-import { checkSupported } from './version-capabilities';
+import { checkSupported, isSupported } from './version-capabilities';
 import { DegradedModeLog } from './degraded-mode-log';
 import { peekByCounting, policyOutcome } from './fallback-outcomes';
 import { activateVersion, ActiveVersion, canaryInEffect, FunctionRouting } from './function-routing';
@@ -345,7 +345,7 @@ export class SlidingWindowLimiter {
   ): Promise<Decided> {
     const functionName = version.contract.allowFunction;
     const cost = options?.cost ?? 1;
-    if (cost !== 1 || !version.contract.bucketed) {
+    if (!isSupported(version.contract, rules, cost)) {
       try {
         checkSupported(version.contract, rules, cost);
       } catch (error) {

@@ -24,6 +24,14 @@ export function describeUnsupported(
   ];
 }
 
+/** Whether `contract` can decide these rules at this cost; allocates nothing (it runs per request). */
+export function isSupported(contract: FunctionContract, rules: readonly SlidingLimitRule[], cost: number): boolean {
+  if (cost !== 1 && !contract.weighted) return false;
+  if (contract.bucketed) return true;
+  for (let i = 0; i < rules.length; i++) if (rules[i].precisionMs !== undefined) return false;
+  return true;
+}
+
 /** Throws a configuration error when `contract` cannot decide these rules at this cost. */
 export function checkSupported(contract: FunctionContract, rules: readonly SlidingLimitRule[], cost: number): void {
   const problems = describeUnsupported(contract, rules, cost);
