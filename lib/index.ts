@@ -28,7 +28,7 @@ export { InstanceReporter, type InstanceReporterOptions, type ReportedLimiter } 
 export { DEFAULT_REPORT_INTERVAL_MS } from './core/instance-report';
 export { parseInstanceReport, instanceReportKey, type InstanceReport } from './core/instance-report';
 export { LIMITER_DEFAULTS } from './limiter/limiter-options';
-export { MAX_BUCKETED_LIMIT, MAX_LIMIT, MAX_SUB_WINDOWS, MAX_WINDOW_MS } from './core/limit-rule';
+export { MAX_BUCKETED_LIMIT, MAX_LIMIT, MAX_LOG_COST, MAX_SUB_WINDOWS, MAX_WINDOW_MS } from './core/limit-rule';
 
 // Redis side
 export { DEFAULT_FUNCTION_NAME, FUNCTION_VERSIONS, KNOWN_FUNCTION_NAMES } from './redis/function-versions';

@@ -54,6 +54,31 @@ export function isValidRule(rule: unknown): rule is SlidingLimitRule {
   return isWholeNumberIn(limit, 1, MAX_BUCKETED_LIMIT) && isValidPrecision(precisionMs, windowMs);
 }
 
+/**
+ * Most a request may weigh in a log limit: each unit is one entry, all written in one call, so a
+ * heavier request would hold Redis for too long (a cost of 1,000,000 is about 2 s of Lua).
+ */
+export const MAX_LOG_COST = 10_000;
+
+/** The highest cost `rule` can ever admit: its limit, and at most {@link MAX_LOG_COST} for the log. */
+export function maxCostOf(rule: SlidingLimitRule): number {
+  return rule.precisionMs === undefined ? Math.min(rule.limit, MAX_LOG_COST) : rule.limit;
+}
+
+/** Why no request of `cost` could ever be decided under `rules`, or undefined when it can. */
+export function describeCostCeiling(cost: number, rules: readonly SlidingLimitRule[]): string | undefined {
+  for (const rule of rules) {
+    if (cost <= maxCostOf(rule)) continue;
+    if (cost > rule.limit)
+      return `${cost} is more than the limit ${rule.limit}: such a request could never be admitted`;
+    return (
+      `${cost} is more than ${MAX_LOG_COST}, the most a request may weigh in a log limit (one entry per unit); ` +
+      'give the limit precisionMs for costlier requests'
+    );
+  }
+  return undefined;
+}
+
 /** Whether a rule uses the bucketed window (`precisionMs` set) rather than the log. */
 export function isBucketed(rule: SlidingLimitRule): boolean {
   return rule.precisionMs !== undefined;

@@ -1,5 +1,12 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
-import { describeRuleProblems, isValidRule, MAX_BUCKETED_LIMIT, type SlidingLimitRule } from '../core/limit-rule';
+import {
+  describeCostCeiling,
+  describeRuleProblems,
+  isValidRule,
+  MAX_BUCKETED_LIMIT,
+  maxCostOf,
+  type SlidingLimitRule,
+} from '../core/limit-rule';
 import { describeValue, isWholeNumberIn } from '../core/value-checks';
 import { describeRedisErrorPolicyProblems, isRedisErrorPolicy } from './limiter-options';
 import type { DecisionOptions } from './sliding-window-limiter.interfaces';
@@ -25,7 +32,7 @@ function isValidCost(cost: unknown): boolean {
 
 /** Whether the request's cost fits in the rule's limit at all (an empty window). */
 function fitsCost(rule: SlidingLimitRule, options: DecisionOptions | undefined): boolean {
-  return options?.cost === undefined || options.cost <= rule.limit;
+  return options?.cost === undefined || options.cost <= maxCostOf(rule);
 }
 
 /** One key and its rule (`consume`, `peek`). */
@@ -84,12 +91,6 @@ export function describeCostProblems(cost: unknown, rules: readonly unknown[], l
   if (cost === undefined) return [];
   if (!isValidCost(cost))
     return [`${label} must be a whole number from 1 to ${MAX_BUCKETED_LIMIT}, got ${describeValue(cost)}`];
-  const limits = rules.filter(isValidRule).map((rule) => rule.limit);
-  const smallest = Math.min(...limits);
-  if (limits.length > 0 && (cost as number) > smallest) {
-    return [
-      `${label} ${describeValue(cost)} is more than the limit ${smallest}: such a request could never be admitted`,
-    ];
-  }
-  return [];
+  const ceiling = describeCostCeiling(cost as number, rules.filter(isValidRule));
+  return ceiling === undefined ? [] : [`${label} ${ceiling}`];
 }

@@ -18,6 +18,7 @@ import { ModelReplyError, WRONGTYPE } from './model-reply-error';
 const MAX_SUB_WINDOWS = 1000;
 /** The Lua's MAX_LIMIT: limits (so counts) stay below 1e17, which Redis would receive as `1e+17`. */
 const MAX_LIMIT = 1e15;
+const MAX_LOG_COST = 10_000;
 /** The Lua's RECENT_IDS and RECENT_IDS_BYTES: the request ids a bucketed key remembers, newest first. */
 const RECENT_IDS = 8;
 /** The Lua's RETRY_SCAN_STEP: sub-windows read per HMGET when a fast-path state looks for its retry time. */
@@ -680,7 +681,8 @@ function isValidLimit(
   )) {
     return false;
   }
-  if (precisionMs === 0) return true;
+  // The Lua's MAX_LOG_COST: a log writes one entry per unit of cost.
+  if (precisionMs === 0) return cost <= MAX_LOG_COST;
   return (
     precisionMs >= 1 &&
     isWhole(precisionMs) &&

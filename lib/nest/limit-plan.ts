@@ -36,8 +36,6 @@ export interface HandlerPlan {
   readonly decisionOptions?: DecisionOptions;
   /** Prices each request when the route's cost is a function (a static cost is in `decisionOptions`). */
   readonly costFunction?: RateLimitCostFunction;
-  /** The smallest limit of the route: no request may cost more. */
-  readonly smallestLimit?: number;
 }
 
 /** Strictness order of failure policies: a stacked limit asking for more caution wins. */
@@ -128,13 +126,12 @@ export function buildHandlerPlan(
   }
   // One cost per request: it is what the request weighs in each of its limits.
   const costs = [...new Set(merged.map((entry) => entry.cost).filter((cost) => cost !== undefined))];
-  const smallestLimit = Math.min(...limits.map((limit) => limit.limit));
   if (costs.length > 1) {
     problems.push(
       `${route}: its @SlidingLimit set different costs; a request has one cost for all its limits: set it once`,
     );
   } else {
-    problems.push(...describeCostOptionProblems(costs[0], `${route}: cost`, smallestLimit));
+    problems.push(...describeCostOptionProblems(costs[0], `${route}: cost`, limits));
   }
   if (problems.length > 0) return { problems };
   const cost = costs[0];
@@ -155,7 +152,6 @@ export function buildHandlerPlan(
     policyHeader: policyHeaderValue(limits),
     onRedisError,
     decisionOptions,
-    smallestLimit,
     ...(typeof cost === 'function' ? { costFunction: cost } : {}),
   };
   return { plan, problems: [] };

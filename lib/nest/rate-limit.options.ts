@@ -41,7 +41,8 @@ export interface SlidingLimitOptions extends SlidingLimitRule {
   onRedisError?: RedisErrorPolicy;
   /**
    * What a request to the route weighs in every one of its limits (an export 10, a search 1): a
-   * whole number from 1 to the route's smallest limit, or a function of the request. A route has one
+   * whole number from 1 to the route's smallest limit (at most 10,000 where a limit is a log: one entry
+   * per unit), or a function of the request. A route has one
    * cost: set it on one of its limits (limits that set none take it too). Default 1. A cost other
    * than 1 needs `sliding_allow_v3`; `X-RateLimit-Remaining` is then in cost units.
    */

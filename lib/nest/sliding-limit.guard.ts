@@ -129,7 +129,7 @@ export class SlidingLimitGuard implements CanActivate {
     }
     return Promise.resolve(price).then(
       (value) => {
-        const problem = describeRuntimeCostProblem(value, plan.smallestLimit ?? Number.POSITIVE_INFINITY);
+        const problem = describeRuntimeCostProblem(value, plan.limits);
         return problem === undefined ? value : refuse(problem);
       },
       (error: unknown) => refuse(`its cost function failed: ${messageOf(error)}`),

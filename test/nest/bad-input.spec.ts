@@ -514,6 +514,11 @@ describe('@SlidingLimit options', () => {
     ['cost NaN', { limit: 5, windowMs: 1000, cost: Number.NaN }, `${COST} got NaN`],
     ['cost "2"', { limit: 5, windowMs: 1000, cost: '2' }, `${COST} got "2"`],
     ['cost above the limit', { limit: 5, windowMs: 1000, cost: 6 }, 'cost 6 is more than the limit 5'],
+    [
+      'a cost above 10,000 on a log limit',
+      { limit: 100_000, windowMs: 1000, cost: 20_000 },
+      'cost 20000 is more than 10000, the most a request may weigh in a log limit (one entry per unit); give the limit precisionMs',
+    ],
   ];
 
   it.each(rows)('%s: fails bootstrap naming the controller and handler', async (_label, options, expected) => {
@@ -870,6 +875,11 @@ describe('SlidingWindowLimiter arguments', () => {
     ['consume: cost 0', (l) => l.consume('k', ok, { cost: 0 }), 'cost must be a whole number from 1'],
     ['consume: cost "2"', (l) => l.consume('k', ok, { cost: '2' as never }), 'cost must be a whole number from 1'],
     ['consume: cost above the limit', (l) => l.consume('k', ok, { cost: 6 }), 'cost 6 is more than the limit 5'],
+    [
+      'consume: a cost above 10,000 on a log rule',
+      (l) => l.consume('k', { limit: 100_000, windowMs: 1000 }, { cost: 10_001 }),
+      'cost 10001 is more than 10000, the most a request may weigh in a log limit',
+    ],
     [
       'consumeAll: cost above one stacked limit',
       (l) =>

@@ -289,6 +289,7 @@ describe('Lua function contract: rate_limit_v3', () => {
       ['a member with a space', [T0, 'a b', 1000, 1, 1000, 5, 0]],
       ['a member with a tab (ids are kept whitespace-separated)', [T0, 'a\tb', 1000, 1, 1000, 5, 100]],
       ["a member with '#' (a log's cost entries are <member>#n)", [T0, 'a#2', 1000, 1, 1000, 5, 0]],
+      ['a cost above 10,000 on a log limit (one entry per unit)', [T0, 'm', 1000, 10_001, 1000, 20_000, 0]],
       ['a limit above 1e15 (a count of 1e17 would reach Redis as "1e+17")', [T0, 'm', 1000, 1, 1000, '1e16', 100]],
       ['a missing precision', [T0, 'm', 1000, 1, 1000, 5]],
     ])('answers ERR invalid arguments to %s and writes nothing', async (_case, args) => {

@@ -23,6 +23,7 @@
     ARGV[2]          member          unique id of this request (not empty, no space)
     ARGV[3]          max_skew_ms     how far now_ms may lag behind a key's newest entry, 0 to 1e15 ms
     ARGV[4]          cost            what this request weighs, a whole number from 1 to every limit
+                                     (and at most 10,000 where a limit is a log)
     ARGV[2+3i]       window_ms_i     window length of limit i, ms > 0 and <= 1e15 (a whole number
                                      when bucketed)
     ARGV[3+3i]       limit_i         cost allowed per window by limit i, a whole number > 0
@@ -81,6 +82,7 @@ local MAX_WINDOW_MS   = 1e15
 local MAX_TIME_MS     = 1e15
 local MAX_SUB_WINDOWS = 1000
 local MAX_LIMIT       = 1e15
+local MAX_LOG_COST    = 10000
 -- Request ids a bucketed key remembers, to recognise a retry: at most RECENT_IDS, newest first, and
 -- only as many as fit in RECENT_IDS_BYTES, since Redis keeps a small hash in its compact listpack
 -- encoding only while every value is at most 64 bytes (hash-max-listpack-value): past it the key
@@ -125,7 +127,8 @@ local function is_valid_limit(window_ms, limit, precision_ms, cost)
     return false
   end
   if precision_ms == 0 then
-    return true
+    -- A log writes one entry per unit of cost, all in this call: bound the call's work.
+    return cost <= MAX_LOG_COST
   end
   return precision_ms >= 1 and is_whole(precision_ms) and is_whole(window_ms) and precision_ms <= window_ms
     and window_ms / precision_ms <= MAX_SUB_WINDOWS
