@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import type Redis from 'ioredis';
 import { promisify } from 'node:util';
 import { RedisServer, startRedisServer } from './redis-server';
 import { serverBinaries } from './test-server';
@@ -72,4 +73,46 @@ export async function waitForClusterOk(nodes: RedisServer[], timeoutMs = 20_000)
     if (Date.now() > deadline) throw new Error(`cluster not ok after ${timeoutMs} ms:\n${states.join('\n')}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** One node as CLUSTER NODES describes it. */
+export interface ClusterNodeEntry {
+  id: string;
+  port: number;
+  master: boolean;
+  failed: boolean;
+  masterId?: string;
+  slots: Array<[number, number]>;
+}
+
+/** CLUSTER NODES, parsed: read from the server, independently of ioredis' slot map. */
+export async function clusterNodes(admin: Redis): Promise<ClusterNodeEntry[]> {
+  const text = String(await admin.call('CLUSTER', 'NODES'));
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [id, address, flags, masterId, , , , , ...slots] = line.split(' ');
+      const flagList = flags.split(',');
+      return {
+        id,
+        port: Number(/:(\d+)@/.exec(address)?.[1]),
+        master: flagList.includes('master'),
+        failed: flagList.includes('fail'),
+        masterId: masterId === '-' ? undefined : masterId,
+        slots: slots
+          .filter((slot) => !slot.startsWith('['))
+          .map((slot) => {
+            const [from, to = from] = slot.split('-').map(Number);
+            return [from, to] as [number, number];
+          }),
+      };
+    });
+}
+
+/** Three masters serving slots, each with one replica. */
+export function isSettled(nodes: ClusterNodeEntry[]): boolean {
+  const masters = nodes.filter((node) => node.master && node.slots.length > 0);
+  const replicas = nodes.filter((node) => !node.master && masters.some((master) => master.id === node.masterId));
+  return nodes.length === 6 && masters.length === 3 && replicas.length === 3;
 }

@@ -10,7 +10,14 @@ import Redis, { Cluster } from 'ioredis';
 import { FunctionNotLoadedError, SlidingWindowLimiter, type SlidingWindowLimiterOptions } from '../../../lib';
 import { readLibrarySource } from '../../../lib/redis/lua-library';
 import { parseFunctionList } from '../../../lib/redis/reply';
-import { RedisCluster, startRedisCluster, waitForClusterOk } from '../../support/redis-cluster';
+import {
+  RedisCluster,
+  startRedisCluster,
+  waitForClusterOk,
+  clusterNodes,
+  isSettled,
+  type ClusterNodeEntry,
+} from '../../support/redis-cluster';
 import type { RedisServer } from '../../support/redis-server';
 import { uniquePrefix } from '../../support/test-redis';
 import { startTraffic } from '../../support/traffic';
@@ -21,50 +28,8 @@ import { commandStats } from '../../support/redis-inspect';
 
 const V2_SOURCE = readLibrarySource('rate_limit_v2.lua');
 
-/** One node as CLUSTER NODES describes it. */
-interface NodeEntry {
-  id: string;
-  port: number;
-  master: boolean;
-  failed: boolean;
-  masterId?: string;
-  slots: Array<[number, number]>;
-}
-
-/** CLUSTER NODES, parsed: read from the server, independently of ioredis' slot map. */
-async function clusterNodes(admin: Redis): Promise<NodeEntry[]> {
-  const text = String(await admin.call('CLUSTER', 'NODES'));
-  return text
-    .trim()
-    .split('\n')
-    .map((line) => {
-      const [id, address, flags, masterId, , , , , ...slots] = line.split(' ');
-      const flagList = flags.split(',');
-      return {
-        id,
-        port: Number(/:(\d+)@/.exec(address)?.[1]),
-        master: flagList.includes('master'),
-        failed: flagList.includes('fail'),
-        masterId: masterId === '-' ? undefined : masterId,
-        slots: slots
-          .filter((slot) => !slot.startsWith('['))
-          .map((slot) => {
-            const [from, to = from] = slot.split('-').map(Number);
-            return [from, to] as [number, number];
-          }),
-      };
-    });
-}
-
-/** Three masters serving slots, each with one replica. */
-function isSettled(nodes: NodeEntry[]): boolean {
-  const masters = nodes.filter((node) => node.master && node.slots.length > 0);
-  const replicas = nodes.filter((node) => !node.master && masters.some((master) => master.id === node.masterId));
-  return nodes.length === 6 && masters.length === 3 && replicas.length === 3;
-}
-
 /** Port of the master serving `key`. */
-function ownerOf(key: string, nodes: NodeEntry[]): number {
+function ownerOf(key: string, nodes: ClusterNodeEntry[]): number {
   const slot = calculateSlot(key);
   const owner = nodes.find(
     (node) => node.master && !node.failed && node.slots.some(([from, to]) => slot >= from && slot <= to),
@@ -85,7 +50,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
   let client: Cluster;
   /** A plain connection to each node, by port. */
   const admins = new Map<number, Redis>();
-  let topology: NodeEntry[];
+  let topology: ClusterNodeEntry[];
   let limiters: SlidingWindowLimiter[] = [];
   const extraClients: Cluster[] = [];
   const warnings: string[] = [];
@@ -331,8 +296,8 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     const limiter = limiterOn(client, { onRedisError: 'allow' });
     await limiter.init();
     const victimPort = masters()[1].options.port as number;
-    const victim = topology.find((node) => node.port === victimPort) as NodeEntry;
-    const heir = topology.find((node) => node.masterId === victim.id) as NodeEntry;
+    const victim = topology.find((node) => node.port === victimPort) as ClusterNodeEntry;
+    const heir = topology.find((node) => node.masterId === victim.id) as ClusterNodeEntry;
     const keys = Array.from({ length: 60 }, (_, i) => `failover:{id-${i}}`);
     const onVictim = new Set(keys.filter((key) => ownerOf(limiter.keyPrefix + key, topology) === victimPort));
     expect(onVictim.size).toBeGreaterThan(5);

@@ -8,7 +8,13 @@
 import calculateSlot from 'cluster-key-slot';
 import Redis, { Cluster } from 'ioredis';
 import { SlidingWindowLimiter } from '../../../lib';
-import { RedisCluster, startRedisCluster } from '../../support/redis-cluster';
+import {
+  RedisCluster,
+  startRedisCluster,
+  clusterNodes,
+  isSettled,
+  type ClusterNodeEntry,
+} from '../../support/redis-cluster';
 import type { RedisServer } from '../../support/redis-server';
 import { sleep } from '../../support/sleep';
 import { startTraffic, type TrafficCall } from '../../support/traffic';
@@ -16,42 +22,6 @@ import { waitFor, waitUntil } from '../../support/wait-for';
 
 /** From the promotion to the first decision: ioredis learns the new master, then one call. */
 const RECOVERY_BOUND_MS = 1000;
-
-interface NodeEntry {
-  id: string;
-  port: number;
-  master: boolean;
-  masterId?: string;
-  slots: Array<[number, number]>;
-}
-
-async function clusterNodes(admin: Redis): Promise<NodeEntry[]> {
-  const text = String(await admin.call('CLUSTER', 'NODES'));
-  return text
-    .trim()
-    .split('\n')
-    .map((line) => {
-      const [id, address, flags, masterId, , , , , ...slots] = line.split(' ');
-      return {
-        id,
-        port: Number(/:(\d+)@/.exec(address)?.[1]),
-        master: flags.split(',').includes('master'),
-        masterId: masterId === '-' ? undefined : masterId,
-        slots: slots
-          .filter((slot) => !slot.startsWith('['))
-          .map((slot) => {
-            const [from, to = from] = slot.split('-').map(Number);
-            return [from, to] as [number, number];
-          }),
-      };
-    });
-}
-
-/** Three masters serving slots, each with one replica. */
-function isSettled(nodes: NodeEntry[]): boolean {
-  const masters = nodes.filter((node) => node.master && node.slots.length > 0);
-  return masters.length === 3 && nodes.filter((node) => !node.master && node.masterId).length === 3;
-}
 
 describe('recovery after a failover (Redis Cluster, 3 masters + 3 replicas)', () => {
   let cluster: RedisCluster | undefined;
@@ -83,8 +53,8 @@ describe('recovery after a failover (Redis Cluster, 3 masters + 3 replicas)', ()
     };
     const first = admin(cluster.nodes[0].port);
     const topology = await waitFor(() => clusterNodes(first), isSettled, { timeoutMs: 15_000, intervalMs: 50 });
-    const victim = topology.find((node) => node.master && node.slots.length > 0) as NodeEntry;
-    const heir = topology.find((node) => node.masterId === victim.id) as NodeEntry;
+    const victim = topology.find((node) => node.master && node.slots.length > 0) as ClusterNodeEntry;
+    const heir = topology.find((node) => node.masterId === victim.id) as ClusterNodeEntry;
     const heirAdmin = admin(heir.port);
     client = new Cluster(cluster.seeds);
     client.on('error', () => undefined);
