@@ -149,8 +149,8 @@ export class RateLimitV3Model {
       const { windowMs, limit } = limits[i];
       const { kind, count, state } = readings[i];
       if (kind === 0) {
-        const newest = this.commands.newestScore(keys[i]);
-        reply.push(...this.logState(allowed, keys[i], nowMs, windowMs, limit, cost, count, newest));
+        // No newest time: logState reads it when the window holds anything, as the Lua's peek does.
+        reply.push(...this.logState(allowed, keys[i], nowMs, windowMs, limit, cost, count, undefined));
       } else {
         reply.push(...this.bucketState(allowed, keys[i], state as BucketState, nowMs, windowMs, limit, cost));
       }

@@ -619,6 +619,21 @@ local function read_limit(key, now_ms, window_ms, precision_ms, writes)
   return precision_ms, state.total, newest_start(state, now_ms), state
 end
 
+-- Appends a decision's reply: allowed, then count, remaining, retry_after_ms and reset_ms per limit.
+local function append_decision(reply, allowed, keys, kinds, counts, newest, states, now_ms, windows, limits, cost)
+  reply[#reply + 1] = allowed
+  for i = 1, #keys do
+    local at = #reply
+    if kinds[i] == 0 then
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
+        log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest[i])
+    else
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
+        bucket_state(allowed, keys[i], states[i], now_ms, windows[i], limits[i], cost)
+    end
+  end
+end
+
 -- One request against n limits, all or none recorded. Appends its reply to `reply`; returns an
 -- error reply instead when the clock is skewed.
 local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, limits, precisions)
@@ -682,17 +697,7 @@ local function decide(reply, keys, now_ms, member, max_skew_ms, cost, windows, l
     end
   end
 
-  reply[#reply + 1] = allowed
-  for i = 1, n do
-    local at = #reply
-    if kinds[i] == 0 then
-      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
-        log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest[i])
-    else
-      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
-        bucket_state(allowed, keys[i], states[i], now_ms, windows[i], limits[i], cost)
-    end
-  end
+  append_decision(reply, allowed, keys, kinds, counts, newest, states, now_ms, windows, limits, cost)
   return nil
 end
 
@@ -808,6 +813,7 @@ local function sliding_peek(keys, args)
     return invalid_arguments()
   end
 
+  -- Log keys are passed no newest time: log_state reads it when the window holds anything.
   local kinds, counts, states, allowed = {}, {}, {}, 1
   for i = 1, n do
     local newest_unused
@@ -816,18 +822,8 @@ local function sliding_peek(keys, args)
       allowed = 0
     end
   end
-
-  local reply = {allowed}
-  for i = 1, n do
-    local at = #reply
-    if kinds[i] == 0 then
-      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
-        log_state(allowed, keys[i], now_ms, windows[i], limits[i], cost, counts[i], newest_score(keys[i]))
-    else
-      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
-        bucket_state(allowed, keys[i], states[i], now_ms, windows[i], limits[i], cost)
-    end
-  end
+  local reply = {}
+  append_decision(reply, allowed, keys, kinds, counts, {}, states, now_ms, windows, limits, cost)
   return reply
 end
 
