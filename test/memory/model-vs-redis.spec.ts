@@ -11,8 +11,8 @@ import { VirtualTimeRedis, type TtlObservation } from '../support/virtual-time-r
 import {
   T0,
   checkParameters,
+  compareCall,
   discardIfExpiredInRealTime,
-  errorText,
   garbage,
   jsonField,
   mixed,
@@ -570,38 +570,14 @@ async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCo
   for (const [index, call] of calls.entries()) {
     const keys = call.keys.map((key) => `raw:{t}:${key}`);
     const context = `call ${index}: ${JSON.stringify({ ...call, keys })}`;
-    let fromRedis: unknown;
-    try {
-      const reply = viaScript
-        ? await rawRedis.observe('EVAL', [scripts.get(call.fn) as string, keys.length, ...keys, ...call.args])
-        : await rawRedis.observe(call.readOnly ? 'FCALL_RO' : 'FCALL', [call.fn, keys.length, ...keys, ...call.args]);
-      fromRedis = { reply: (reply as unknown[]).map(String) };
-    } catch (error) {
-      fromRedis = { error: errorText(error) };
-    }
-    let fromModel: { reply?: string[]; error?: string };
-    try {
-      fromModel = {
-        reply: model.call(call.fn, keys, call.args, call.readOnly && !viaScript).map((n) => BigInt(n).toString()),
-      };
-    } catch (error) {
-      fromModel = { error: (error as Error).message };
-    }
-    expect({ context, ...(fromRedis as object) }).toEqual({ context, ...fromModel });
-
-    for (const { key, pttlText, spanMs } of rawRedis.takeObservations()) {
-      discardIfExpiredInRealTime(Number(pttlText), model.pttl(key), spanMs);
-      // Exact integers: TTLs here reach 1e17 ms.
-      const pttl = BigInt(pttlText);
-      const modelPttl = BigInt(model.pttl(key));
-      // -1: the call set no TTL (the key was persisted by an earlier call, or was never written).
-      const matches = pttl === -1n || sameTtl(pttl, modelPttl, spanMs);
-      expect({ context, key, pttl: matches ? 'as in the model' : pttlText }).toEqual({
-        context,
-        key,
-        pttl: 'as in the model',
-      });
-    }
+    const fromModel = await compareCall(
+      rawRedis,
+      model,
+      call,
+      keys,
+      context,
+      viaScript ? (scripts.get(call.fn) as string) : undefined,
+    );
 
     if (fromModel.reply) coverage.replies++;
     if (fromModel.reply && (call.decisions ?? 0) > 1) coverage.batchReplies++;

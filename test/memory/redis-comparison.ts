@@ -1,4 +1,6 @@
 import fc from 'fast-check';
+import type { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
+import type { VirtualTimeRedis } from '../support/virtual-time-redis';
 
 /*
  * What the model-vs-Redis specs share: fast-check settings, the TTL comparison, error texts, and the
@@ -97,3 +99,64 @@ export const jsonField = (arg: fc.Arbitrary<string>, stringOneIn = 16) =>
   fc
     .tuple(arg, fc.nat(stringOneIn - 1))
     .map(([text, roll]) => (JSON_NUMBER.test(text) && roll > 0 ? text : JSON.stringify(text)));
+
+/** One call of a library function with its raw KEYS (already prefixed) and ARGV. */
+export interface RawFunctionCall {
+  fn: string;
+  args: string[];
+  readOnly: boolean;
+}
+
+/** What a call answered: its reply as text, or its error. */
+export interface RawAnswer {
+  reply?: string[];
+  error?: string;
+}
+
+/**
+ * Runs one call on Redis (FCALL / FCALL_RO, or EVAL of `script` in script mode) and on the model,
+ * requires the same reply or error, and the TTLs Redis set (seen in the same transaction) to be the
+ * model's. Returns the model's answer, for the caller's coverage counts.
+ */
+export async function compareCall(
+  redis: VirtualTimeRedis,
+  model: SlidingWindowModel,
+  call: RawFunctionCall,
+  keys: string[],
+  context: string,
+  script?: string,
+): Promise<RawAnswer> {
+  let fromRedis: RawAnswer;
+  try {
+    const reply =
+      script !== undefined
+        ? await redis.observe('EVAL', [script, keys.length, ...keys, ...call.args])
+        : await redis.observe(call.readOnly ? 'FCALL_RO' : 'FCALL', [call.fn, keys.length, ...keys, ...call.args]);
+    fromRedis = { reply: (reply as unknown[]).map(String) };
+  } catch (error) {
+    fromRedis = { error: errorText(error) };
+  }
+  let fromModel: RawAnswer;
+  try {
+    const readOnly = call.readOnly && script === undefined;
+    fromModel = { reply: model.call(call.fn, keys, call.args, readOnly).map((n) => BigInt(n).toString()) };
+  } catch (error) {
+    fromModel = { error: (error as Error).message };
+  }
+  expect({ context, ...fromRedis }).toEqual({ context, ...fromModel });
+
+  for (const { key, pttlText, spanMs } of redis.takeObservations()) {
+    discardIfExpiredInRealTime(Number(pttlText), model.pttl(key), spanMs);
+    // Exact integers: TTLs here reach 1e17 ms.
+    const pttl = BigInt(pttlText);
+    const modelPttl = BigInt(model.pttl(key));
+    // -1: the call set no TTL (the key was persisted by an earlier call, or was never written).
+    const matches = pttl === -1n || sameTtl(pttl, modelPttl, spanMs);
+    expect({ context, key, pttl: matches ? 'as in the model' : pttlText }).toEqual({
+      context,
+      key,
+      pttl: 'as in the model',
+    });
+  }
+  return fromModel;
+}
