@@ -6,6 +6,7 @@ import { memberSource } from './decisions.mjs';
 import { drive, interleaved } from './measure.mjs';
 import { cpuSecondsOf } from './processes.mjs';
 import { commandStats } from './redis-stats.mjs';
+import { log } from './report.mjs';
 
 /** The v3 allow function: a cost per request and, per limit, the log (precision 0) or the bucketed window. */
 export const FUNCTION_V3 = 'sliding_allow_v3';
@@ -199,4 +200,21 @@ export async function redisTimePerDecision({ stats, pid, loads, rounds, slices, 
 /** Deletes `keys` (UNLINK, in bounded chunks): big log keys are not left in the server for later sections. */
 export async function unlinkAll(client, keys) {
   for (let at = 0; at < keys.length; at += PIPELINE) await client.unlink(...keys.slice(at, at + PIPELINE));
+}
+
+/**
+ * Fills each load's keys with a full window, measures Redis' time per decision round by round
+ * (redisTimePerDecision), deletes the keys, and warns of any load that rejected: a steady load at
+ * 90% of its limit should not. Returns the prefill call counts and the per-round measurements.
+ */
+export async function measureLoads(client, { stats, pid, loads, rounds, timing }) {
+  const prefillCalls = {};
+  for (const [id, load] of Object.entries(loads)) prefillCalls[id] = await load.prefill();
+  const perRound = await redisTimePerDecision({ stats, pid, loads, rounds, ...timing });
+  for (const load of Object.values(loads)) await unlinkAll(client, load.keyNames());
+  for (const [id, measured] of Object.entries(perRound)) {
+    const rejected = measured.reduce((sum, r) => sum + r.rejected, 0);
+    if (rejected > 0) log(`  warning: ${id} rejected ${rejected} decisions at 90% of its limit`);
+  }
+  return { prefillCalls, perRound };
 }

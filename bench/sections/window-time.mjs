@@ -9,7 +9,7 @@
 //    window at most 1.2× the log's time at limit 100.
 import { ratios, spread } from '../lib/measure.mjs';
 import { log } from '../lib/report.mjs';
-import { describeWindow, loadV3, redisTimePerDecision, steadyLoad, unlinkAll } from '../lib/windows.mjs';
+import { describeWindow, loadV3, measureLoads, steadyLoad } from '../lib/windows.mjs';
 
 const HOUR = 3_600_000;
 const SPECS = {
@@ -34,19 +34,12 @@ export async function windowTime({
       steadyLoad(client, { prefix: `w8:${id}:`, keys: windows.timeKeys, spec, startMs }),
     ]),
   );
-  const prefillCalls = {};
-  for (const [id, load] of Object.entries(loads)) prefillCalls[id] = await load.prefill();
-  const perRound = await redisTimePerDecision({ stats, pid, loads, rounds, ...windows.timing });
-  for (const load of Object.values(loads)) await unlinkAll(client, load.keyNames());
+  const { prefillCalls, perRound } = await measureLoads(client, { stats, pid, loads, rounds, timing: windows.timing });
   report.record('windowTime', { specs: SPECS, keys: windows.timeKeys, timing: windows.timing, prefillCalls, perRound });
 
   const usec = (id) => perRound[id].map((r) => r.usecPerCall);
   const cpu = (id) => perRound[id].map((r) => r.cpuMicrosPerCall);
   const med = (values) => spread(values).median.toFixed(2);
-  for (const [id, measured] of Object.entries(perRound)) {
-    const rejected = measured.reduce((sum, r) => sum + r.rejected, 0);
-    if (rejected > 0) log(`  warning: ${id} rejected ${rejected} decisions at 90% of its limit`);
-  }
   const compare = (id, base, gated) => {
     const s = spread(ratios(usec(id), usec(base)));
     if (gated) report.target('windowTime', s);
