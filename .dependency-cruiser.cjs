@@ -1,6 +1,9 @@
 // The layers of lib/ and the direction their imports may point (docs/architecture.md draws them):
 //
 //   index.ts                      the public entry, may import anything
+//   graphql/ websockets/          ready guards for other transports, each its own entry point
+//   microservices/                (nestjs-sliding-limit/<folder>), on top of nest/
+//   opentelemetry/                the OpenTelemetry export (entry point nestjs-sliding-limit/opentelemetry)
 //   health/ testing/              Nest-facing integrations (on top of nest/ and the limiter)
 //   nest/                         the Nest surface
 //   metrics/                      exporters reading a limiter (no Nest)
@@ -39,7 +42,7 @@ module.exports = {
       severity: 'error',
       comment: 'The limiter works without Nest: it may use the stores and core, never nest/ or the integrations.',
       from: { path: '^lib/limiter/' },
-      to: { path: '^lib/(nest|health|metrics|testing|cli|index\\.ts)' },
+      to: { path: '^lib/(nest|health|metrics|testing|cli|graphql|websockets|microservices|opentelemetry|index\\.ts)' },
     },
     {
       name: 'limiter-nest-free',
@@ -60,7 +63,7 @@ module.exports = {
       severity: 'error',
       comment: 'nest/ does not depend on the optional integrations (health, metrics, testing) or the CLI.',
       from: { path: '^lib/nest/' },
-      to: { path: '^lib/(health|metrics|testing|cli|index\\.ts)' },
+      to: { path: '^lib/(health|metrics|testing|cli|graphql|websockets|microservices|opentelemetry|index\\.ts)' },
     },
     {
       name: 'metrics-reads-the-limiter-only',
@@ -68,6 +71,18 @@ module.exports = {
       comment: 'Exporters read a limiter; they need neither Nest nor the other integrations.',
       from: { path: '^lib/metrics/' },
       to: { path: '^lib/(nest|health|testing|cli|index\\.ts)' },
+    },
+    {
+      name: 'entry-points-independent',
+      severity: 'error',
+      comment:
+        'Each subpath entry point (graphql/, websockets/, microservices/, opentelemetry/) loads only its own peer: ' +
+        'it never imports another entry point, the main index, or the other integrations.',
+      from: { path: '^lib/(graphql|websockets|microservices|opentelemetry)/' },
+      to: {
+        path: '^lib/(graphql|websockets|microservices|opentelemetry|health|testing|cli|index\\.ts)',
+        pathNot: '^lib/$1/',
+      },
     },
     {
       name: 'integrations-independent',
