@@ -34,6 +34,20 @@ function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
  */
 const counted = new WeakMap<object, HandlerPlan | Set<HandlerPlan>>();
 
+/**
+ * Plans a guard has limited outside HTTP (a ready transport guard, or any subclass whose
+ * getRequestResponse answers there), shared by every guard instance: the plain guard stays quiet
+ * about a handler that another guard limits.
+ */
+const limitedOutsideHttp = new WeakSet<HandlerPlan>();
+
+/** The ready guard of each non-HTTP context type, named in the warning of the plain guard. */
+const READY_GUARDS: Readonly<Record<string, string>> = {
+  graphql: "GqlSlidingLimitGuard from 'nestjs-sliding-limit/graphql'",
+  ws: "WsSlidingLimitGuard from 'nestjs-sliding-limit/websockets'",
+  rpc: "RpcSlidingLimitGuard from 'nestjs-sliding-limit/microservices'",
+};
+
 /** What canActivate answers when nothing needs deciding: one settled promise, shared. */
 const ALLOWED = Promise.resolve(true);
 
@@ -60,6 +74,7 @@ export interface RateLimitHttpContext {
 export class SlidingLimitGuard implements CanActivate {
   protected readonly logger = new Logger('SlidingLimitGuard');
   private readonly warnedUnsupported = new WeakSet<HandlerPlan>();
+  private readonly metUnsupported = new WeakSet<HandlerPlan>();
   private readonly warnedUnpriceable = new WeakSet<HandlerPlan>();
 
   constructor(
@@ -79,6 +94,7 @@ export class SlidingLimitGuard implements CanActivate {
         this.warnUnsupported(context, plan);
         return ALLOWED;
       }
+      if (context.getType() !== 'http') limitedOutsideHttp.add(plan);
       if (this.alreadyCounted(http.request, plan)) return ALLOWED;
 
       const rules = this.rulesFor(plan, http.request, context);
@@ -287,12 +303,22 @@ export class SlidingLimitGuard implements CanActivate {
     return false;
   }
 
+  /**
+   * Says once per handler that a call went through unlimited, unless another guard limits it. Global
+   * guards run before a handler's own, so the first call cannot tell: the warning waits for the second.
+   */
   private warnUnsupported(context: ExecutionContext, plan: HandlerPlan): void {
-    if (this.warnedUnsupported.has(plan)) return;
+    if (this.warnedUnsupported.has(plan) || limitedOutsideHttp.has(plan)) return;
+    if (!this.metUnsupported.has(plan)) {
+      this.metUnsupported.add(plan);
+      return;
+    }
     this.warnedUnsupported.add(plan);
+    const type = context.getType();
+    const remedy = READY_GUARDS[type] ? `use ${READY_GUARDS[type]}` : 'subclass it and override getRequestResponse';
     this.logger.warn(
-      `${plan.route} has rate limits but runs in a "${context.getType()}" context, which SlidingLimitGuard does not limit; ` +
-        'subclass it and override getRequestResponse (see docs/nest.md, "GraphQL, WebSockets and other transports")',
+      `${plan.route} has rate limits but runs in a "${type}" context, which SlidingLimitGuard does not limit; ` +
+        `${remedy} (see docs/nest.md, "GraphQL, WebSockets and other transports")`,
     );
   }
 }
