@@ -2,7 +2,10 @@
 // never share an event loop. One minimal route, `GET /`, the same in every configuration:
 //   none          no guard
 //   ours          RateLimitModule.forRoot({ redis: <url> }) as in the README's quick start (the module
-//                 opens its own connection) + @SlidingLimit; also GET /stacked with two limits
+//                 opens its own connection) + @SlidingLimit; also GET /stacked with two limits, and two
+//                 reference routes with @SkipRateLimit() for the latency section: GET /fcall awaits one
+//                 bare FCALL of the guard's function (same arguments) and GET /ping one PING, each on an
+//                 ioredis connection of its own — one Redis round trip, nothing else
 //   ours-client   the same with forRoot({ client }): the user's own ioredis client, default options —
 //                 the other way into the module, which must cost the same as its own connection
 //   nest-lab      @nestjs/throttler + @nest-lab/throttler-storage-redis (ioredis)
@@ -53,7 +56,17 @@ class BenchController {
   stacked() {
     return 'ok';
   }
+  // The one-round-trip references (config `ours` only; see the header).
+  fcall() {
+    return reference.fcall();
+  }
+  ping() {
+    return reference.ping();
+  }
 }
+
+/** The reference routes' Redis work, set up by buildModule for `ours`. */
+const reference = {};
 
 const closers = [];
 /** The class of the route's guard, for the guard-only mode. */
@@ -76,6 +89,30 @@ async function buildModule() {
       SlidingLimit({ name: 'sustained', limit, windowMs: windowMs * 10, key }),
     );
     if (config === 'ours') {
+      const { SkipRateLimit } = require(process.env.BENCH_DIST ?? '../dist');
+      const Redis = require('ioredis').default;
+      const own = new Redis({ host: '127.0.0.1', port });
+      closers.push(() => own.quit());
+      let counter = 0;
+      const prefix = `ref:${process.pid}:`;
+      // The function and arguments a single decision of the guard sends (limit, window, skew 1000).
+      // One key, as the latency section's one connection has one x-client-id.
+      reference.fcall = () =>
+        own
+          .fcall(
+            'sliding_allow_v2',
+            1,
+            'ref:fcall',
+            Date.now(),
+            prefix + (counter++).toString(36),
+            1000,
+            windowMs,
+            limit,
+          )
+          .then(() => 'ok');
+      reference.ping = () => own.ping().then(() => 'ok');
+      routeDecorators.fcall = [Get('/fcall'), SkipRateLimit()];
+      routeDecorators.ping = [Get('/ping'), SkipRateLimit()];
       // The module closes the connection it opened when the app closes.
       imports.push(RateLimitModule.forRoot({ redis: `redis://127.0.0.1:${port}` }));
     } else {

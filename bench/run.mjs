@@ -11,7 +11,10 @@
 // BENCH_QUICK=1 (short durations, for trying the harness), BENCH_ONLY=consume,http (run only these
 // sections, of: ceiling, consume, memory, hotKey, http — which also measures the stacked limits,
 // table section 6 — guard, the guards alone without HTTP, table section "3 guard", and windowMemory,
-// windowTime, windowCost: rate_limit_v3's log and bucketed window, table sections 7, 8 and 9).
+// windowTime, windowCost: rate_limit_v3's log and bucketed window, table sections 7, 8 and 9; latency,
+// the 1-connection latency a guard adds, section 10; scale, how cost grows with keys, limits, stacked
+// limits and batch size, section 11, with SVG plots in bench/results/; cluster, a 3-master cluster
+// against one Redis, section 12). BENCH_HTTP_ROUNDS: the HTTP section's rounds (default at least 7).
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -26,9 +29,12 @@ import { createReport, log, printTable } from './lib/report.mjs';
 import { ceiling } from './sections/ceiling.mjs';
 import { consume } from './sections/consume.mjs';
 import { guard } from './sections/guard.mjs';
+import { cluster } from './sections/cluster.mjs';
 import { hotKey } from './sections/hot-key.mjs';
 import { http } from './sections/http.mjs';
+import { latency } from './sections/latency.mjs';
 import { memory } from './sections/memory.mjs';
+import { scale } from './sections/scale.mjs';
 import { windowCost } from './sections/window-cost.mjs';
 import { windowMemory } from './sections/window-memory.mjs';
 import { windowTime } from './sections/window-time.mjs';
@@ -49,11 +55,14 @@ const RUN_ORDER = [
   { name: 'windowMemory', run: windowMemory },
   { name: 'windowTime', run: windowTime },
   { name: 'windowCost', run: windowCost },
+  { name: 'latency', run: latency },
+  { name: 'scale', run: scale },
+  { name: 'cluster', run: cluster },
 ];
 
 // BENCH_ROUNDS and BENCH_ONLY are checked before anything starts.
 const settings = settingsFromEnv();
-installCleanup(watchdogMs(settings.rounds));
+installCleanup(watchdogMs(settings.rounds, settings.httpRounds));
 const dist = await snapshotDist(root);
 // The package under test; when its options declare blockCache, consume and hotKey add their blockCache variants.
 const build = {

@@ -3,6 +3,7 @@
 // between apps, over rounds.
 import { createRequire } from 'node:module';
 import { askApp } from './apps.mjs';
+import { redisCpuSeconds } from './cpu.mjs';
 import { interleaved, percentile } from './measure.mjs';
 import { cpuSecondsOf } from './processes.mjs';
 import { log } from './report.mjs';
@@ -30,6 +31,8 @@ function summary(sink) {
     rps: sink.ok / sink.seconds,
     // The app's own CPU per answered request: steadier than requests/s on a shared machine.
     cpuMicros: (sink.cpuSeconds * 1e6) / sink.ok,
+    // The app's and Redis' CPU per answered request together: what a request costs the machine.
+    totalCpuMicros: ((sink.cpuSeconds + sink.redisCpuSeconds) * 1e6) / sink.ok,
     // Redis' CPU per answered request: the guard's cost that the app's CPU does not show.
     redisCpuMicros: (sink.redisCpuSeconds * 1e6) / sink.ok,
     // The app's garbage-collection pauses: every request in the app waits through them.
@@ -72,15 +75,15 @@ async function gcOf(app) {
 
 /**
  * One second of autocannon at `app`'s `GET /`, added to `sink` with the CPU time of the app and of
- * Redis (process `redisPid`) and the app's GC pauses over it.
+ * Redis (INFO cpu on `stats`, microsecond resolution) and the app's GC pauses over it.
  */
-async function httpSlice(app, redisPid, sink, connections) {
+async function httpSlice(app, stats, sink, connections) {
   const gcBefore = await gcOf(app);
   const cpuBefore = cpuSecondsOf(app.child.pid);
-  const redisCpuBefore = cpuSecondsOf(redisPid);
+  const redisCpuBefore = await redisCpuSeconds(stats);
   await autocannonRun(`http://127.0.0.1:${app.port}/`, { connections, seconds: 1 }, sink);
   sink.cpuSeconds += cpuSecondsOf(app.child.pid) - cpuBefore;
-  sink.redisCpuSeconds += cpuSecondsOf(redisPid) - redisCpuBefore;
+  sink.redisCpuSeconds += (await redisCpuSeconds(stats)) - redisCpuBefore;
   const gcAfter = await gcOf(app);
   sink.gcMs += gcAfter.pauseMs - gcBefore.pauseMs;
   sink.gcLongestMs = Math.max(sink.gcLongestMs, gcAfter.longestMs);
@@ -90,12 +93,12 @@ async function httpSlice(app, redisPid, sink, connections) {
  * `rounds` rounds of `seconds` one-second slices per app at `connections`, interleaved (as in
  * section 2): `samples[id][round]` = summary().
  */
-export async function httpRounds(apps, redisPid, { rounds, seconds, connections }) {
+export async function httpRounds(apps, stats, { rounds, seconds, connections }) {
   const ids = Object.keys(apps);
   const samples = Object.fromEntries(ids.map((id) => [id, []]));
   for (let round = 0; round < rounds; round++) {
     const sinks = Object.fromEntries(ids.map((id) => [id, httpSink()]));
-    for (const id of interleaved(ids, seconds, round)) await httpSlice(apps[id], redisPid, sinks[id], connections);
+    for (const id of interleaved(ids, seconds, round)) await httpSlice(apps[id], stats, sinks[id], connections);
     for (const id of ids) {
       const r = summary(sinks[id]);
       if (r.non2xx > 0 || r.errors > 0)

@@ -13,6 +13,9 @@ const TABLE_ORDER = [
   '7 window memory',
   '8 window time',
   '9 window cost',
+  '10 latency',
+  '11 scale',
+  '12 cluster',
 ];
 
 /** Progress, on stderr: stdout carries only the table. */
@@ -93,8 +96,9 @@ export function printTable(rows, info, settings, hasBlockCache) {
   );
   out.push(
     `consume() = SlidingWindowLimiter defaults (${hasBlockCache ? 'blockCache on, ' : ''}batch on); ratios ours / theirs; AP = ioredis enableAutoPipelining. ` +
-      `HTTP: our guard = RateLimitModule.forRoot({ redis: url }) as in the quick start; ${http.connections} connections (1 in the "1 connection" rows), every limit keyed by an x-client-id header that differs per connection (${http.connections} keys), ` +
-      `limit ${http.limit} per ${http.windowMs} ms (nothing rejected). Guard: the same route's guard called alone, without HTTP, ${guard.inFlight} in flight.`,
+      `HTTP: our guard = RateLimitModule.forRoot({ redis: url }) as in the quick start; ${http.connections} connections (${settings.httpRounds} rounds), every limit keyed by an x-client-id header that differs per connection (${http.connections} keys), ` +
+      `limit ${http.limit} per ${http.windowMs} ms (nothing rejected). Guard: the same route's guard called alone, without HTTP, ${guard.inFlight} in flight. ` +
+      `CPU per decision = this process (or the app) + Redis (INFO cpu) over each slice, per decision; latency: 1 connection, hrtime.`,
   );
   out.push(line(header));
   out.push(columns.map((name) => '-'.repeat(widths[name])).join('-|-'));
