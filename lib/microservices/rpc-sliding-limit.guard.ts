@@ -1,0 +1,125 @@
+import { Injectable, Logger, type ExecutionContext } from '@nestjs/common';
+import { RpcException } from '@nestjs/microservices';
+import type { MultiRateLimitDecision } from '../core/decisions';
+import type { HandlerPlan } from '../nest/limit-plan';
+import {
+  tooManyRequestsPayload,
+  unavailablePayload,
+  unidentifiedPayload,
+  unpriceablePayload,
+} from '../nest/rate-limit-error-payload';
+import type { HeaderEntry } from '../nest/rate-limit-headers';
+import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
+import { buildRpcRateLimitRequest, type RpcRateLimitRequest } from './rpc-rate-limit-request';
+
+/**
+ * Stands in for the response of a microservice call: there is none to set headers on, and
+ * `throwUnavailable` (which gets the response, not the context) tells a microservice call by it.
+ */
+const RPC_CALL = Object.freeze({ transport: 'rpc' });
+
+/**
+ * Where `@EventPattern` / `@MessagePattern` mark a handler as an event or a message handler, and the
+ * mark of an event handler (`PatternHandler.EVENT`): neither is exported by the package's index, and
+ * a test pins both against its own files.
+ */
+const HANDLER_TYPE_METADATA = 'microservices:handler_type';
+const EVENT_HANDLER = 2;
+
+/**
+ * The request of each call, per argument list: the global guard and the one of `@UseGuards` see the
+ * same call through the same arguments, so they share one request and the call is counted once.
+ */
+const requests = new WeakMap<object, RpcRateLimitRequest>();
+
+/**
+ * {@link SlidingLimitGuard} for microservices (`@nestjs/microservices`, any transport): enforces
+ * `@SlidingLimit` on `@MessagePattern` and `@EventPattern` handlers, keyed by the message's data (see
+ * {@link RpcRateLimitRequest}: there is no client address, so every limit needs a key such as
+ * `'body:tenantId'`). A refused call throws an `RpcException` whose error is a
+ * {@link RateLimitErrorPayload} (`code: 'TOO_MANY_REQUESTS'`, `retryAfter`, `retryAfterMs`, `limits`).
+ *
+ * A message's sender receives that object as the error of `client.send()`. An event has no reply:
+ * a refused event is dropped (its handler does not run) and the sender is not told; the guard logs
+ * the first drop of each handler as a warning and later ones at debug level.
+ *
+ * HTTP calls get the plain guard's behaviour (headers, 429), so in a hybrid application it can be
+ * the one global guard: `{ provide: APP_GUARD, useClass: RpcSlidingLimitGuard }` with the module's
+ * `global: false`. Or keep `global: true` and add `@UseGuards(RpcSlidingLimitGuard)` to the
+ * microservice controllers; the global guard then leaves their handlers to it.
+ */
+@Injectable()
+export class RpcSlidingLimitGuard extends SlidingLimitGuard {
+  protected override readonly logger = new Logger('RpcSlidingLimitGuard');
+  private readonly droppedEvents = new WeakSet<HandlerPlan>();
+  private readonly warnedUnidentified = new WeakSet<HandlerPlan>();
+
+  protected override getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
+    if (context.getType() !== 'rpc') return super.getRequestResponse(context);
+    const args = context.getArgs();
+    let request = requests.get(args);
+    if (request === undefined) {
+      request = this.getRpcRequest(context);
+      requests.set(args, request);
+    }
+    return { request, response: RPC_CALL };
+  }
+
+  /** The request of one call (see {@link RpcRateLimitRequest}). Override to add what your keys need. */
+  protected getRpcRequest(context: ExecutionContext): RpcRateLimitRequest {
+    return buildRpcRateLimitRequest(context);
+  }
+
+  protected override throwRateLimited(
+    context: ExecutionContext,
+    decision: MultiRateLimitDecision,
+    plan: HandlerPlan,
+  ): never {
+    if (context.getType() !== 'rpc') return super.throwRateLimited(context, decision, plan);
+    const payload = tooManyRequestsPayload(decision, plan);
+    if (isEventHandler(context)) this.logDroppedEvent(plan, payload.limits ?? []);
+    throw new RpcException(payload);
+  }
+
+  protected override throwUnavailable(response: unknown, decision: MultiRateLimitDecision): never {
+    if (response !== RPC_CALL) return super.throwUnavailable(response, decision);
+    throw new RpcException(unavailablePayload(decision));
+  }
+
+  protected override throwUnpriceable(context: ExecutionContext, plan: HandlerPlan, reason: string): never {
+    if (context.getType() !== 'rpc') return super.throwUnpriceable(context, plan, reason);
+    throw new RpcException(unpriceablePayload(plan));
+  }
+
+  protected override throwUnidentified(context: ExecutionContext, plan: HandlerPlan): never {
+    if (context.getType() !== 'rpc') return super.throwUnidentified(context, plan);
+    if (!this.warnedUnidentified.has(plan)) {
+      this.warnedUnidentified.add(plan);
+      this.logger.warn(
+        `${plan.route} refused a call whose rate-limit key did not resolve (said once per handler): a microservice ` +
+          "call has no client address, so give each limit a key from the message, e.g. key: 'body:tenantId' or " +
+          "key: (req) => req.data.tenantId, or key: 'global' for one bucket shared by all callers",
+      );
+    }
+    throw new RpcException(unidentifiedPayload(plan));
+  }
+
+  protected override setHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
+    if (response !== RPC_CALL) super.setHeaders(response, headers);
+  }
+
+  private logDroppedEvent(plan: HandlerPlan, limits: readonly string[]): void {
+    const line = `${plan.route} dropped an event over its rate limit (${limits.join(', ')}); events have no reply, so the sender is not told`;
+    if (this.droppedEvents.has(plan)) {
+      this.logger.debug(line);
+      return;
+    }
+    this.droppedEvents.add(plan);
+    this.logger.warn(`${line}. Further drops of this handler are logged at debug level`);
+  }
+}
+
+/** Whether the handler is an `@EventPattern` one, whose caller gets no reply. */
+function isEventHandler(context: ExecutionContext): boolean {
+  return Reflect.getMetadata(HANDLER_TYPE_METADATA, context.getHandler()) === EVENT_HANDLER;
+}
