@@ -95,14 +95,31 @@ export class SlidingLimitGuard implements CanActivate {
         return ALLOWED;
       }
       if (context.getType() !== 'http') limitedOutsideHttp.add(plan);
-      if (this.alreadyCounted(http.request, plan)) return ALLOWED;
-
-      const rules = this.rulesFor(plan, http.request, context);
-      if (Array.isArray(rules)) return this.decide(context, plan, http, rules);
-      return rules.then((resolved) => this.decide(context, plan, http, resolved));
+      return this.enforceOnce(context, plan, http);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * Enforces the plan unless this request has already been counted for it (a guard registered
+   * globally and again with `@UseGuards`). Override where one request carries several calls that
+   * must each count, as a GraphQL operation does; a synchronous throw is turned into a rejection by
+   * the caller.
+   */
+  protected enforceOnce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
+    if (this.alreadyCounted(http.request, plan)) return ALLOWED;
+    return this.enforce(context, plan, http);
+  }
+
+  /**
+   * Resolves the keys, prices the call and decides every limit of the plan in one call: true when
+   * admitted (headers set), a rejection otherwise. Counts every time it is called.
+   */
+  protected enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
+    const rules = this.rulesFor(plan, http.request, context);
+    if (Array.isArray(rules)) return this.decide(context, plan, http, rules);
+    return rules.then((resolved) => this.decide(context, plan, http, resolved));
   }
 
   private decide(
@@ -160,7 +177,7 @@ export class SlidingLimitGuard implements CanActivate {
   ): boolean {
     if (decision.degraded) {
       // Redis did not decide: no counts to report, and a denial is the server's fault, not the client's.
-      if (!decision.allowed) this.throwUnavailable(response, decision);
+      if (!decision.allowed) this.throwUnavailable(response, decision, context);
       return true;
     }
     this.setHeaders(response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
@@ -277,9 +294,9 @@ export class SlidingLimitGuard implements CanActivate {
 
   /**
    * Redis could not decide and the policy is `deny`: 503 with a short Retry-After. Override to answer
-   * differently (a 429, or a transport-specific error).
+   * differently (a 429, or a transport-specific error); `context` tells which transport asked.
    */
-  protected throwUnavailable(response: unknown, decision: MultiRateLimitDecision): never {
+  protected throwUnavailable(response: unknown, decision: MultiRateLimitDecision, _context?: ExecutionContext): never {
     const seconds = retryAfterSeconds(decision.retryAfterMs);
     this.setHeaders(response, [['Retry-After', String(seconds)]]);
     throw new ServiceUnavailableException('Rate limiting is unavailable; retry shortly');

@@ -1,0 +1,78 @@
+import { Injectable, type ExecutionContext } from '@nestjs/common';
+import type { MultiRateLimitDecision } from '../core/decisions';
+import type { HandlerPlan } from '../nest/limit-plan';
+import { retryAfterSeconds } from '../nest/rate-limit-headers';
+import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
+import { fieldPathOf, graphQLContextOf, graphQLHttpContext, isGraphQLCall } from './graphql-call';
+import { decideOncePerField } from './operation-decisions';
+import {
+  tooManyRequestsError,
+  unavailableError,
+  unidentifiedError,
+  unpriceableError,
+} from './sliding-limit-graphql.error';
+
+/**
+ * {@link SlidingLimitGuard} for GraphQL resolvers as well as HTTP routes: register it once (as
+ * `APP_GUARD`, or with `@UseGuards` on a resolver) and `@SlidingLimit` limits queries, mutations and
+ * `@ResolveField` methods (the latter when GraphQLModule's `fieldResolverEnhancers` includes `'guards'`).
+ *
+ * A resolver call is keyed by the HTTP request in its GraphQL context (`req`, as @nestjs/graphql's
+ * Apollo and Mercurius drivers put it there), and its rate-limit headers go on the HTTP response
+ * (Express's `res`, Fastify's `reply`). Each field of an operation counts once: the fields of a list
+ * share one decision per operation (see docs/graphql.md). Refusals are {@link SlidingLimitGraphQLError}s
+ * with `extensions.code` `TOO_MANY_REQUESTS` (and `retryAfter`), `RATE_LIMIT_UNAVAILABLE`,
+ * `BAD_REQUEST` or `FORBIDDEN`. Any other context is the base guard's.
+ */
+@Injectable()
+export class GqlSlidingLimitGuard extends SlidingLimitGuard {
+  /** The HTTP request and response behind a resolver call; the base guard's outside GraphQL. */
+  protected override getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
+    if (!isGraphQLCall(context)) return super.getRequestResponse(context);
+    return graphQLHttpContext(context);
+  }
+
+  /**
+   * One decision per field path and operation: aliases and distinct fields each count, the calls of
+   * one field for the items of a list share the first one's outcome, and a second guard instance on
+   * the same call (global and `@UseGuards`) counts nothing more.
+   */
+  protected override enforceOnce(
+    context: ExecutionContext,
+    plan: HandlerPlan,
+    http: RateLimitHttpContext,
+  ): Promise<boolean> {
+    if (!isGraphQLCall(context)) return super.enforceOnce(context, plan, http);
+    const operation = graphQLContextOf(context) ?? http.request;
+    return decideOncePerField(operation, plan, fieldPathOf(context), () => this.enforce(context, plan, http));
+  }
+
+  protected override throwRateLimited(
+    context: ExecutionContext,
+    decision: MultiRateLimitDecision,
+    plan: HandlerPlan,
+  ): never {
+    if (!isGraphQLCall(context)) return super.throwRateLimited(context, decision, plan);
+    throw tooManyRequestsError(decision, plan);
+  }
+
+  protected override throwUnavailable(
+    response: unknown,
+    decision: MultiRateLimitDecision,
+    context?: ExecutionContext,
+  ): never {
+    if (!context || !isGraphQLCall(context)) return super.throwUnavailable(response, decision, context);
+    this.setHeaders(response, [['Retry-After', String(retryAfterSeconds(decision.retryAfterMs))]]);
+    throw unavailableError(decision);
+  }
+
+  protected override throwUnpriceable(context: ExecutionContext, plan: HandlerPlan, reason: string): never {
+    if (!isGraphQLCall(context)) return super.throwUnpriceable(context, plan, reason);
+    throw unpriceableError(plan);
+  }
+
+  protected override throwUnidentified(context: ExecutionContext, plan: HandlerPlan): never {
+    if (!isGraphQLCall(context)) return super.throwUnidentified(context, plan);
+    throw unidentifiedError(plan);
+  }
+}
