@@ -1,0 +1,142 @@
+import type { AddressInfo } from 'node:net';
+import { io, type Socket } from 'socket.io-client';
+import { ChatGateway, seenRequests, type ChatReply } from '../fixtures/transports/chat.gateways';
+import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { connectShared } from '../support/test-redis';
+
+/** What one emitted message came back as: the handler's reply (ack) or the `exception` event. */
+type Outcome = { reply: ChatReply } | { exception: Record<string, unknown> };
+
+/** Emits a message and waits for its ack or for the exception Nest's filter emits instead. */
+function call(socket: Socket, event: string, data: unknown): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const onException = (exception: Record<string, unknown>) => resolve({ exception });
+    socket.once('exception', onException);
+    socket.emit(event, data, (reply: ChatReply) => {
+      socket.off('exception', onException);
+      resolve({ reply });
+    });
+  });
+}
+
+describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) => {
+  let app: TestApp | undefined;
+  const sockets: Socket[] = [];
+
+  afterEach(async () => {
+    for (const socket of sockets.splice(0)) socket.disconnect();
+    await app?.close();
+    app = undefined;
+    seenRequests.length = 0;
+  });
+
+  const start = async () => {
+    app = await startTestApp({ platform, providers: [ChatGateway], options: { functionName: 'sliding_allow_v3' } });
+    return app;
+  };
+
+  const connect = async (options: { query?: Record<string, string>; headers?: Record<string, string> } = {}) => {
+    const { port } = (app as TestApp).app.getHttpServer().address() as AddressInfo;
+    const socket = io(`http://127.0.0.1:${port}`, {
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+      query: options.query,
+      extraHeaders: options.headers,
+    });
+    sockets.push(socket);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('connect_error', reject);
+    });
+    return socket;
+  };
+
+  it('limits a message per handshake address and tells the client through an exception event', async () => {
+    const { keyPrefix } = await start();
+    const socket = await connect();
+    await expect(call(socket, 'chat', { text: 'a' })).resolves.toEqual({
+      reply: { handler: 'chat', data: { text: 'a' } },
+    });
+    await expect(call(socket, 'chat', { text: 'b' })).resolves.toHaveProperty('reply');
+    const rejected = await call(socket, 'chat', { text: 'c' });
+    expect(rejected).toEqual({
+      exception: {
+        status: 429,
+        code: 'TOO_MANY_REQUESTS',
+        message: 'Too Many Requests',
+        retryAfter: 60,
+        retryAfterMs: expect.any(Number),
+        limits: ['chat'],
+      },
+    });
+    const { retryAfterMs } = (rejected as { exception: { retryAfterMs: number } }).exception;
+    expect(retryAfterMs).toBeGreaterThan(59_000);
+    expect(retryAfterMs).toBeLessThanOrEqual(60_000);
+
+    // Another connection from the same address shares the count: the key is the handshake address.
+    const other = await connect();
+    await expect(call(other, 'chat', { text: 'd' })).resolves.toHaveProperty('exception.code', 'TOO_MANY_REQUESTS');
+    const redis = connectShared();
+    try {
+      expect(await redis.keys(`${keyPrefix}chat:*`)).toEqual([`${keyPrefix}chat:{ip:127.0.0.1}`]);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('gives keys the handshake address, headers and query, the message data and name, and the socket', async () => {
+    await start();
+    const socket = await connect({ query: { token: 't1' }, headers: { 'x-team': 'blue' } });
+    await call(socket, 'inspect', { n: 1 });
+    expect(seenRequests).toHaveLength(1);
+    const [request] = seenRequests;
+    expect(request).toMatchObject({ ip: '127.0.0.1', data: { n: 1 }, body: { n: 1 }, pattern: 'inspect' });
+    expect(request.headers).toMatchObject({ 'x-team': 'blue' });
+    expect(request.query).toMatchObject({ token: 't1' });
+    expect((request.client as { id?: unknown }).id).toBe(socket.id);
+  });
+
+  it('keys by the message data and by handshake query and headers', async () => {
+    await start();
+    const socket = await connect({ query: { token: 't1' }, headers: { 'x-team': 'blue' } });
+    await expect(call(socket, 'room', { room: 'r1' })).resolves.toHaveProperty('reply');
+    await expect(call(socket, 'room', { room: 'r1' })).resolves.toHaveProperty('exception.code', 'TOO_MANY_REQUESTS');
+    await expect(call(socket, 'room', { room: 'r2' })).resolves.toHaveProperty('reply');
+
+    await expect(call(socket, 'token', {})).resolves.toHaveProperty('reply');
+    await expect(call(socket, 'token', {})).resolves.toHaveProperty('exception.code', 'TOO_MANY_REQUESTS');
+    const otherToken = await connect({ query: { token: 't2' }, headers: { 'x-team': 'blue' } });
+    await expect(call(otherToken, 'token', {})).resolves.toHaveProperty('reply');
+    const otherTeam = await connect({ query: { token: 't1' }, headers: { 'x-team': 'red' } });
+    await expect(call(otherTeam, 'token', {})).resolves.toHaveProperty('reply');
+  });
+
+  it('decides stacked limits together and charges a cost, fixed or priced from the message', async () => {
+    await start();
+    const socket = await connect();
+    await expect(call(socket, 'stacked', 1)).resolves.toHaveProperty('reply');
+    await expect(call(socket, 'stacked', 2)).resolves.toHaveProperty('reply');
+    await expect(call(socket, 'stacked', 3)).resolves.toHaveProperty('exception.limits', ['burst']);
+
+    await expect(call(socket, 'heavy', 1)).resolves.toHaveProperty('reply'); // 2 of 3
+    await expect(call(socket, 'heavy', 2)).resolves.toHaveProperty('exception.limits', ['heavy']);
+
+    await expect(call(socket, 'priced', { items: 4 })).resolves.toHaveProperty('reply'); // 4 of 5
+    await expect(call(socket, 'priced', { items: 2 })).resolves.toHaveProperty('exception.code', 'TOO_MANY_REQUESTS');
+    await expect(call(socket, 'priced', { items: 1 })).resolves.toHaveProperty('reply');
+    await expect(call(socket, 'priced', {})).resolves.toEqual({
+      exception: {
+        status: 400,
+        code: 'RATE_LIMIT_UNPRICEABLE',
+        message: 'Rate limit of ChatGateway.priced cannot price this call',
+      },
+    });
+  });
+
+  it('lets @SkipRateLimit handlers through', async () => {
+    await start();
+    const socket = await connect();
+    for (let i = 0; i < 3; i++) await expect(call(socket, 'free', i)).resolves.toHaveProperty('reply');
+  });
+});
