@@ -40,6 +40,9 @@ import { windowMemory } from './sections/window-memory.mjs';
 import { windowTime } from './sections/window-time.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
+// Where the results (JSON) and the plots (SVG) of the scale and cluster sections go.
+const resultsDir = join(here, 'results');
+mkdirSync(resultsDir, { recursive: true });
 const root = join(here, '..');
 const require = createRequire(import.meta.url);
 const Redis = require('ioredis').default;
@@ -98,7 +101,7 @@ async function main() {
     for (const { name, timedAs = name, run } of RUN_ORDER) {
       if (!settings.only.includes(name)) continue;
       const began = performance.now();
-      await run({ settings, report, redis, build });
+      await run({ settings, report, redis, build, resultsDir });
       seconds[timedAs] = Number(((performance.now() - began) / 1000).toFixed(1));
       log(`  (${timedAs}: ${seconds[timedAs]} s)`);
     }
@@ -127,8 +130,7 @@ async function main() {
   const passed = rows.filter((r) => r.result === 'PASS').length;
   console.log(`\ntargets: ${passed} PASS, ${failed} FAIL`);
 
-  const dir = join(here, 'results');
-  mkdirSync(dir, { recursive: true });
+  const dir = resultsDir;
   // A short or partial run never overwrites the full run of the day.
   const partial = only.length < SECTIONS.length ? `only-${only.join('-')}-` : '';
   const file = join(dir, `${quick ? 'quick-' : ''}${partial}${date}.json`);

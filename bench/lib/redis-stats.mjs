@@ -85,3 +85,16 @@ export async function monitor(port, ignorePorts = []) {
     },
   };
 }
+
+/**
+ * Deletes every key matching `pattern` (SCAN + DEL: freed at once, not in the background, so that the
+ * next used_memory baseline is not still falling).
+ */
+export async function deleteMatching(client, pattern) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 5000);
+    cursor = next;
+    if (keys.length > 0) await client.del(...keys);
+  } while (cursor !== '0');
+}

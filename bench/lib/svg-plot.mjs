@@ -33,10 +33,11 @@ function ticks(min, max, log) {
 }
 
 /**
- * Writes an SVG line plot to `file`. `series`: `[{ name, points: [[x, y], …] }]`; `logX` / `logY`
- * for logarithmic axes (values must be positive); a linear y axis starts at 0.
+ * Writes an SVG line plot to `file`. `series`: `[{ name, points: [[x, y, mark?], …] }]` (`mark.open`:
+ * a hollow marker); `logX` / `logY` for logarithmic axes (values must be positive); a linear y axis
+ * starts at 0; `note`, a line under the x axis label.
  */
-export function writeLinePlot(file, { title, xLabel, yLabel, series, logX = false, logY = false }) {
+export function writeLinePlot(file, { title, xLabel, yLabel, series, logX = false, logY = false, note }) {
   const points = series.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
   const xs = points.map(([x]) => x);
   const ys = points.map(([, y]) => y);
@@ -77,6 +78,9 @@ export function writeLinePlot(file, { title, xLabel, yLabel, series, logX = fals
   out.push(
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#444"/>`,
     `<text x="${MARGIN.left + plotW / 2}" y="${HEIGHT - 14}" text-anchor="middle">${escape(xLabel)}</text>`,
+    ...(note
+      ? [`<text x="${WIDTH - 8}" y="${HEIGHT - 4}" text-anchor="end" font-size="10" fill="#555">${escape(note)}</text>`]
+      : []),
     `<text transform="translate(18 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escape(yLabel)}</text>`,
   );
   series.forEach((s, i) => {
@@ -84,7 +88,11 @@ export function writeLinePlot(file, { title, xLabel, yLabel, series, logX = fals
     const valid = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
     out.push(
       `<polyline fill="none" stroke="${color}" stroke-width="2" points="${valid.map(([x, y]) => `${f(px(x))},${f(py(y))}`).join(' ')}"/>`,
-      ...valid.map(([x, y]) => `<circle cx="${f(px(x))}" cy="${f(py(y))}" r="3" fill="${color}"/>`),
+      // A point marked `{ open: true }` (third element) is drawn hollow: projected, not measured.
+      ...valid.map(
+        ([x, y, mark]) =>
+          `<circle cx="${f(px(x))}" cy="${f(py(y))}" r="3.5" fill="${mark?.open ? 'white' : color}" stroke="${color}"/>`,
+      ),
     );
     const ly = MARGIN.top + 10 + i * 18;
     const lx = MARGIN.left + plotW + 12;
