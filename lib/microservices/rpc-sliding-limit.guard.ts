@@ -21,7 +21,7 @@ const RPC_CALL = Object.freeze({ transport: 'rpc' });
 /**
  * Where `@EventPattern` / `@MessagePattern` mark a handler as an event or a message handler, and the
  * mark of an event handler (`PatternHandler.EVENT`): neither is exported by the package's index, and
- * a test pins both against its own files.
+ * the event test of test/microservices pins both (a drop is logged only when an event handler is told apart).
  */
 const HANDLER_TYPE_METADATA = 'microservices:handler_type';
 const EVENT_HANDLER = 2;

@@ -1,0 +1,151 @@
+import { Logger, type INestApplication } from '@nestjs/common';
+import { ClientProxyFactory, Transport, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
+import { firstValueFrom } from 'rxjs';
+import request from 'supertest';
+import { RateLimitModule } from 'nestjs-sliding-limit';
+import { OrdersController, OrdersHttpController, receivedEvents } from '../fixtures/transports/orders.controllers';
+import { freePort } from '../support/free-port';
+import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { waitUntil } from '../support/wait-for';
+
+/** Options of a transport, for the server and its client alike. */
+type TransportOptions = { transport: Transport.TCP | Transport.REDIS; options: { host: string; port: number } };
+
+const TRANSPORTS: Array<[string, () => Promise<TransportOptions>]> = [
+  ['TCP', async () => ({ transport: Transport.TCP, options: { host: '127.0.0.1', port: await freePort() } })],
+  [
+    'Redis',
+    async () => {
+      const url = new URL(sharedRedisUrl());
+      return { transport: Transport.REDIS, options: { host: url.hostname, port: Number(url.port) } };
+    },
+  ],
+];
+
+describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, transportOptions) => {
+  let app: INestApplication | undefined;
+  let client: ClientProxy | undefined;
+
+  afterEach(async () => {
+    await client?.close();
+    client = undefined;
+    await app?.close();
+    app = undefined;
+    receivedEvents.length = 0;
+    jest.restoreAllMocks();
+  });
+
+  /** A hybrid application: HTTP on a free port plus the microservice on the transport. */
+  const start = async () => {
+    const transport = await transportOptions();
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RateLimitModule.forRoot({
+          redis: sharedRedisUrl(),
+          keyPrefix: uniquePrefix('rpc'),
+          functionName: 'sliding_allow_v3',
+        }),
+      ],
+      controllers: [OrdersController, OrdersHttpController],
+    }).compile();
+    app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
+    app.connectMicroservice<MicroserviceOptions>(transport);
+    await app.startAllMicroservices();
+    await app.listen(0, '127.0.0.1');
+    client = ClientProxyFactory.create(transport);
+    await client.connect();
+    return { app, client };
+  };
+
+  const send = (pattern: unknown, data: unknown) =>
+    firstValueFrom((client as ClientProxy).send<unknown>(pattern, data));
+
+  it('limits a message per key from its data, and the sender gets the error object', async () => {
+    await start();
+    await expect(send('nsl.order.create', { tenantId: 't1', n: 1 })).resolves.toEqual({
+      created: { tenantId: 't1', n: 1 },
+    });
+    await send('nsl.order.create', { tenantId: 't1', n: 2 });
+    const error: unknown = await send('nsl.order.create', { tenantId: 't1', n: 3 }).catch((caught: unknown) => caught);
+    expect(error).toEqual({
+      status: 429,
+      code: 'TOO_MANY_REQUESTS',
+      message: 'Too Many Requests',
+      retryAfter: 60,
+      retryAfterMs: expect.any(Number),
+      limits: ['orders'],
+    });
+    await expect(send('nsl.order.create', { tenantId: 't2' })).resolves.toHaveProperty('created');
+  });
+
+  it('refuses a message whose key does not resolve instead of counting every caller together', async () => {
+    await start();
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const refusal = {
+      status: 403,
+      code: 'RATE_LIMIT_UNIDENTIFIED',
+      message: 'Rate limit of OrdersController.keyless cannot identify the caller',
+    };
+    await expect(send('nsl.order.keyless', { tenantId: 't1' })).rejects.toEqual(refusal);
+    await expect(send('nsl.order.keyless', {})).rejects.toEqual(refusal);
+    // body:tenantId with no tenantId has no client address to fall back to either.
+    await expect(send('nsl.order.create', { n: 1 })).rejects.toHaveProperty('code', 'RATE_LIMIT_UNIDENTIFIED');
+    const lines = warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('did not resolve'));
+    expect(lines).toHaveLength(2); // once per handler
+    expect(lines[0]).toContain('OrdersController.keyless refused a call whose rate-limit key did not resolve');
+    expect(lines[0]).toContain("key: 'body:tenantId'");
+  });
+
+  it('decides stacked limits together, priced from the message', async () => {
+    await start();
+    const quote = { cmd: 'nsl.order.quote' };
+    await expect(send(quote, { tenantId: 't1', items: 2 })).resolves.toHaveProperty('quoted'); // burst 2/3, day 2/4
+    await expect(send(quote, { tenantId: 't1', items: 2 })).rejects.toHaveProperty('limits', ['quote-burst']);
+    await expect(send(quote, { tenantId: 't1', items: 1 })).resolves.toHaveProperty('quoted'); // burst 3/3, day 3/4
+    await expect(send(quote, { tenantId: 't1', items: 'x' })).rejects.toEqual({
+      status: 400,
+      code: 'RATE_LIMIT_UNPRICEABLE',
+      message: 'Rate limit of OrdersController.quote cannot price this call',
+    });
+    await expect(send(quote, { tenantId: 't2', items: 1 })).resolves.toHaveProperty('quoted');
+  });
+
+  it('lets @SkipRateLimit handlers through', async () => {
+    await start();
+    for (let i = 0; i < 3; i++) await expect(send('nsl.order.free', {})).resolves.toBe('free');
+  });
+
+  it('drops an event over its limit without running the handler, and says so once per handler', async () => {
+    await start();
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const debug = jest.spyOn(Logger.prototype, 'debug').mockImplementation(() => undefined);
+    const emit = (data: unknown) => firstValueFrom((client as ClientProxy).emit('nsl.order.created', data));
+    await emit({ tenantId: 't1', n: 1 });
+    await waitUntil(() => receivedEvents.length === 1);
+    await emit({ tenantId: 't1', n: 2 });
+    await emit({ tenantId: 't1', n: 3 });
+    await emit({ tenantId: 't2', n: 4 });
+    await waitUntil(() => receivedEvents.length === 2);
+    await waitUntil(() => debug.mock.calls.some(([line]) => String(line).includes('dropped an event')));
+    expect(receivedEvents).toEqual([
+      { tenantId: 't1', n: 1 },
+      { tenantId: 't2', n: 4 },
+    ]);
+    const warned = warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('dropped an event'));
+    expect(warned).toEqual([
+      'OrdersController.created dropped an event over its rate limit (order-events); events have no reply, so the ' +
+        'sender is not told. Further drops of this handler are logged at debug level',
+    ]);
+  });
+
+  it("leaves the HTTP routes of a hybrid application to the module's global guard", async () => {
+    const { app } = await start();
+    const server = app.getHttpServer();
+    const first = await request(server).get('/orders').expect(200);
+    expect(first.headers['x-ratelimit-remaining']).toBe('0');
+    const rejected = await request(server).get('/orders').expect(429);
+    expect(rejected.headers['retry-after']).toBe('60');
+  });
+});
