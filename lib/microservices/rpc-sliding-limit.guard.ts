@@ -20,8 +20,8 @@ const RPC_CALL = Object.freeze({ transport: 'rpc' });
 
 /**
  * Where `@EventPattern` / `@MessagePattern` mark a handler as an event or a message handler, and the
- * mark of an event handler (`PatternHandler.EVENT`): neither is exported by the package's index, and
- * the event test of test/microservices pins both (a drop is logged only when an event handler is told apart).
+ * mark of an event handler (`PatternHandler.EVENT`). Neither is exported by the package's index; the
+ * event test in test/microservices pins both (a drop is logged only when an event is told apart).
  */
 const HANDLER_TYPE_METADATA = 'microservices:handler_type';
 const EVENT_HANDLER = 2;
@@ -109,7 +109,9 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
   }
 
   private logDroppedEvent(plan: HandlerPlan, limits: readonly string[]): void {
-    const line = `${plan.route} dropped an event over its rate limit (${limits.join(', ')}); events have no reply, so the sender is not told`;
+    const line =
+      `${plan.route} dropped an event over its rate limit (${limits.join(', ')}); ` +
+      'events have no reply, so the sender is not told';
     if (this.droppedEvents.has(plan)) {
       this.logger.debug(line);
       return;

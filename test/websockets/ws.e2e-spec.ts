@@ -94,7 +94,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with ws (@nestjs/platform-ws) on %
     await expect(other.send('chat', {})).resolves.toHaveProperty('data.code', 'TOO_MANY_REQUESTS');
   });
 
-  it('gives keys the remote address, and the upgrade headers and query once rememberUpgradeRequest kept them', async () => {
+  it('gives keys the remote address, and the upgrade headers and query kept by rememberUpgradeRequest', async () => {
     await start();
     const { send } = await connect('/?token=t1', { 'x-team': 'blue' });
     await send('inspect', { n: 1 });
