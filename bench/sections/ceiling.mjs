@@ -4,12 +4,13 @@
 // (the function's total time and the commands it runs inside, from INFO commandstats).
 import { FUNCTION, KEYSPACE } from '../lib/config.mjs';
 import { memberSource } from '../lib/decisions.mjs';
-import { compact, drive, interleaved, ratios, spread } from '../lib/measure.mjs';
+import { redisCpuSeconds, withCpu } from '../lib/cpu.mjs';
+import { compact, drive, interleaved, median, ratios, spread } from '../lib/measure.mjs';
 import { runCommand } from '../lib/processes.mjs';
 import { commandStats } from '../lib/redis-stats.mjs';
 import { log } from '../lib/report.mjs';
 
-export async function ceiling({ settings: { rounds, quick }, report, redis: { port, plain: client } }) {
+export async function ceiling({ settings: { rounds, quick }, report, redis: { port, plain: client, stats } }) {
   log('1/6 ceiling: redis-benchmark FCALL, -P 16 and -c 50, next to a bare ioredis fcall loop');
   const benchmark = async (pipeline) => {
     // A fixed numeric now_ms per run: redis-benchmark cannot send a clock, and the argument shape
@@ -40,9 +41,14 @@ export async function ceiling({ settings: { rounds, quick }, report, redis: { po
       '60000',
       '1000',
     );
+    // Redis' CPU per request beside the rate (redis-benchmark's own CPU is not this package's).
+    const redisBefore = await redisCpuSeconds(stats);
     const csv = (await runCommand('redis-benchmark', args, 120_000)).trim().split('\n');
+    const redisMicros = (((await redisCpuSeconds(stats)) - redisBefore) * 1e6) / requests;
+    cpu[pipeline ? 'pipelined' : 'unpipelined'].push({ redisMicros });
     return Number(JSON.parse(`[${csv[csv.length - 1]}]`)[1]);
   };
+  const cpu = { pipelined: [], unpipelined: [], bare64: [] };
   const next = memberSource();
   const bare = (i) =>
     client
@@ -51,9 +57,16 @@ export async function ceiling({ settings: { rounds, quick }, report, redis: { po
   const variants = {
     pipelined: () => benchmark(true),
     unpipelined: () => benchmark(false),
-    bare64: async () =>
-      (await drive({ inFlight: 64, warmupMs: 200, durationMs: quick ? 500 : 1800, maxOps: 1_000_000, call: bare }))
-        .perSecond,
+    bare64: async () => {
+      const m = await withCpu(stats, () =>
+        drive({ inFlight: 64, warmupMs: 200, durationMs: quick ? 500 : 1800, maxOps: 1_000_000, call: bare }),
+      );
+      cpu.bare64.push({
+        clientMicros: (m.clientSeconds * 1e6) / m.result.calls,
+        redisMicros: (m.redisSeconds * 1e6) / m.result.calls,
+      });
+      return m.result.perSecond;
+    },
   };
   const samples = { pipelined: [], unpipelined: [], bare64: [] };
   const names = Object.keys(variants);
@@ -70,14 +83,16 @@ export async function ceiling({ settings: { rounds, quick }, report, redis: { po
   );
   const innerUsec = inner.reduce((sum, [, v]) => sum + v.usec, 0);
   const perDecision = Object.fromEntries(inner.map(([name, v]) => [name, Number((v.usec / fcall.calls).toFixed(2))]));
+  const cpuMed = (name, part) => median(cpu[name].map((x) => x[part]));
   report.record('ceiling', {
     samples,
+    cpu,
     serverMicrosPerDecision: Number((fcall.usec / fcall.calls).toFixed(2)),
     innerMicrosPerDecision: perDecision,
   });
   report.row('1 ceiling', 'redis-benchmark -P 16 / -c 50 (pipelined / not)', {
     spread: spread(ratios(samples.pipelined, samples.unpipelined)),
-    absolute: `${compact(med.pipelined)}/s vs ${compact(med.unpipelined)}/s`,
+    absolute: `${compact(med.pipelined)}/s vs ${compact(med.unpipelined)}/s; Redis CPU ${cpuMed('pipelined', 'redisMicros').toFixed(1)} vs ${cpuMed('unpipelined', 'redisMicros').toFixed(1)} µs per call`,
   });
   report.row('1 ceiling', 'Redis time in the commands a decision runs / its whole FCALL', {
     value: innerUsec / fcall.usec,
@@ -87,7 +102,9 @@ export async function ceiling({ settings: { rounds, quick }, report, redis: { po
   });
   report.row('1 ceiling', 'bare ioredis fcall, 64 in flight / redis-benchmark -P 16', {
     spread: spread(ratios(samples.bare64, samples.pipelined)),
-    absolute: `${compact(med.bare64)}/s vs ${compact(med.pipelined)}/s`,
+    absolute:
+      `${compact(med.bare64)}/s vs ${compact(med.pipelined)}/s; bare fcall CPU per decision ` +
+      `client ${cpuMed('bare64', 'clientMicros').toFixed(1)} + Redis ${cpuMed('bare64', 'redisMicros').toFixed(1)} µs`,
   });
   report.row('1 ceiling', 'bare ioredis fcall, 64 in flight / redis-benchmark -c 50', {
     spread: spread(ratios(samples.bare64, samples.unpipelined)),
