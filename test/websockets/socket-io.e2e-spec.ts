@@ -1,23 +1,8 @@
-import type { AddressInfo } from 'node:net';
-import { io, type Socket } from 'socket.io-client';
-import { ChatGateway, seenRequests, type ChatReply } from '../fixtures/transports/chat.gateways';
+import type { Socket } from 'socket.io-client';
+import { ChatGateway, seenRequests } from '../fixtures/transports/chat.gateways';
+import { call, connectSocketIo, type ConnectOptions } from '../fixtures/transports/socket-io-client';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { connectShared } from '../support/test-redis';
-
-/** What one emitted message came back as: the handler's reply (ack) or the `exception` event. */
-type Outcome = { reply: ChatReply } | { exception: Record<string, unknown> };
-
-/** Emits a message and waits for its ack or for the exception Nest's filter emits instead. */
-function call(socket: Socket, event: string, data: unknown): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const onException = (exception: Record<string, unknown>) => resolve({ exception });
-    socket.once('exception', onException);
-    socket.emit(event, data, (reply: ChatReply) => {
-      socket.off('exception', onException);
-      resolve({ reply });
-    });
-  });
-}
 
 describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) => {
   let app: TestApp | undefined;
@@ -35,22 +20,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) 
     return app;
   };
 
-  const connect = async (options: { query?: Record<string, string>; headers?: Record<string, string> } = {}) => {
-    const { port } = (app as TestApp).app.getHttpServer().address() as AddressInfo;
-    const socket = io(`http://127.0.0.1:${port}`, {
-      transports: ['websocket'],
-      forceNew: true,
-      reconnection: false,
-      query: options.query,
-      extraHeaders: options.headers,
-    });
-    sockets.push(socket);
-    await new Promise<void>((resolve, reject) => {
-      socket.once('connect', resolve);
-      socket.once('connect_error', reject);
-    });
-    return socket;
-  };
+  const connect = (options?: ConnectOptions) => connectSocketIo((app as TestApp).app, sockets, options);
 
   it('limits a message per handshake address and tells the client through an exception event', async () => {
     const { keyPrefix } = await start();
