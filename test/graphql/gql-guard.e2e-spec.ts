@@ -103,7 +103,9 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform })
     for (let i = 0; i < 2; i++) {
       const ok = await postGraphQL(app, query, { client: 'a' });
       expect(ok.errors).toEqual([]);
-      expect(ok.data?.posts).toEqual([0, 1, 2].map((n) => ({ title: `post ${n}`, author: { name: `author of post ${n}` } })));
+      expect(ok.data?.posts).toEqual(
+        [0, 1, 2].map((n) => ({ title: `post ${n}`, author: { name: `author of post ${n}` } })),
+      );
     }
     expect(resolver.authorCalls).toBe(6);
     const rejected = await postGraphQL(app, query, { client: 'a' });
