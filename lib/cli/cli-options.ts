@@ -4,7 +4,14 @@ import { CliError, ExitCode } from './exit-codes';
 
 /** The `functions` subcommands. */
 export const COMMANDS = ['list', 'load', 'status', 'delete', 'dump', 'restore'] as const;
-export type CommandName = (typeof COMMANDS)[number];
+export type FunctionsCommandName = (typeof COMMANDS)[number];
+/** Every command: the `functions` subcommands and the top-level `doctor`. */
+export type CommandName = FunctionsCommandName | 'doctor';
+
+/** The command as typed: `functions list`, `doctor`. */
+export function commandLabel(command: CommandName): string {
+  return command === 'doctor' ? 'doctor' : `functions ${command}`;
+}
 
 /** FUNCTION RESTORE policies. */
 export const RESTORE_POLICIES = ['append', 'replace', 'flush'] as const;
@@ -14,6 +21,12 @@ export type RestorePolicy = (typeof RESTORE_POLICIES)[number];
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 /** Default connect and command timeout. */
 export const DEFAULT_TIMEOUT_MS = 2000;
+/** doctor: the key prefix whose keys it samples. */
+export const DEFAULT_KEY_PREFIX = 'rl:';
+/** doctor: how many keys it samples on each master. */
+export const DEFAULT_SAMPLE = 1000;
+/** RESP versions the CLI can speak (`--resp`); ioredis' default is 3. */
+export type RespVersion = 2 | 3;
 
 /** Where to connect. */
 export type ConnectionTarget =
@@ -32,6 +45,12 @@ export interface CliOptions {
   force: boolean;
   policy: RestorePolicy;
   timeoutMs: number;
+  /** doctor: the key prefix of the sampled keys. */
+  keyPrefix: string;
+  /** doctor: keys sampled per master. */
+  sample: number;
+  /** The RESP version of the connection; undefined: ioredis' default (3). */
+  resp?: RespVersion;
 }
 
 /** What the command line asks for: a command, or help. */
@@ -47,6 +66,9 @@ const OPTIONS = {
   force: { type: 'boolean' },
   policy: { type: 'string' },
   timeout: { type: 'string' },
+  resp: { type: 'string' },
+  'key-prefix': { type: 'string' },
+  sample: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -59,6 +81,7 @@ const COMMAND_FLAGS: Record<CommandName, readonly string[]> = {
   delete: ['force', 'prefix'],
   dump: [],
   restore: ['policy'],
+  doctor: ['key-prefix', 'sample'],
 };
 
 const ARGUMENTS: Record<CommandName, readonly string[]> = {
@@ -68,13 +91,17 @@ const ARGUMENTS: Record<CommandName, readonly string[]> = {
   delete: ['<version>'],
   dump: ['<file>'],
   restore: ['<file>'],
+  doctor: [],
 };
+
+const COMMAND_ONLY_FLAGS = ['replace', 'force', 'prefix', 'policy', 'key-prefix', 'sample'] as const;
 
 /** The help text. */
 export const USAGE = `Usage: nestjs-sliding-limit functions <command> [options]
+       nestjs-sliding-limit doctor [options]
 
 Manages the rate limiter's Redis Function libraries (rate_limit_v1, rate_limit_v2, …) on every
-master, and shows which versions running instances call.
+master, and shows which versions running instances call. doctor runs the after-launch checks.
 
 Commands:
   list               libraries and functions on every master; flags a master lacking a
@@ -87,6 +114,9 @@ Commands:
                      report names one of its functions, unless --force
   dump <file>        save FUNCTION DUMP (every library, binary) to a file
   restore <file>     FUNCTION RESTORE a dump on every master
+  doctor             checks every node (masters and replicas): the libraries live instances
+                     call, memory and eviction policy, a sample of the limiter's keys, slow
+                     calls and latency, cluster slots and replication; says what to do
 
 Options:
   --url <url>        a standalone Redis (default: $REDIS_URL, else ${DEFAULT_REDIS_URL})
@@ -97,7 +127,10 @@ Options:
   --replace          load: replace a library of the same name that has other code
   --force            delete: delete even though live instances call the version
   --policy <policy>  restore: append (default), replace or flush
+  --key-prefix <p>   doctor: the key prefix of the sampled keys (default ${DEFAULT_KEY_PREFIX})
+  --sample <n>       doctor: keys sampled per master with SCAN (default ${DEFAULT_SAMPLE})
   --timeout <ms>     connect and command timeout (default ${DEFAULT_TIMEOUT_MS})
+  --resp <2|3>       the RESP version to speak (default 3)
   --json             machine-readable output on stdout
   -h, --help         show this help
   --version          print the package version
@@ -108,6 +141,8 @@ Exit codes:
      rejected the command, a file could not be read or written
   2  usage error: unknown command or flag, missing or invalid argument; nothing was done
   3  Redis unreachable, authentication failed, or a command timed out
+doctor: 0 all good, 1 warnings, 2 problems found (a usage error is 2 as well: nothing
+is printed on stdout then, and --json says error.kind "usage"), 3 as above
 `;
 
 /** Parses the command line (without `node` and the script). Throws a usage CliError. */
@@ -116,23 +151,16 @@ export function parseCommandLine(argv: readonly string[], env: Record<string, st
   if (values.help) return { help: true };
   if (values.version && positionals.length === 0) return { version: true };
 
-  const [group, command, ...args] = positionals;
-  if (group === undefined) throw usage('no command given');
-  if (group !== 'functions')
-    throw usage(`unknown command "${group}"; commands are under "functions", e.g. nestjs-sliding-limit functions list`);
-  if (command === undefined) throw usage(`"functions" needs a command: ${COMMANDS.join(', ')}`);
-  if (!(COMMANDS as readonly string[]).includes(command))
-    throw usage(`unknown command "functions ${command}"; commands: ${COMMANDS.join(', ')}`);
-  const name = command as CommandName;
+  const { name, args } = commandOf(positionals);
+  const label = commandLabel(name);
 
   const expected = ARGUMENTS[name];
-  if (args.length < expected.length) throw usage(`functions ${name} needs ${expected.join(' ')}`);
-  if (args.length > expected.length)
-    throw usage(`unexpected argument "${args[expected.length]}" for functions ${name}`);
+  if (args.length < expected.length) throw usage(`${label} needs ${expected.join(' ')}`);
+  if (args.length > expected.length) throw usage(`unexpected argument "${args[expected.length]}" for ${label}`);
 
-  for (const flag of ['replace', 'force', 'prefix', 'policy'] as const) {
+  for (const flag of COMMAND_ONLY_FLAGS) {
     if (values[flag] !== undefined && !COMMAND_FLAGS[name].includes(flag)) {
-      throw usage(`--${flag} does not apply to functions ${name}${flagHint(flag)}`);
+      throw usage(`--${flag} does not apply to ${label}${flagHint(flag)}`);
     }
   }
   if (values.url !== undefined && values.cluster !== undefined) throw usage('give either --url or --cluster, not both');
@@ -147,7 +175,25 @@ export function parseCommandLine(argv: readonly string[], env: Record<string, st
     force: values.force ?? false,
     policy: restorePolicy(values.policy),
     timeoutMs: timeout(values.timeout),
+    keyPrefix: keyPrefix(values['key-prefix']),
+    sample: sampleSize(values.sample),
+    resp: respVersion(values.resp),
   };
+}
+
+function commandOf(positionals: readonly string[]): { name: CommandName; args: string[] } {
+  const [group, command, ...args] = positionals;
+  if (group === undefined) throw usage('no command given');
+  if (group === 'doctor') return { name: 'doctor', args: positionals.slice(1) };
+  if (group !== 'functions')
+    throw usage(
+      `unknown command "${group}"; commands are under "functions" (e.g. nestjs-sliding-limit functions list), ` +
+        'besides doctor',
+    );
+  if (command === undefined) throw usage(`"functions" needs a command: ${COMMANDS.join(', ')}`);
+  if (!(COMMANDS as readonly string[]).includes(command))
+    throw usage(`unknown command "functions ${command}"; commands: ${COMMANDS.join(', ')}`);
+  return { name: command as FunctionsCommandName, args };
 }
 
 function parseFlags(argv: readonly string[]) {
@@ -160,8 +206,10 @@ function parseFlags(argv: readonly string[]) {
 }
 
 function flagHint(flag: string): string {
-  const owners = COMMANDS.filter((command) => COMMAND_FLAGS[command].includes(flag));
-  return ` (it is for: ${owners.map((command) => `functions ${command}`).join(', ')})`;
+  const owners = (Object.keys(COMMAND_FLAGS) as CommandName[]).filter((command) =>
+    COMMAND_FLAGS[command].includes(flag),
+  );
+  return ` (it is for: ${owners.map(commandLabel).join(', ')})`;
 }
 
 function connectionTarget(
@@ -207,6 +255,27 @@ function timeout(value: string | undefined): number {
   if (!(ms >= 1 && ms <= 600_000))
     throw usage(`--timeout must be a whole number of milliseconds from 1 to 600000, got "${value}"`);
   return ms;
+}
+
+function keyPrefix(value: string | undefined): string {
+  if (value === undefined) return DEFAULT_KEY_PREFIX;
+  if (value.length === 0 || /\s/.test(value))
+    throw usage(`--key-prefix must be a non-empty key prefix without spaces, got "${value}"`);
+  return value;
+}
+
+function sampleSize(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_SAMPLE;
+  const count = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(count >= 1 && count <= 1_000_000))
+    throw usage(`--sample must be a whole number of keys from 1 to 1000000, got "${value}"`);
+  return count;
+}
+
+function respVersion(value: string | undefined): RespVersion | undefined {
+  if (value === undefined) return undefined;
+  if (value === '2' || value === '3') return Number(value) as RespVersion;
+  throw usage(`--resp must be 2 or 3, got "${value}"`);
 }
 
 function usage(message: string): CliError {

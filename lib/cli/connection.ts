@@ -5,7 +5,7 @@ import { functionsUnavailableOn } from '../redis/function-support';
 import { masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { toText } from '../redis/reply';
 import { hasFunctionsByVersion, parseServerInfo } from '../redis/server-info';
-import type { ConnectionTarget } from './cli-options';
+import type { ConnectionTarget, RespVersion } from './cli-options';
 import { CliError, ExitCode } from './exit-codes';
 import { redactUrl } from '../core/redact';
 import { closeConnection } from '../redis/close-connection';
@@ -56,8 +56,13 @@ export function secretsOf(target: ConnectionTarget): string[] {
  * master only).
  * @throws CliError with exit code 3 when Redis cannot be reached or authentication fails
  */
-export async function openConnection(target: ConnectionTarget, timeoutMs: number): Promise<CliConnection> {
+export async function openConnection(
+  target: ConnectionTarget,
+  timeoutMs: number,
+  resp?: RespVersion,
+): Promise<CliConnection> {
   const nodeOptions: RedisOptions = {
+    ...(resp === undefined ? {} : { protocol: resp }),
     lazyConnect: true,
     connectTimeout: timeoutMs,
     commandTimeout: timeoutMs,

@@ -14,6 +14,21 @@ export const ExitCode = {
 
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
+/**
+ * What `doctor` exits with when it ran: the worst severity among its findings. The numbers are the
+ * CLI's: 1 is the other commands' Failed, 2 their Usage — a doctor usage error exits 2 as well, but
+ * prints nothing on stdout (and its `--json` document has `error.kind` `usage` and no findings).
+ * A connection failure keeps exit code 3.
+ */
+export const DoctorExitCode = {
+  /** Every finding is ok. */
+  Healthy: ExitCode.Ok,
+  /** At least one warning, no problem. */
+  Warnings: ExitCode.Failed,
+  /** At least one problem. */
+  Problems: ExitCode.Usage,
+} as const;
+
 /** What kind of failure an exit code stands for, in `--json` output. */
 export const EXIT_CODE_NAMES: Record<ExitCode, string> = {
   0: 'ok',

@@ -2,11 +2,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isUnanswered } from '../redis/error-kind';
 import { nodeAddress } from '../redis/redis-nodes';
-import { CliOptions, CommandName, parseCommandLine, USAGE } from './cli-options';
+import { CliOptions, CommandName, commandLabel, parseCommandLine, USAGE } from './cli-options';
 import type { CliIo } from './cli-io';
 import { processIo } from './cli-io';
 import type { Command, CommandOutcome } from './command';
 import { deleteCommand } from './commands/delete';
+import { doctorCommand } from './doctor/doctor';
 import { dumpCommand } from './commands/dump';
 import { listCommand } from './commands/list';
 import { loadCommand } from './commands/load';
@@ -26,6 +27,7 @@ const COMMANDS: Record<CommandName, Command> = {
   delete: deleteCommand,
   dump: dumpCommand,
   restore: restoreCommand,
+  doctor: doctorCommand,
 };
 
 /** Checks made before connecting, so that a bad argument fails as a usage error without touching Redis. */
@@ -36,7 +38,7 @@ const PRECHECKS: Partial<Record<CommandName, (options: CliOptions) => void>> = {
 };
 
 /**
- * The CLI: `nestjs-sliding-limit functions <command> [options]` (see `--help`). Returns the exit
+ * The CLI: `nestjs-sliding-limit functions <command> [options]` and `nestjs-sliding-limit doctor` (see `--help`). Returns the exit
  * code instead of exiting, so it runs in-process in tests and the bin sets `process.exitCode`.
  * @param argv the arguments after the program name
  * @param io where output goes and the environment it reads; the process's by default
@@ -67,7 +69,7 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     if (json) {
       const document = {
         ok: outcome.exitCode === ExitCode.Ok,
-        command: `functions ${options.command}`,
+        command: commandLabel(options.command),
         exitCode: outcome.exitCode,
         servers,
         ...outcome.json,
@@ -86,7 +88,7 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     if (json) {
       const document = {
         ok: false,
-        command: options ? `functions ${options.command}` : null,
+        command: options ? commandLabel(options.command) : null,
         exitCode: error.exitCode,
         error: { kind: EXIT_CODE_NAMES[error.exitCode], message: error.message },
       };
@@ -106,7 +108,7 @@ interface ServerEntry extends ServerIdentity {
 }
 
 async function run(options: CliOptions): Promise<{ outcome: CommandOutcome; servers: ServerEntry[] }> {
-  const { connection, masters, servers, close } = await openConnection(options.target, options.timeoutMs);
+  const { connection, masters, servers, close } = await openConnection(options.target, options.timeoutMs, options.resp);
   try {
     const sorted = [...masters].sort((a, b) =>
       nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }),

@@ -1,0 +1,190 @@
+import type { RedisConnection } from '../../core/redis-connection';
+import { isCluster } from '../../redis/redis-nodes';
+import { plural } from '../format';
+import type { DoctorNode, DoctorNodes } from './doctor-nodes';
+import type { FindingInput } from './findings';
+import { integerOf, parseClusterNodes, parseClusterSlots, parseInfoFields, parseInfoList } from './replies';
+
+/** Redis Cluster's slot count. */
+export const CLUSTER_SLOTS = 16384;
+/** A replica whose last contact with its master is older than this, in seconds, is lagging. */
+export const REPLICA_LAG_WARNING_S = 10;
+
+/**
+ * Cluster and replication: on a cluster, every slot served and cluster_state ok on every master,
+ * no node flagged as failing; everywhere, every replica's link up and recent.
+ */
+export async function checkCluster(connection: RedisConnection, found: DoctorNodes): Promise<FindingInput[]> {
+  const findings: FindingInput[] = [];
+  const masters = found.nodes.filter((node) => node.role === 'master');
+  if (isCluster(connection)) findings.push(...(await checkSlots(masters)));
+  findings.push(...(await checkReplication(found)));
+  return findings;
+}
+
+async function checkSlots(masters: readonly DoctorNode[]): Promise<FindingInput[]> {
+  const findings: FindingInput[] = [];
+  let healthy = true;
+  for (const node of masters) {
+    const info = parseInfoFields(await node.client.call('CLUSTER', 'INFO'));
+    const state = info.get('cluster_state') ?? 'unknown';
+    const assigned = integerOf(info.get('cluster_slots_assigned')) ?? 0;
+    const failing =
+      (integerOf(info.get('cluster_slots_fail')) ?? 0) + (integerOf(info.get('cluster_slots_pfail')) ?? 0);
+    if (state !== 'ok' || assigned < CLUSTER_SLOTS || failing > 0) {
+      healthy = false;
+      findings.push({
+        severity: 'problem',
+        code: 'cluster-state',
+        node: node.address,
+        summary: `cluster_state ${state}, ${assigned} of ${CLUSTER_SLOTS} slots assigned, ${failing} slots on failing nodes`,
+        meaning: 'calls for keys in uncovered or failing slots are refused (CLUSTERDOWN) and the limiter falls back',
+        action: 'assign the missing slots or bring the failed master back (redis-cli --cluster check / fix)',
+        details: Object.fromEntries(info),
+      });
+    }
+  }
+  const [first] = masters;
+  const ranges = parseClusterSlots(await first.client.call('CLUSTER', 'SLOTS'));
+  const covered = new Set<number>();
+  for (const range of ranges) for (let slot = range.from; slot <= range.to; slot++) covered.add(slot);
+  if (covered.size < CLUSTER_SLOTS) {
+    healthy = false;
+    findings.push({
+      severity: 'problem',
+      code: 'slots-uncovered',
+      node: first.address,
+      summary: `CLUSTER SLOTS covers ${covered.size} of ${CLUSTER_SLOTS} slots: missing ${missingRanges(covered)}`,
+      meaning: 'keys hashing to those slots have no master: every limiter call for them fails',
+      action: 'assign the slots: redis-cli --cluster fix <host:port>',
+    });
+  }
+  const failed = parseClusterNodes(await first.client.call('CLUSTER', 'NODES')).filter((n) =>
+    n.flags.some((flag) => flag === 'fail' || flag === 'fail?' || flag === 'noaddr'),
+  );
+  for (const node of failed) {
+    healthy = false;
+    findings.push({
+      severity: 'problem',
+      code: 'cluster-node-failing',
+      node: node.address,
+      summary: `CLUSTER NODES flags ${node.address} (${node.id.slice(0, 8)}) as ${node.flags.join(',')}`,
+      meaning:
+        'a failing master leaves its slots unserved until a replica takes over; a failing replica protects nothing',
+      action: 'restart or replace the node; CLUSTER FORGET it if it is gone for good',
+    });
+  }
+  if (healthy) {
+    findings.push({
+      severity: 'ok',
+      code: 'cluster-ok',
+      node: null,
+      summary: `cluster_state ok on ${plural(masters.length, 'master')}; all ${CLUSTER_SLOTS} slots served; no failing node`,
+      meaning: 'every key has a master to decide it',
+      action: null,
+    });
+  }
+  return findings;
+}
+
+async function checkReplication(found: DoctorNodes): Promise<FindingInput[]> {
+  const findings: FindingInput[] = [];
+  for (const { address, master, error } of found.unreachable) {
+    findings.push({
+      severity: 'warning',
+      code: 'replica-unreachable',
+      node: address,
+      summary: `replica ${address} of ${master} could not be reached from here (${error.split('\n')[0]})`,
+      meaning: 'the doctor cannot check its functions or lag (it may announce an address only its master can reach)',
+      action: 'run the doctor from a host that reaches the replicas, or check that replica by hand',
+    });
+  }
+  const masters = found.nodes.filter((node) => node.role === 'master');
+  for (const node of masters) {
+    const info = parseInfoFields(await node.client.info('replication'));
+    for (const [key, value] of info) {
+      if (!/^slave\d+$/.test(key)) continue;
+      const replica = parseInfoList(value);
+      const replicaAddress = `${replica.get('ip')}:${replica.get('port')}`;
+      const state = replica.get('state') ?? 'unknown';
+      const lag = integerOf(replica.get('lag'));
+      if (state !== 'online') {
+        findings.push({
+          severity: 'problem',
+          code: 'replica-not-online',
+          node: replicaAddress,
+          summary: `${node.address} sees its replica ${replicaAddress} in state ${state}`,
+          meaning: 'the replica is not in sync: a failover to it would lose limiter counts and maybe functions',
+          action: 'wait for the sync to finish; if it repeats, check the replica log and repl-backlog-size',
+        });
+      } else if (lag !== undefined && lag > REPLICA_LAG_WARNING_S) {
+        findings.push({
+          severity: 'warning',
+          code: 'replica-lagging',
+          node: replicaAddress,
+          summary: `${node.address} last heard from its replica ${replicaAddress} ${lag} s ago`,
+          meaning: 'a lagging replica would lose recent requests on failover: limits under-count for a window',
+          action: 'check the network and the load of the replica',
+        });
+      }
+    }
+  }
+  const replicas = found.nodes.filter((node) => node.role === 'replica');
+  for (const node of replicas) {
+    const info = parseInfoFields(await node.client.info('replication'));
+    const link = info.get('master_link_status') ?? 'unknown';
+    const lastIo = integerOf(info.get('master_last_io_seconds_ago'));
+    if (link !== 'up') {
+      findings.push({
+        severity: 'problem',
+        code: 'replica-link-down',
+        node: node.address,
+        summary: `replica ${node.address}: master_link_status ${link} (master ${info.get('master_host')}:${info.get('master_port')})`,
+        meaning: 'it receives no writes: its keys and functions fall behind its master',
+        action: 'check the replica log, its masterauth and the network to its master',
+      });
+    } else if (lastIo !== undefined && lastIo > REPLICA_LAG_WARNING_S) {
+      findings.push({
+        severity: 'warning',
+        code: 'replica-lagging',
+        node: node.address,
+        summary: `replica ${node.address}: last contact with its master ${lastIo} s ago`,
+        meaning: 'a lagging replica would lose recent requests on failover: limits under-count for a window',
+        action: 'check the network and the load of the replica',
+      });
+    }
+  }
+  if (!findings.some((f) => f.severity !== 'ok')) {
+    findings.push({
+      severity: 'ok',
+      code: 'replication-ok',
+      node: null,
+      summary:
+        replicas.length === 0
+          ? `${plural(masters.length, 'master')}, no replica`
+          : `${plural(replicas.length, 'replica')} of ${plural(masters.length, 'master')}, all linked and in sync`,
+      meaning:
+        replicas.length === 0
+          ? 'nothing to fail over to: a master restart loses its counts'
+          : 'a failover keeps the counts',
+      action: null,
+    });
+  }
+  return findings;
+}
+
+function missingRanges(covered: ReadonlySet<number>): string {
+  const ranges: string[] = [];
+  let start = -1;
+  for (let slot = 0; slot <= CLUSTER_SLOTS; slot++) {
+    const missing = slot < CLUSTER_SLOTS && !covered.has(slot);
+    if (missing && start < 0) start = slot;
+    if (!missing && start >= 0) {
+      ranges.push(start === slot - 1 ? String(start) : `${start}-${slot - 1}`);
+      start = -1;
+    }
+  }
+  return ranges.length > 5
+    ? `${ranges.slice(0, 5).join(', ')} and ${ranges.length - 5} more ranges`
+    : ranges.join(', ');
+}

@@ -1,0 +1,63 @@
+import { DoctorExitCode, type ExitCode } from '../exit-codes';
+
+/** How bad a finding is: ok (nothing to do), warning (worth a look), problem (fix it). */
+export type Severity = 'ok' | 'warning' | 'problem';
+
+/** The checks, in the order the doctor runs and prints them. */
+export const CHECKS = ['functions', 'memory', 'keys', 'slowness', 'cluster'] as const;
+export type CheckName = (typeof CHECKS)[number];
+
+/** One thing the doctor found. */
+export interface Finding {
+  check: CheckName;
+  severity: Severity;
+  /** A stable identifier of the kind of finding, for scripts: `function-missing`, `key-without-ttl`. */
+  code: string;
+  /** The node it is about (`host:port`), or null for the whole deployment. */
+  node: string | null;
+  /** What was found, one line. */
+  summary: string;
+  /** What it means for the limiter, one line. */
+  meaning: string;
+  /** What to do, one line; null when there is nothing to do. */
+  action: string | null;
+  /** Figures behind the finding, for `--json`. */
+  details?: Record<string, unknown>;
+}
+
+/** A finding without its check, as a check builds it. */
+export type FindingInput = Omit<Finding, 'check'>;
+
+const RANK: Record<Severity, number> = { ok: 0, warning: 1, problem: 2 };
+
+/** The worst severity of some findings; ok when there are none. */
+export function worstSeverity(findings: readonly Finding[]): Severity {
+  return findings.reduce<Severity>((worst, f) => (RANK[f.severity] > RANK[worst] ? f.severity : worst), 'ok');
+}
+
+/** The doctor's exit code: 0 all ok, 1 warnings, 2 problems. */
+export function doctorExitCode(findings: readonly Finding[]): ExitCode {
+  const worst = worstSeverity(findings);
+  if (worst === 'problem') return DoctorExitCode.Problems;
+  return worst === 'warning' ? DoctorExitCode.Warnings : DoctorExitCode.Healthy;
+}
+
+/** How many findings of each severity. */
+export function countBySeverity(findings: readonly Finding[]): Record<Severity, number> {
+  const counts: Record<Severity, number> = { ok: 0, warning: 0, problem: 0 };
+  for (const finding of findings) counts[finding.severity]++;
+  return counts;
+}
+
+/** Tags a check's findings with its name. */
+export function ofCheck(check: CheckName, findings: readonly FindingInput[]): Finding[] {
+  return findings.map((finding) => ({ check, ...finding }));
+}
+
+/** `2,048 B`, `1.5 KB`, `10.4 MB`: sizes in messages. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  if (bytes < 1024 * 1024 * 1024) return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+  return `${(bytes / 1024 / 1024 / 1024).toFixed(2)} GB`;
+}

@@ -1,0 +1,112 @@
+import { messageOf } from '../../redis/reply';
+import type { DoctorNode } from './doctor-nodes';
+import { type FindingInput, formatBytes } from './findings';
+import { integerOf, parseConfigGet, parseInfoFields } from './replies';
+
+/** Share of maxmemory in use from which a noeviction Redis is a problem: OOM errors are close. */
+export const NOEVICTION_PROBLEM_SHARE = 0.9;
+
+/** What one master says about its memory. */
+export interface MemorySettings {
+  maxmemoryBytes: number;
+  policy: string;
+  usedBytes: number;
+  /** Why CONFIG GET could not be used (managed Redis often refuses it); the figures come from INFO memory then. */
+  configRefused?: string;
+}
+
+/** maxmemory and maxmemory-policy by CONFIG GET, else from INFO memory; used_memory from INFO memory. */
+export async function readMemorySettings(node: DoctorNode): Promise<MemorySettings> {
+  const info = parseInfoFields(await node.client.info('memory'));
+  const usedBytes = integerOf(info.get('used_memory')) ?? 0;
+  try {
+    const config = parseConfigGet(await node.client.call('CONFIG', 'GET', 'maxmemory*'));
+    return {
+      maxmemoryBytes: integerOf(config.maxmemory) ?? 0,
+      policy: config['maxmemory-policy'] ?? 'unknown',
+      usedBytes,
+    };
+  } catch (error) {
+    return {
+      maxmemoryBytes: integerOf(info.get('maxmemory')) ?? 0,
+      policy: info.get('maxmemory_policy') ?? 'unknown',
+      usedBytes,
+      configRefused: messageOf(error).split('\n')[0],
+    };
+  }
+}
+
+/**
+ * Memory: maxmemory and the eviction policy of every master, and what the policy means for a
+ * limiter. Replicas follow their master's writes (and ignore maxmemory by default); they are not
+ * checked here.
+ */
+export async function checkMemory(nodes: readonly DoctorNode[]): Promise<FindingInput[]> {
+  const masters = nodes.filter((node) => node.role === 'master');
+  const settings = await Promise.all(masters.map(readMemorySettings));
+  return masters.map((node, i) => judgeMemory(node.address, settings[i]));
+}
+
+/** The finding for one master's memory settings. */
+export function judgeMemory(address: string, settings: MemorySettings): FindingInput {
+  const { maxmemoryBytes, policy, usedBytes, configRefused } = settings;
+  const source = configRefused ? ` (from INFO memory: CONFIG GET was refused: ${configRefused})` : '';
+  const used = maxmemoryBytes > 0 ? `${formatBytes(usedBytes)} of ${formatBytes(maxmemoryBytes)} used` : '';
+  const details = { ...settings, usedShare: maxmemoryBytes > 0 ? usedBytes / maxmemoryBytes : null };
+  const base = { node: address, details };
+
+  if (maxmemoryBytes === 0) {
+    return {
+      ...base,
+      severity: 'ok',
+      code: 'memory-unbounded',
+      summary: `no maxmemory (policy ${policy} does not apply); ${formatBytes(usedBytes)} used${source}`,
+      meaning: 'nothing is evicted and no write fails with OOM; Redis grows until the host runs out of memory',
+      action: null,
+    };
+  }
+  if (policy === 'noeviction') {
+    const full = usedBytes >= maxmemoryBytes * NOEVICTION_PROBLEM_SHARE;
+    return {
+      ...base,
+      severity: full ? 'problem' : 'warning',
+      code: 'memory-noeviction',
+      summary: `maxmemory-policy noeviction with maxmemory set: ${used}${source}`,
+      meaning:
+        'when memory is full every limiter call fails with OOM and the failure policy decides (fail open or closed)',
+      action: full
+        ? 'memory is nearly full: raise maxmemory, or find what fills it (see the keys check)'
+        : 'keep maxmemory well above the limiter keys (see the keys check) and alert on used memory',
+    };
+  }
+  if (policy.startsWith('allkeys-')) {
+    return {
+      ...base,
+      severity: 'warning',
+      code: 'memory-evicts-limiter-keys',
+      summary: `maxmemory-policy ${policy}: ${used}${source}`,
+      meaning:
+        'when memory is full Redis evicts any key, limiter keys too: an evicted key forgets its requests and limits under-count',
+      action: 'give the limiter a Redis of its own with noeviction and room for its keys, or keep memory from filling',
+    };
+  }
+  if (policy.startsWith('volatile-')) {
+    return {
+      ...base,
+      severity: 'warning',
+      code: 'memory-evicts-limiter-keys',
+      summary: `maxmemory-policy ${policy}: ${used}${source}`,
+      meaning:
+        'every limiter key has a TTL, so volatile eviction picks them too: an evicted key makes limits under-count',
+      action: 'give the limiter a Redis of its own with noeviction and room for its keys, or keep memory from filling',
+    };
+  }
+  return {
+    ...base,
+    severity: 'warning',
+    code: 'memory-policy-unknown',
+    summary: `maxmemory-policy ${policy}: ${used}${source}`,
+    meaning: 'a policy the doctor does not know: check what it evicts',
+    action: 'read the server documentation of this policy',
+  };
+}
