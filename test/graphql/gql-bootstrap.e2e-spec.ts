@@ -1,0 +1,54 @@
+import { Args, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import { RateLimitConfigError, SlidingLimit, SlidingWindowLimiter } from 'nestjs-sliding-limit';
+import { Post } from './graphql.resolvers';
+import { GRAPHQL_SERVERS, startGraphQLApp } from './graphql-app';
+import { rejectionOf } from '../support/rejection';
+
+@Resolver(() => Post)
+class BadPostResolver {
+  @Query(() => [Post])
+  @SlidingLimit({ limit: 0, windowMs: 60_000 })
+  posts(@Args('first', { type: () => Int }) first: number): Post[] {
+    return [{ id: first, title: 'post' }];
+  }
+
+  @ResolveField(() => String)
+  @SlidingLimit({ name: 'summary', limit: 5, windowMs: 60_000, key: 'cookie:session' })
+  summary(@Parent() post: Post): string {
+    return post.title;
+  }
+}
+
+@Resolver()
+class GoodResolver {
+  @Query(() => Int)
+  @SlidingLimit({ name: 'count', limit: 5, windowMs: 60_000 })
+  count(): number {
+    return 1;
+  }
+}
+
+describe.each(GRAPHQL_SERVERS)('@SlidingLimit on resolvers at bootstrap on $server', ({ platform }) => {
+  it('fails the start with every bad decorator of a resolver, field resolvers included, naming Resolver.method', async () => {
+    const error = await rejectionOf(startGraphQLApp({ platform, resolvers: [BadPostResolver, GoodResolver] }));
+    expect(error).toBeInstanceOf(RateLimitConfigError);
+    const problems = (error as RateLimitConfigError).problems;
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/^BadPostResolver\.posts: @SlidingLimit\.limit must be a whole number/);
+    expect(problems[1]).toMatch(/^BadPostResolver\.summary: @SlidingLimit\.key "cookie:session": unknown part/);
+  });
+
+  it('keys a resolver call by the IP of the HTTP request in its GraphQL context by default', async () => {
+    const app = await startGraphQLApp({ platform, resolvers: [GoodResolver] });
+    try {
+      const consumeAll = jest.spyOn(app.app.get(SlidingWindowLimiter), 'consumeAll');
+      await app.http().post('/graphql').send({ query: '{ count }' }).expect(200);
+      expect(consumeAll).toHaveBeenCalledTimes(1);
+      expect(consumeAll.mock.calls[0][0]).toEqual([
+        expect.objectContaining({ key: 'count:{ip:127.0.0.1}', limit: 5, windowMs: 60_000 }),
+      ]);
+    } finally {
+      await app.close();
+    }
+  });
+});
