@@ -43,10 +43,11 @@ const requests = new WeakMap<object, RpcRateLimitRequest>();
  * a refused event is dropped (its handler does not run) and the sender is not told; the guard logs
  * the first drop of each handler as a warning and later ones at debug level.
  *
- * HTTP calls get the plain guard's behaviour (headers, 429), so in a hybrid application it can be
- * the one global guard: `{ provide: APP_GUARD, useClass: RpcSlidingLimitGuard }` with the module's
- * `global: false`. Or keep `global: true` and add `@UseGuards(RpcSlidingLimitGuard)` to the
- * microservice controllers; the global guard then leaves their handlers to it.
+ * HTTP calls get the plain guard's behaviour (headers, 429), so it can be the one global guard:
+ * `{ provide: APP_GUARD, useClass: RpcSlidingLimitGuard }` with the module's `global: false`. Or keep
+ * `global: true` and add `@UseGuards(RpcSlidingLimitGuard)` to the microservice controllers; the global
+ * guard then leaves their handlers to it. A hybrid application's microservice gets global guards only
+ * when connected with `connectMicroservice(options, { inheritAppConfig: true })`.
  */
 @Injectable()
 export class RpcSlidingLimitGuard extends SlidingLimitGuard {

@@ -32,10 +32,10 @@ const requests = new WeakMap<object, WsRateLimitRequest>();
  * {@link RateLimitErrorPayload} (`code: 'TOO_MANY_REQUESTS'`, `retryAfter`, `retryAfterMs`, `limits`);
  * Nest's exception filter emits it to a socket.io client as an `exception` event.
  *
- * HTTP calls get the plain guard's behaviour (headers, 429), so it can be the one global guard:
- * `{ provide: APP_GUARD, useClass: WsSlidingLimitGuard }` with the module's `global: false`. Or keep
- * `global: true` and put it on gateways with `@UseGuards(WsSlidingLimitGuard)`; the global guard then
- * leaves their handlers to it.
+ * Nest applies no global guard to gateways (neither `APP_GUARD` nor `useGlobalGuards`): put
+ * `@UseGuards(WsSlidingLimitGuard)` on each gateway class. The module's global guard, which limits the
+ * HTTP routes, is not in the way. HTTP calls that reach this guard get the plain guard's behaviour
+ * (headers, 429), so a guard list shared by controllers and gateways works too.
  */
 @Injectable()
 export class WsSlidingLimitGuard extends SlidingLimitGuard {
