@@ -5,6 +5,8 @@ export { SlidingWindowLimiter } from './limiter/sliding-window.limiter';
 export type { CanarySplit, FunctionSelection } from './core/function-selection';
 export type {
   ClockSource,
+  DecisionEvent,
+  DecisionListener,
   DecisionOptions,
   RedisErrorPolicy,
   SlidingWindowLimiterOptions,

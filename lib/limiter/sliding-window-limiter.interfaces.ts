@@ -3,6 +3,8 @@ import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { LimiterLogger } from './degraded-mode-log';
 import type { LimiterBackend } from '../core/limiter-backend';
+import type { SlidingLimitRule } from '../core/limit-rule';
+import type { RateLimitDecision } from '../core/decisions';
 
 /** Where the limiter takes "now" from. */
 export type ClockSource =
@@ -32,7 +34,48 @@ export interface DecisionOptions {
    * are in the same units. A cost other than 1 needs `sliding_allow_v3`.
    */
   cost?: number;
+  /**
+   * Names of the limits, one per rule and in the same order, handed to decision listeners
+   * ({@link SlidingWindowLimiter.onDecision}) so that metrics and traces can say which limit decided.
+   * The Nest guard sets them (the `@SlidingLimit` names); the limiter itself does not use them.
+   */
+  limitNames?: readonly string[];
 }
+
+/**
+ * One decision, as {@link SlidingWindowLimiter.onDecision} listeners receive it after `consume` or
+ * `consumeAll` has decided (by Redis, the block cache, the failure policy or the insurance limiter).
+ * It holds no key: keys are identities (IP addresses, user ids) that metrics and traces should not
+ * carry. A listener must not keep it: the arrays may be the caller's.
+ */
+export interface DecisionEvent {
+  /** The function that decided, or that would have when Redis could not (e.g. `sliding_allow_v2`). */
+  readonly functionName: string;
+  /** Whether the request was admitted. */
+  readonly allowed: boolean;
+  /** The rules checked, in the order given. */
+  readonly rules: readonly SlidingLimitRule[];
+  /** One outcome per rule, in the same order. */
+  readonly limits: readonly RateLimitDecision[];
+  /** What the request weighed. */
+  readonly cost: number;
+  /** 0 when allowed; otherwise the longest wait among the full limits, ms. */
+  readonly retryAfterMs: number;
+  /**
+   * How long the call to Redis took, ms (a failed call's time when the decision is degraded);
+   * undefined when no call was made (a rejection by the local block cache).
+   */
+  readonly latencyMs: number | undefined;
+  /** Set when Redis did not decide: see {@link RateLimitDecision.degraded}. */
+  readonly degraded: RateLimitDecision['degraded'];
+  /** Whether the local block cache rejected the request without a Redis call. */
+  readonly blockedLocally: boolean;
+  /** The limit names of {@link DecisionOptions.limitNames}, when the caller gave them. */
+  readonly limitNames: readonly string[] | undefined;
+}
+
+/** Receives every decision of a limiter; see {@link SlidingWindowLimiter.onDecision}. */
+export type DecisionListener = (event: DecisionEvent) => void;
 
 /** Options of {@link SlidingWindowLimiter}. */
 export interface SlidingWindowLimiterOptions {

@@ -7,7 +7,7 @@ import { CircuitBreakers } from './circuit-breakers';
 import { numericNow, type NowMs } from './clock';
 import { defaultLimiterLogger } from './default-logger';
 import { checkSupported, isSupported } from './version-capabilities';
-import { DegradedModeLog } from './degraded-mode-log';
+import { DegradedModeLog, type LimiterLogger } from './degraded-mode-log';
 import { peekByCounting, policyOutcome } from './fallback-outcomes';
 import { activateVersion, ActiveVersion, canaryInEffect, FunctionRouting } from './function-routing';
 import { GroupedDecisions } from './grouped-decisions';
@@ -26,6 +26,8 @@ import { MemberIdSource } from './member-ids';
 import { RedisCallPolicy } from './redis-call-policy';
 import type { CanarySplit, FunctionSelection } from '../core/function-selection';
 import type {
+  DecisionEvent,
+  DecisionListener,
   DecisionOptions,
   RedisErrorPolicy,
   SlidingWindowLimiterOptions,
@@ -40,16 +42,37 @@ import type { CallOutcome, LimitOutcome } from '../core/function-contract';
 import { errorKindOf } from '../redis/error-kind';
 import { describeFunctionNameProblems, getFunctionContract } from '../redis/function-versions';
 import { RedisBackend } from '../redis/redis-backend';
-import { isClockSkew } from '../redis/reply';
+import { isClockSkew, messageOf } from '../redis/reply';
 import { scrubSecrets } from '../core/redact';
+import { describeValue } from '../core/value-checks';
 
 /** v2's CLOCKSKEW error reply as the typed error; anything else as it is. */
 function translated(error: unknown): unknown {
   return scrubSecrets(isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error);
 }
 
-/** A decision's outcome, the function that made it, and how it was made when Redis did not. */
-type Decided = CallOutcome & { functionName: string; degraded?: RateLimitDecision['degraded'] };
+/**
+ * A decision's outcome, the function that made it, how it was made when Redis did not, and what the
+ * decision listeners are told beside it (the call's latency, a rejection by the block cache).
+ */
+type Decided = CallOutcome & {
+  functionName: string;
+  degraded?: RateLimitDecision['degraded'];
+  latencyMs?: number;
+  blockedLocally?: boolean;
+};
+
+const NO_LISTENERS: readonly DecisionListener[] = [];
+
+/** Stacked rules as listeners see them: limits and windows, without the keys (identities). */
+function withoutKeys(rules: readonly KeyedSlidingLimitRule[]): SlidingLimitRule[] {
+  const copies = new Array<SlidingLimitRule>(rules.length);
+  for (let i = 0; i < rules.length; i++) {
+    const { limit, windowMs, precisionMs } = rules[i];
+    copies[i] = precisionMs === undefined ? { limit, windowMs } : { limit, windowMs, precisionMs };
+  }
+  return copies;
+}
 
 /** Consecutive unavailability failures that open the circuit breaker, and how long it stays open. */
 const BREAKER_THRESHOLD = 3;
@@ -86,6 +109,7 @@ export class SlidingWindowLimiter {
   private readonly calls: RedisCallPolicy;
   private readonly startupCalls: RedisCallPolicy;
   private readonly degradedLog: DegradedModeLog;
+  private readonly logger: LimiterLogger;
   private readonly members = new MemberIdSource();
   private readonly blockCache?: BlockCache;
   private readonly reporter?: InstanceReporter;
@@ -95,6 +119,9 @@ export class SlidingWindowLimiter {
   private selection: FunctionSelection;
   private routing?: FunctionRouting;
   private starting?: Promise<FunctionRouting>;
+  /** Replaced, never mutated, so that a listener can unsubscribe while the others are called. */
+  private listeners = NO_LISTENERS;
+  private listenerFailureLogged = false;
 
   /** @throws RateLimitConfigError listing every invalid option (an unknown `functionName` lists the known ones). */
   constructor(options: SlidingWindowLimiterOptions) {
@@ -114,7 +141,8 @@ export class SlidingWindowLimiter {
     this.calls = new RedisCallPolicy(timeoutMs, 1, breakers, isConnected);
     // Start-up waits for the connection (no connected check); its breaker is the connection's.
     this.startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breakers, () => true);
-    this.degradedLog = new DegradedModeLog(logger ?? defaultLimiterLogger());
+    this.logger = logger ?? defaultLimiterLogger();
+    this.degradedLog = new DegradedModeLog(this.logger);
     const { blockCache, report, insurance } = this.options;
     this.decisions = new GroupedDecisions(
       {
@@ -204,7 +232,9 @@ export class SlidingWindowLimiter {
     }
     return this.decide(key, [this.keyPrefix + key], [rule], options).then((decided) => {
       this.reporter?.noteDecision();
-      return this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded);
+      const decision = this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded);
+      if (this.listeners.length > 0) this.notify(decided, [rule], [decision], decision.retryAfterMs, options);
+      return decision;
     });
   }
 
@@ -240,8 +270,33 @@ export class SlidingWindowLimiter {
         limits,
       };
       if (decided.degraded) decision.degraded = decided.degraded;
+      if (this.listeners.length > 0) this.notify(decided, withoutKeys(rules), limits, retryAfterMs, options);
       return decision;
     });
+  }
+
+  /**
+   * Calls `listener` after every decision of `consume` and `consumeAll` (not `peek`, which decides
+   * nothing), with what was decided and how — never the keys. For exporters (OpenTelemetry metrics
+   * and spans) that need each decision rather than the counters of {@link SlidingWindowLimiter.metrics}.
+   * A listener runs synchronously, in the async context of the caller (its active span is the
+   * caller's), before the decision is returned: keep it short. One that throws is logged once and
+   * does not change the decision. With no listener, decisions pay nothing for this.
+   * @returns a function that removes the listener
+   */
+  onDecision(listener: DecisionListener): () => void {
+    if (typeof listener !== 'function') {
+      throw new RateLimitConfigError(
+        [`listener must be a function, got ${describeValue(listener)}`],
+        'SlidingWindowLimiter.onDecision',
+      );
+    }
+    // A wrapper, so that the same function subscribed twice is two subscriptions, removed one by one.
+    const entry: DecisionListener = (event) => listener(event);
+    this.listeners = [...this.listeners, entry];
+    return () => {
+      this.listeners = this.listeners.filter((other) => other !== entry);
+    };
   }
 
   /** Reports the state of `key` without recording anything. */
@@ -367,14 +422,15 @@ export class SlidingWindowLimiter {
     const blocked = cache?.get(keys[0], rules[0], nowMs as number);
     if (blocked) {
       this.metrics.recordBlockedLocally(functionName);
-      return Promise.resolve({ allowed: false, limits: [blocked], functionName });
+      return Promise.resolve({ allowed: false, limits: [blocked], functionName, blockedLocally: true });
     }
     return this.decisions.decide(version, keys, rules, nowMs, cost).then(
       (outcome) => {
-        this.metrics.recordDecision(functionName, outcome.allowed, performance.now() - started);
+        const latencyMs = performance.now() - started;
+        this.metrics.recordDecision(functionName, outcome.allowed, latencyMs);
         this.degradedLog.recovered();
         if (cache && !outcome.allowed) cache.set(keys[0], rules[0], nowMs as number, outcome.limits[0]);
-        return { allowed: outcome.allowed, limits: outcome.limits, functionName };
+        return { allowed: outcome.allowed, limits: outcome.limits, functionName, latencyMs };
       },
       (error: unknown) => this.fallback(version, keys, rules, options, error, started),
     );
@@ -395,13 +451,14 @@ export class SlidingWindowLimiter {
     if (caught instanceof RateLimitConfigError) return Promise.reject(caught);
     const error = translated(caught);
     const functionName = version?.contract.allowFunction ?? this.functionName;
-    this.metrics.recordError(functionName, errorKindOf(error), performance.now() - started);
+    const latencyMs = performance.now() - started;
+    this.metrics.recordError(functionName, errorKindOf(error), latencyMs);
     const policy = this.policyFor(options);
     if (policy === 'throw') return Promise.reject(error);
     if (policy === 'allow' && this.insurance)
-      return this.insure(this.insurance, version, keys, rules, options?.cost ?? 1, error, functionName);
+      return this.insure(this.insurance, version, keys, rules, options?.cost ?? 1, error, functionName, latencyMs);
     this.metrics.recordFallback(functionName, policy);
-    return Promise.resolve({ ...this.byPolicy(rules, policy, error), degraded: policy, functionName });
+    return Promise.resolve({ ...this.byPolicy(rules, policy, error), degraded: policy, functionName, latencyMs });
   }
 
   private policyFor(options: DecisionOptions | undefined): RedisErrorPolicy {
@@ -423,12 +480,13 @@ export class SlidingWindowLimiter {
     cost: number,
     cause: unknown,
     functionName: string,
+    latencyMs: number,
   ): Promise<Decided> {
     const contract = version?.contract ?? getFunctionContract(this.functionName);
     const outcome = await insurance.decide(contract, keys, rules, cost);
     this.metrics.recordFallback(functionName, 'insurance');
     this.degradedLog.fallback('insurance', cause);
-    return { allowed: outcome.allowed, limits: outcome.limits, functionName, degraded: 'insurance' };
+    return { allowed: outcome.allowed, limits: outcome.limits, functionName, degraded: 'insurance', latencyMs };
   }
 
   /** The routing, starting up first if needed (bounded in time, behind the circuit breaker). */
@@ -485,6 +543,39 @@ export class SlidingWindowLimiter {
       return contract.parsePeekReply(reply, [rule], cost).limits[0];
     }
     return peekByCounting(this.backend.commands, await numericNow(version.now, this.backend.commands), fullKey, rule);
+  }
+
+  /** Tells every listener of one decision; a listener that throws changes nothing but a log line. */
+  private notify(
+    decided: Decided,
+    rules: readonly SlidingLimitRule[],
+    limits: readonly RateLimitDecision[],
+    retryAfterMs: number,
+    options: DecisionOptions | undefined,
+  ): void {
+    const event: DecisionEvent = {
+      functionName: decided.functionName,
+      allowed: decided.allowed,
+      rules,
+      limits,
+      cost: options?.cost ?? 1,
+      retryAfterMs,
+      latencyMs: decided.latencyMs,
+      degraded: decided.degraded,
+      blockedLocally: decided.blockedLocally === true,
+      limitNames: options?.limitNames,
+    };
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        if (this.listenerFailureLogged) continue;
+        this.listenerFailureLogged = true;
+        this.logger.warn(
+          `A decision listener threw (${messageOf(error)}); the decision stands. Further failures are not logged`,
+        );
+      }
+    }
   }
 
   private toDecision(

@@ -32,7 +32,10 @@ export interface HandlerPlan {
   readonly policyHeader: string;
   /** The strictest `onRedisError` among the limits, or undefined for the module's. */
   readonly onRedisError?: RedisErrorPolicy;
-  /** What the guard passes to `consumeAll` for every request: `{ onRedisError, cost }`, built once. */
+  /**
+   * What the guard passes to `consumeAll` for every request, built once: `{ onRedisError, cost,
+   * limitNames }` (absent when the handler has no limits).
+   */
   readonly decisionOptions?: DecisionOptions;
   /** Prices each request when the route's cost is a function (a static cost is in `decisionOptions`). */
   readonly costFunction?: RateLimitCostFunction;
@@ -142,10 +145,12 @@ export function buildHandlerPlan(
         policy && (!strictest || STRICTNESS[policy] > STRICTNESS[strictest]) ? policy : strictest,
       undefined,
     );
-  const decisionOptions: DecisionOptions | undefined =
-    onRedisError || typeof cost === 'number'
-      ? definedOnly({ onRedisError, cost: cost as number | undefined })
-      : undefined;
+  // The limit names go with every decision, for the decision listeners (OpenTelemetry spans).
+  const decisionOptions: DecisionOptions = definedOnly({
+    onRedisError,
+    cost: typeof cost === 'number' ? cost : undefined,
+    limitNames: limits.map((limit) => limit.name),
+  });
   const plan: HandlerPlan = {
     route,
     limits,

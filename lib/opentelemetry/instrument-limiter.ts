@@ -1,0 +1,244 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  metrics as otelMetrics,
+  trace,
+  type Attributes,
+  type BatchObservableResult,
+  type Histogram,
+  type MeterProvider,
+  type ObservableCounter,
+} from '@opentelemetry/api';
+import type { FunctionCallMetrics } from '../core/call-metrics';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
+import { describeValue } from '../core/value-checks';
+import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import type { DecisionEvent } from '../limiter/sliding-window-limiter.interfaces';
+import {
+  OTEL_ATTRIBUTES as A,
+  OTEL_METER_NAME,
+  OTEL_METRIC_NAMES as N,
+  OTEL_REJECTION_EVENT,
+  versionOf,
+} from './attributes';
+
+/** Options of {@link instrumentLimiter}. */
+export interface LimiterInstrumentationOptions {
+  /**
+   * Where the instruments are created, on a meter named `nestjs-sliding-limit`. Default: the global
+   * `MeterProvider` (`metrics.getMeterProvider()`, the one the OpenTelemetry SDK registers).
+   */
+  meterProvider?: MeterProvider;
+  /** Export the counters and the latency histogram. Default `true`. */
+  metrics?: boolean;
+  /**
+   * Record each decision on the active span (`trace.getActiveSpan()`) as `rate_limit.*` attributes,
+   * and add a `rate_limit.rejected` event on a rejection (`{ rejectionEvent: false }` leaves it out).
+   * No span is created, and none is needed: without an active recording span nothing happens.
+   * Default `true`.
+   */
+  spans?: boolean | { rejectionEvent?: boolean };
+}
+
+/** What {@link instrumentLimiter} set up. */
+export interface LimiterInstrumentation {
+  /** Stops recording: the listener leaves the limiter and the counters stop reporting. Idempotent. */
+  close(): void;
+}
+
+/*
+ * The limiter's histogram has 90 buckets growing by ~19%; the exported one doubles (every 4th bound,
+ * 10 µs … 42 s), as the Prometheus export does, so both show the same buckets.
+ */
+const BOUNDS_SECONDS = LATENCY_BUCKETS_MS.filter((ms, i) => i % 4 === 0 && Number.isFinite(ms)).map((ms) =>
+  Number((ms / 1000).toPrecision(6)),
+);
+
+/**
+ * Exports a limiter's decisions to OpenTelemetry (`@opentelemetry/api`, an optional peer dependency):
+ *
+ * - counters, read from `limiter.metrics` when the SDK collects (decisions pay nothing for them):
+ *   `rate_limit.calls`, `rate_limit.decisions{rate_limit.outcome}`, `rate_limit.errors{error.type}`,
+ *   `rate_limit.blocked_locally`, `rate_limit.degraded_decisions{rate_limit.degraded}`, each per
+ *   `rate_limit.function.name` and `rate_limit.function.version`;
+ * - the histogram `rate_limit.call.duration` (seconds), recorded per decision through
+ *   {@link SlidingWindowLimiter.onDecision}: OpenTelemetry has no asynchronous histogram;
+ * - the decision on the active span: `rate_limit.allowed`, `rate_limit.limit_names`,
+ *   `rate_limit.function.name` / `.version`, `rate_limit.degraded`, `rate_limit.cost`,
+ *   `rate_limit.remaining`, `rate_limit.retry_after_ms` — never a key.
+ *
+ * One limiter per meter provider: two would report the same series.
+ * @throws RateLimitConfigError when the arguments are invalid
+ */
+export function instrumentLimiter(
+  limiter: SlidingWindowLimiter,
+  options: LimiterInstrumentationOptions = {},
+): LimiterInstrumentation {
+  const problems = describeInstrumentationProblems(limiter, options);
+  if (problems.length > 0) throw new RateLimitConfigError(problems, 'instrumentLimiter');
+  const withMetrics = options.metrics !== false;
+  const spans = options.spans ?? true;
+  const withSpans = spans !== false;
+  const rejectionEvent = withSpans && (spans === true || spans.rejectionEvent !== false);
+  const closers: (() => void)[] = [];
+
+  let histogram: Histogram | undefined;
+  if (withMetrics) {
+    const meter = (options.meterProvider ?? otelMetrics.getMeterProvider()).getMeter(OTEL_METER_NAME, packageVersion());
+    const counter = (name: string, description: string, unit: string) =>
+      meter.createObservableCounter(name, { description, unit });
+    const calls = counter(N.calls, 'Rate limit decisions asked of Redis (failed calls included).', '{call}');
+    const decisions = counter(N.decisions, 'Rate limit decisions by outcome.', '{decision}');
+    const errors = counter(N.errors, 'Failed rate limit calls by kind.', '{error}');
+    const blocked = counter(
+      N.blockedLocally,
+      'Rejections answered by the local block cache without a Redis call (also counted as rejected decisions).',
+      '{decision}',
+    );
+    const degraded = counter(
+      N.degradedDecisions,
+      'Decisions made without Redis after a failed call: allow, deny (the onRedisError policy) or insurance.',
+      '{decision}',
+    );
+    const observables: ObservableCounter[] = [calls, decisions, errors, blocked, degraded];
+    // One callback for all five: one snapshot of the limiter per collection.
+    const observe = (result: BatchObservableResult) => {
+      for (const m of limiter.metrics.snapshot()) observeFunction(result, m);
+    };
+    const observeFunction = (result: BatchObservableResult, m: FunctionCallMetrics) => {
+      const base = functionAttributes(m.functionName);
+      result.observe(calls, m.calls, base);
+      result.observe(decisions, m.allowed, { ...base, [A.outcome]: 'allowed' });
+      result.observe(decisions, m.rejected, { ...base, [A.outcome]: 'rejected' });
+      result.observe(blocked, m.blockedLocally ?? 0, base);
+      for (const [kind, count] of Object.entries(m.errors))
+        result.observe(errors, count, { ...base, [A.errorType]: kind });
+      for (const [kind, count] of Object.entries(m.fallbacks ?? {}))
+        result.observe(degraded, count, { ...base, [A.degraded]: kind });
+    };
+    meter.addBatchObservableCallback(observe, observables);
+    closers.push(() => meter.removeBatchObservableCallback(observe, observables));
+    histogram = meter.createHistogram(N.callDuration, {
+      description: 'Latency of the rate limit calls to Redis that made a decision (degraded ones: the failed call).',
+      unit: 's',
+      advice: { explicitBucketBoundaries: BOUNDS_SECONDS },
+    });
+  }
+
+  const duration = histogram;
+  if (duration || withSpans) {
+    closers.push(
+      limiter.onDecision((event) => {
+        if (duration && event.latencyMs !== undefined)
+          duration.record(event.latencyMs / 1000, functionAttributes(event.functionName));
+        if (withSpans) recordOnActiveSpan(event, rejectionEvent);
+      }),
+    );
+  }
+
+  let closed = false;
+  return {
+    close() {
+      if (closed) return;
+      closed = true;
+      for (const close of closers) close();
+    },
+  };
+}
+
+/** The decision as attributes of the active span, when there is one that records. */
+function recordOnActiveSpan(event: DecisionEvent, rejectionEvent: boolean): void {
+  const span = trace.getActiveSpan();
+  if (!span?.isRecording()) return;
+  let remaining = Number.POSITIVE_INFINITY;
+  for (const limit of event.limits) remaining = Math.min(remaining, limit.remaining);
+  const attributes: Attributes = {
+    [A.allowed]: event.allowed,
+    [A.functionName]: event.functionName,
+    [A.functionVersion]: versionOf(event.functionName),
+    [A.cost]: event.cost,
+    [A.remaining]: Number.isFinite(remaining) ? remaining : 0,
+    [A.retryAfterMs]: event.retryAfterMs,
+  };
+  const names = limitNamesOf(event);
+  if (names) attributes[A.limitNames] = names;
+  if (event.degraded) attributes[A.degraded] = event.degraded;
+  if (event.blockedLocally) attributes[A.blockedLocally] = true;
+  span.setAttributes(attributes);
+  if (event.allowed || !rejectionEvent) return;
+  const details: Attributes = { [A.retryAfterMs]: event.retryAfterMs };
+  if (names) details[A.rejectedLimitNames] = names.filter((_, i) => event.limits[i]?.allowed === false);
+  span.addEvent(OTEL_REJECTION_EVENT, details);
+}
+
+/** The limit names when the caller gave one string per limit (a JavaScript caller may pass anything). */
+function limitNamesOf(event: DecisionEvent): string[] | undefined {
+  const names = event.limitNames;
+  if (!Array.isArray(names) || names.length !== event.limits.length) return undefined;
+  return names.every((name) => typeof name === 'string') ? [...names] : undefined;
+}
+
+/** Attributes of one function name, made once: the histogram is recorded for every decision. */
+const attributesByFunction = new Map<string, Attributes>();
+function functionAttributes(functionName: string): Attributes {
+  let attributes = attributesByFunction.get(functionName);
+  if (!attributes) {
+    attributes = Object.freeze({ [A.functionName]: functionName, [A.functionVersion]: versionOf(functionName) });
+    attributesByFunction.set(functionName, attributes);
+  }
+  return attributes;
+}
+
+function describeInstrumentationProblems(limiter: unknown, options: unknown): string[] {
+  const problems: string[] = [];
+  if (!hasMethod(limiter, 'onDecision') || !hasMethod((limiter as { metrics?: unknown }).metrics, 'snapshot'))
+    problems.push(`limiter must be a SlidingWindowLimiter, got ${describeValue(limiter)}`);
+  problems.push(...describeInstrumentationOptionProblems(options));
+  return problems;
+}
+
+function hasMethod(value: unknown, name: string): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as Record<string, unknown>)[name] === 'function';
+}
+
+/** Problems of {@link LimiterInstrumentationOptions}, each naming its option (prefixed with `path`). */
+export function describeInstrumentationOptionProblems(options: unknown, path = ''): string[] {
+  if (typeof options !== 'object' || options === null)
+    return [`${path || 'options'} must be an object, got ${describeValue(options)}`];
+  const { meterProvider, metrics, spans, ...unknown } = options as Record<string, unknown>;
+  const problems = Object.keys(unknown).map(
+    (name) => `unknown option ${path}${name}; known options: meterProvider, metrics, spans`,
+  );
+  if (meterProvider !== undefined && !hasMethod(meterProvider, 'getMeter'))
+    problems.push(`${path}meterProvider must be an OpenTelemetry MeterProvider, got ${describeValue(meterProvider)}`);
+  if (metrics !== undefined && typeof metrics !== 'boolean')
+    problems.push(`${path}metrics must be true or false, got ${describeValue(metrics)}`);
+  const spanProblem = `${path}spans must be true, false or { rejectionEvent: boolean }, got ${describeValue(spans)}`;
+  if (spans !== undefined && typeof spans !== 'boolean') {
+    if (typeof spans !== 'object' || spans === null) problems.push(spanProblem);
+    else {
+      const { rejectionEvent, ...rest } = spans as Record<string, unknown>;
+      if (Object.keys(rest).length > 0 || (rejectionEvent !== undefined && typeof rejectionEvent !== 'boolean'))
+        problems.push(spanProblem);
+    }
+  }
+  return problems;
+}
+
+let version: string | undefined;
+/** This package's version, the meter's scope version. */
+function packageVersion(): string | undefined {
+  if (version === undefined) {
+    try {
+      // lib/opentelemetry and dist/opentelemetry are both two levels below package.json.
+      const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+        version?: unknown;
+      };
+      version = typeof pkg.version === 'string' ? pkg.version : '';
+    } catch {
+      version = '';
+    }
+  }
+  return version || undefined;
+}
