@@ -33,7 +33,7 @@ const EVENT_HANDLER = 2;
 const requests = new WeakMap<object, RpcRateLimitRequest>();
 
 /**
- * {@link SlidingLimitGuard} for microservices (`@nestjs/microservices`, any transport): enforces
+ * `SlidingLimitGuard` for microservices (`@nestjs/microservices`, any transport): enforces
  * `@SlidingLimit` on `@MessagePattern` and `@EventPattern` handlers, keyed by the message's data (see
  * {@link RpcRateLimitRequest}: there is no client address, so every limit needs a key such as
  * `'body:tenantId'`). A refused call throws an `RpcException` whose error is a

@@ -26,7 +26,7 @@ const WS_CALL = Object.freeze({ transport: 'ws' });
 const requests = new WeakMap<object, WsRateLimitRequest>();
 
 /**
- * {@link SlidingLimitGuard} for WebSocket gateways (`@nestjs/websockets`, socket.io or `ws`): enforces
+ * `SlidingLimitGuard` for WebSocket gateways (`@nestjs/websockets`, socket.io or `ws`): enforces
  * `@SlidingLimit` on `@SubscribeMessage` handlers, keyed by the client's handshake address and what
  * {@link WsRateLimitRequest} describes. A refused message throws a `WsException` whose error is a
  * {@link RateLimitErrorPayload} (`code: 'TOO_MANY_REQUESTS'`, `retryAfter`, `retryAfterMs`, `limits`);
