@@ -240,7 +240,7 @@ describe('doctor on a standalone master with a replica', () => {
   let admin: Redis;
 
   beforeAll(async () => {
-    master = await startRedisServer();
+    master = await startRedisServer(['--repl-diskless-sync-delay', '0']);
     replica = await startRedisServer(['--replicaof', '127.0.0.1', String(master.port)]);
     admin = new Redis(master.url);
     await admin.call('FUNCTION', 'LOAD', librarySource('v2'));
@@ -249,6 +249,7 @@ describe('doctor on a standalone master with a replica', () => {
       await waitFor(
         () => admin.info('replication'),
         (info) => info.includes('state=online'),
+        { timeoutMs: 15_000 },
       );
       await waitFor(
         () => replicaClient.info('replication'),
@@ -289,5 +290,21 @@ describe('doctor on a standalone master with a replica', () => {
     ]);
     expect(notOk(lost.doc)).toEqual([`problem replica-link-down 127.0.0.1:${replica.port}`]);
     expect(lost.code).toBe(2);
+  });
+});
+
+describe('doctor where CONFIG is refused (as on managed Redis)', () => {
+  const own = useOwnRedisServer(['--rename-command', 'CONFIG', 'renamed-config-for-the-test']);
+
+  it('reads maxmemory and the policy from INFO memory instead, and says so', async () => {
+    const { code, doc } = await doctorJson(['--url', own.server().url]);
+    expect(notOk(doc)).toEqual([]);
+    expect(code).toBe(0);
+    expect(findingsOf(doc, 'memory-unbounded')[0].summary).toMatch(
+      /^no maxmemory \(policy noeviction does not apply\); .* used \(from INFO memory: CONFIG GET was refused: ERR unknown command/,
+    );
+    expect(findingsOf(doc, 'slowness-config-refused')[0].summary).toMatch(
+      /^CONFIG GET was refused \(ERR unknown command.*\): compared with the default 5000 ms$/,
+    );
   });
 });

@@ -44,21 +44,23 @@ async function checkSlots(masters: readonly DoctorNode[]): Promise<FindingInput[
       });
     }
   }
-  const [first] = masters;
-  const ranges = parseClusterSlots(await first.client.call('CLUSTER', 'SLOTS'));
-  const covered = new Set<number>();
-  for (const range of ranges) for (let slot = range.from; slot <= range.to; slot++) covered.add(slot);
-  if (covered.size < CLUSTER_SLOTS) {
+  // Each master's own view: a master that lost a slot knows it before the others learn it.
+  for (const node of masters) {
+    const ranges = parseClusterSlots(await node.client.call('CLUSTER', 'SLOTS'));
+    const covered = new Set<number>();
+    for (const range of ranges) for (let slot = range.from; slot <= range.to; slot++) covered.add(slot);
+    if (covered.size === CLUSTER_SLOTS) continue;
     healthy = false;
     findings.push({
       severity: 'problem',
       code: 'slots-uncovered',
-      node: first.address,
-      summary: `CLUSTER SLOTS covers ${covered.size} of ${CLUSTER_SLOTS} slots: missing ${missingRanges(covered)}`,
+      node: node.address,
+      summary: `CLUSTER SLOTS on ${node.address} covers ${covered.size} of ${CLUSTER_SLOTS} slots: missing ${missingRanges(covered)}`,
       meaning: 'keys hashing to those slots have no master: every limiter call for them fails',
       action: 'assign the slots: redis-cli --cluster fix <host:port>',
     });
   }
+  const [first] = masters;
   const failed = parseClusterNodes(await first.client.call('CLUSTER', 'NODES')).filter((n) =>
     n.flags.some((flag) => flag === 'fail' || flag === 'fail?' || flag === 'noaddr'),
   );

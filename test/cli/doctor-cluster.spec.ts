@@ -1,0 +1,97 @@
+import Redis, { Cluster } from 'ioredis';
+import { nodeAddress } from '../../lib/redis/redis-nodes';
+import { librarySource } from '../support/lua-functions';
+import { RedisCluster, startRedisCluster, waitForClusterOk } from '../support/redis-cluster';
+import { doctorJson, findingsOf, notOk } from './doctor-helpers';
+
+describe('doctor on a Redis Cluster (3 masters, no replicas)', () => {
+  let cluster: RedisCluster;
+  let client: Cluster;
+  let masters: Redis[];
+  let seeds: string;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 0 });
+    client = new Cluster(cluster.seeds);
+    await client.ping();
+    masters = [...client.nodes('master')].sort((a, b) =>
+      nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }),
+    );
+    seeds = `127.0.0.1:${cluster.seeds[0].port}`;
+  });
+  beforeEach(async () => {
+    await Promise.all(masters.map((node) => node.function('FLUSH')));
+  });
+  afterAll(async () => {
+    await client?.quit();
+    await cluster?.stop();
+  });
+
+  it('a library missing on one master is a problem naming that master; loaded on all, exit 0', async () => {
+    const [a, b, c] = masters;
+    await a.call('FUNCTION', 'LOAD', librarySource('v2'));
+    await b.call('FUNCTION', 'LOAD', librarySource('v2'));
+
+    const { code, doc } = await doctorJson(['--cluster', seeds]);
+    expect(notOk(doc)).toEqual([`problem library-missing ${nodeAddress(c)}`]);
+    expect(code).toBe(2);
+    expect(doc.nodes).toEqual(masters.map((m) => ({ node: nodeAddress(m), role: 'master', master: null })));
+    const [missing] = findingsOf(doc, 'library-missing');
+    expect(missing.summary).toBe(
+      `rate_limit_v2 (v2) is not loaded on ${nodeAddress(c)} (master); loaded on another node`,
+    );
+    expect(missing.action).toBe(`run: npx nestjs-sliding-limit functions load v2 --cluster ${seeds}`);
+    expect(findingsOf(doc, 'cluster-ok')[0].summary).toBe(
+      'cluster_state ok on 3 masters; all 16384 slots served; no failing node',
+    );
+
+    // The cluster replies (CLUSTER INFO, SLOTS, NODES) read the same under RESP2.
+    const resp2 = await doctorJson(['--cluster', seeds, '--resp', '2']);
+    expect(resp2.doc.findings.map((f) => f.code)).toEqual(doc.findings.map((f) => f.code));
+
+    await c.call('FUNCTION', 'LOAD', librarySource('v2'));
+    const fixed = await doctorJson(['--cluster', seeds]);
+    expect(notOk(fixed.doc)).toEqual([]);
+    expect(fixed.code).toBe(0);
+  });
+
+  it('samples the keys of every master', async () => {
+    await Promise.all(Array.from({ length: 30 }, (_, i) => client.set(`rl:sample:{${i}}`, '1', 'PX', 60_000)));
+    await client.set('rl:forever:{7}', '1');
+    const { code, doc } = await doctorJson(['--cluster', seeds]);
+    const sampled = findingsOf(doc, 'keys-sampled');
+    expect(sampled.map((f) => f.node)).toEqual(masters.map(nodeAddress));
+    expect(sampled.reduce((sum, f) => sum + Number(f.details?.sampled), 0)).toBe(31);
+    const [forever] = findingsOf(doc, 'key-without-ttl');
+    expect(forever.summary).toBe('1 key under rl: without a TTL: rl:forever:{7}');
+    expect(code).toBe(2);
+    await client.del('rl:forever:{7}');
+    await Promise.all(Array.from({ length: 30 }, (_, i) => client.del(`rl:sample:{${i}}`)));
+  });
+
+  it('a slot without a master is a problem (run last: it breaks the cluster until the slot is added back)', async () => {
+    const owner = await ownerOfSlot(16383);
+    await owner.call('CLUSTER', 'DELSLOTS', '16383');
+    try {
+      const { code, doc } = await doctorJson(['--cluster', seeds]);
+      expect(code).toBe(2);
+      const uncovered = findingsOf(doc, 'slots-uncovered');
+      expect(uncovered.map((f) => f.summary)).toContain(
+        `CLUSTER SLOTS on ${nodeAddress(owner)} covers 16383 of 16384 slots: missing 16383`,
+      );
+      expect(findingsOf(doc, 'cluster-state').length).toBeGreaterThan(0);
+    } finally {
+      await owner.call('CLUSTER', 'ADDSLOTS', '16383');
+      await waitForClusterOk(cluster.nodes);
+    }
+  });
+
+  async function ownerOfSlot(slot: number): Promise<Redis> {
+    for (const master of masters) {
+      const ranges = (await master.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+      const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+      if (range) return masters.find((m) => m.options.port === Number(range[2][1])) as Redis;
+    }
+    throw new Error(`no owner of slot ${slot}`);
+  }
+});
