@@ -26,6 +26,12 @@ export {
   type PrometheusExport,
   type PrometheusExportOptions,
 } from './metrics/prometheus';
+export {
+  RateLimitPrometheusExport,
+  RateLimitPrometheusModule,
+  type RateLimitPrometheusAsyncOptions,
+  type RateLimitPrometheusForRootOptions,
+} from './prometheus/rate-limit-prometheus.module';
 export { InstanceReporter, type InstanceReporterOptions, type ReportedLimiter } from './limiter/instance-reporter';
 export { DEFAULT_REPORT_INTERVAL_MS } from './core/instance-report';
 export { parseInstanceReport, instanceReportKey, type InstanceReport } from './core/instance-report';
