@@ -13,7 +13,7 @@ import {
 } from './sliding-limit-graphql.error';
 
 /**
- * {@link SlidingLimitGuard} for GraphQL resolvers as well as HTTP routes: register it once (as
+ * `SlidingLimitGuard` for GraphQL resolvers as well as HTTP routes: register it once (as
  * `APP_GUARD`, or with `@UseGuards` on a resolver) and `@SlidingLimit` limits queries, mutations and
  * `@ResolveField` methods (the latter when GraphQLModule's `fieldResolverEnhancers` includes `'guards'`).
  *
@@ -47,6 +47,7 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard {
     return decideOncePerField(operation, plan, fieldPathOf(context), () => this.enforce(context, plan, http));
   }
 
+  /** In GraphQL, a `TOO_MANY_REQUESTS` error with `retryAfter`, `retryAfterMs` and the full limits' names. */
   protected override throwRateLimited(
     context: ExecutionContext,
     decision: MultiRateLimitDecision,
@@ -56,6 +57,7 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard {
     throw tooManyRequestsError(decision, plan);
   }
 
+  /** In GraphQL, a `RATE_LIMIT_UNAVAILABLE` error with `retryAfter`, and `Retry-After` on the response. */
   protected override throwUnavailable(
     response: unknown,
     decision: MultiRateLimitDecision,
@@ -66,11 +68,13 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard {
     throw unavailableError(decision);
   }
 
+  /** In GraphQL, a `BAD_REQUEST` error; the reason goes to the log only, as for HTTP. */
   protected override throwUnpriceable(context: ExecutionContext, plan: HandlerPlan, reason: string): never {
     if (!isGraphQLCall(context)) return super.throwUnpriceable(context, plan, reason);
     throw unpriceableError(plan);
   }
 
+  /** In GraphQL, a `FORBIDDEN` error. */
   protected override throwUnidentified(context: ExecutionContext, plan: HandlerPlan): never {
     if (!isGraphQLCall(context)) return super.throwUnidentified(context, plan);
     throw unidentifiedError(plan);

@@ -15,7 +15,9 @@ export type SlidingLimitGraphQLCode = 'TOO_MANY_REQUESTS' | 'RATE_LIMIT_UNAVAILA
 
 /** The `extensions` of a {@link SlidingLimitGraphQLError}, as the client receives them. */
 export interface SlidingLimitGraphQLExtensions {
+  /** Whatever a `formatError` adds. */
   [name: string]: unknown;
+  /** What happened: see {@link SlidingLimitGraphQLCode}. */
   code: SlidingLimitGraphQLCode;
   /** Whole seconds after which a retry can be admitted, as in `Retry-After` (rejections and `RATE_LIMIT_UNAVAILABLE`). */
   retryAfter?: number;
@@ -34,6 +36,7 @@ export const RATE_LIMIT_UNAVAILABLE_MESSAGE = 'Rate limiting is unavailable; ret
  * (never as `INTERNAL_SERVER_ERROR`), in the response's `errors` with the field's `path`.
  */
 export class SlidingLimitGraphQLError extends GraphQLError {
+  /** `code`, and for refusals that can be retried `retryAfter` and `retryAfterMs`. */
   declare readonly extensions: SlidingLimitGraphQLExtensions;
 
   constructor(message: string, extensions: SlidingLimitGraphQLExtensions) {
