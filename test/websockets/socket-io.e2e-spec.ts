@@ -82,6 +82,27 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) 
     await expect(call(otherTeam, 'token', {})).resolves.toHaveProperty('reply');
   });
 
+  it('keys by the user an auth middleware put on socket.data, and by address without one', async () => {
+    const { keyPrefix } = await start();
+    const alice = await connect({ auth: { userId: 'alice' } });
+    await expect(call(alice, 'mine', 1)).resolves.toHaveProperty('reply');
+    await expect(call(alice, 'mine', 2)).resolves.toHaveProperty('exception.code', 'TOO_MANY_REQUESTS');
+    const bob = await connect({ auth: { userId: 'bob' } });
+    await expect(call(bob, 'mine', 1)).resolves.toHaveProperty('reply');
+    const anonymous = await connect();
+    await expect(call(anonymous, 'mine', 1)).resolves.toHaveProperty('reply');
+    const redis = connectShared();
+    try {
+      expect((await redis.keys(`${keyPrefix}mine:*`)).sort()).toEqual([
+        `${keyPrefix}mine:{no-user:ip:127.0.0.1}`,
+        `${keyPrefix}mine:{user:alice}`,
+        `${keyPrefix}mine:{user:bob}`,
+      ]);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it('decides stacked limits together and charges a cost, fixed or priced from the message', async () => {
     await start();
     const socket = await connect();
