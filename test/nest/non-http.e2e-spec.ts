@@ -21,7 +21,7 @@ import {
 import { RpcSlidingLimitGuard } from 'nestjs-sliding-limit/microservices';
 import { WsSlidingLimitGuard } from 'nestjs-sliding-limit/websockets';
 import { ChatGateway } from '../fixtures/transports/chat.gateways';
-import { OrdersController } from '../fixtures/transports/orders.controllers';
+import { OrdersController, OrdersHttpController } from '../fixtures/transports/orders.controllers';
 import { call, connectSocketIo } from '../fixtures/transports/socket-io-client';
 import {
   BadGateway,
@@ -31,6 +31,7 @@ import {
   UnguardedOrdersController,
 } from '../fixtures/transports/unguarded';
 import { freePort } from '../support/free-port';
+import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 
 /** The warnings the plain guard gave about handlers it let through unlimited. */
@@ -282,6 +283,35 @@ describe('the global guard beside RpcSlidingLimitGuard (hybrid application, TCP)
       const rejected = await request(server).get('/unguarded').expect(429);
       expect(rejected.headers['retry-after']).toBe('60');
       expect(unlimitedWarnings(warn)).toEqual([]);
+    },
+  );
+});
+
+describe.each(PLATFORMS)('the ready guards on HTTP routes (%s)', (platform) => {
+  let app: TestApp | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it.each([
+    ['WsSlidingLimitGuard', WsSlidingLimitGuard],
+    ['RpcSlidingLimitGuard', RpcSlidingLimitGuard],
+  ])(
+    '%s as the one APP_GUARD answers like the plain guard: headers, then 429 with Retry-After',
+    async (_name, guard) => {
+      app = await startTestApp({
+        platform,
+        controllers: [OrdersHttpController],
+        providers: [{ provide: APP_GUARD, useClass: guard }],
+        options: { global: false },
+      });
+      const first = await app.http().get('/orders').expect(200);
+      expect(first.headers['x-ratelimit-limit']).toBe('1');
+      expect(first.headers['x-ratelimit-remaining']).toBe('0');
+      const rejected = await app.http().get('/orders').expect(429);
+      expect(rejected.headers['retry-after']).toBe('60');
+      expect(rejected.body).toEqual({ statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests' });
     },
   );
 });
