@@ -51,7 +51,17 @@ export function countBySeverity(findings: readonly Finding[]): Record<Severity, 
 
 /** Tags a check's findings with its name. */
 export function ofCheck(check: CheckName, findings: readonly FindingInput[]): Finding[] {
-  return findings.map((finding) => ({ check, ...finding }));
+  // One key order for every finding, whichever order a check built it in.
+  return findings.map(({ severity, code, node, summary, meaning, action, details }) => ({
+    check,
+    severity,
+    code,
+    node,
+    summary,
+    meaning,
+    action,
+    ...(details === undefined ? {} : { details }),
+  }));
 }
 
 /** `2,048 B`, `1.5 KB`, `10.4 MB`: sizes in messages. */

@@ -72,7 +72,7 @@ export async function checkFunctions(
       severity: 'ok',
       code: 'versions-called',
       node: null,
-      summary: `${plural(reports.length, 'live instance')} call ${called.map(describeCalled).join(', ')}`,
+      summary: `${plural(reports.length, 'live instance')} ${reports.length === 1 ? 'calls' : 'call'} ${called.map(describeCalled).join(', ')}`,
       meaning: 'from the instance reports (functions status has the rates and latencies)',
       action: null,
       details: { called },
@@ -139,7 +139,7 @@ export async function checkFunctions(
         severity: 'ok',
         code: 'library-ok',
         node: null,
-        summary: `${contract.libraryName} (${contract.version}) is loaded with the bundled code on all ${plural(nodes.length, 'node')}`,
+        summary: `${contract.libraryName} (${contract.version}) is loaded with the bundled code on ${nodes.length === 1 ? 'the only node' : `all ${nodes.length} nodes`}`,
         meaning: isCalled ? 'the instances calling it find it on every slot and replica' : 'ready to be called',
         action: null,
       });

@@ -118,8 +118,8 @@ export function judgeKeys(
     code: 'keys-sampled',
     node: address,
     summary:
-      `${plural(keys.length, 'key')} sampled under ${prefix}${keys.length >= sample ? ` (the first ${sample} SCAN found)` : ''}: ` +
-      `${formatBytes(total)}, ${measured.length ? Math.round(total / measured.length) : 0} B per key on average; ` +
+      `sampled ${plural(keys.length, 'key')} under ${prefix}${keys.length >= sample ? ` (the first ${sample} SCAN found)` : ''} ` +
+      `(${formatBytes(total)}, ${measured.length ? Math.round(total / measured.length) : 0} B per key on average): ` +
       `${count('zset')} logs (sorted sets), ${count('hash')} bounded-memory (hashes)`,
     meaning: 'MEMORY USAGE of each key; a log key grows by 26 B (compact) to ~110 B per request in its window',
     action: null,

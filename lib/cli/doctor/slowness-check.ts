@@ -136,8 +136,9 @@ export function judgeSlowness(
   const findings: FindingInput[] = [];
   const busyUs = settings.busyThresholdMs * 1000;
   const threshold = `${settings.busySetting === 'default' ? 'the default busy-reply-threshold' : settings.busySetting} ${settings.busyThresholdMs} ms`;
+  const slower = settings.slowlogSlowerThanUs;
   const logged =
-    settings.slowlogSlowerThanUs === null ? '' : ` (it logs commands slower than ${settings.slowlogSlowerThanUs} µs)`;
+    slower === null ? '' : slower < 0 ? ' (the slow log is off)' : ` (it logs commands slower than ${slower} µs)`;
 
   if (calls.length === 0) {
     findings.push({
