@@ -1,10 +1,14 @@
-import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Injectable, Optional, type ExecutionContext, type OnApplicationBootstrap } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
+import { SlidingLimitPlans } from '../nest/rate-limit-plans';
+import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { retryAfterSeconds } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { fieldPathOf, graphQLContextOf, graphQLHttpContext, isGraphQLCall } from './graphql-call';
 import { decideOncePerField } from './operation-decisions';
+import { unguardedLimitedFields } from './field-resolver-guards';
 import {
   tooManyRequestsError,
   unavailableError,
@@ -25,7 +29,29 @@ import {
  * `BAD_REQUEST` or `FORBIDDEN`. Any other context is the base guard's.
  */
 @Injectable()
-export class GqlSlidingLimitGuard extends SlidingLimitGuard {
+export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplicationBootstrap {
+  constructor(
+    limiter: SlidingWindowLimiter,
+    plans: SlidingLimitPlans,
+    @Optional() private readonly moduleRef?: ModuleRef,
+  ) {
+    super(limiter, plans);
+  }
+
+  /**
+   * Warns, once, about limited `@ResolveField` methods that no guard runs for (GraphQLModule's
+   * `fieldResolverEnhancers` lacks `'guards'`): their limits would count nothing.
+   */
+  onApplicationBootstrap(): void {
+    if (!this.moduleRef) return;
+    const fields = unguardedLimitedFields(this.moduleRef, this.plans);
+    if (fields.length === 0) return;
+    this.logger.warn(
+      `${fields.join(', ')} ${fields.length > 1 ? 'have' : 'has'} rate limits on a @ResolveField, but no guard runs ` +
+        `for field resolvers: add fieldResolverEnhancers: ['guards'] to GraphQLModule.forRoot (see docs/graphql.md)`,
+    );
+  }
+
   /** The HTTP request and response behind a resolver call; the base guard's outside GraphQL. */
   protected override getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
     if (!isGraphQLCall(context)) return super.getRequestResponse(context);

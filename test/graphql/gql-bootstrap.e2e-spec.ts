@@ -1,6 +1,7 @@
+import { Logger } from '@nestjs/common';
 import { Args, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { RateLimitConfigError, SlidingLimit, SlidingWindowLimiter } from 'nestjs-sliding-limit';
-import { Post } from './graphql.resolvers';
+import { Post, PostResolver } from './graphql.resolvers';
 import { GRAPHQL_SERVERS, startGraphQLApp } from './graphql-app';
 import { rejectionOf } from '../support/rejection';
 
@@ -47,6 +48,44 @@ describe.each(GRAPHQL_SERVERS)('@SlidingLimit on resolvers at bootstrap on $serv
       expect(consumeAll.mock.calls[0][0]).toEqual([
         expect.objectContaining({ key: 'count:{ip:127.0.0.1}', limit: 5, windowMs: 60_000 }),
       ]);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe.each(GRAPHQL_SERVERS)('limited field resolvers without field guards on $server', ({ platform }) => {
+  afterEach(() => jest.restoreAllMocks());
+
+  const fieldWarnings = (warn: jest.SpyInstance) =>
+    warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('@ResolveField'));
+
+  it("warns once at start-up, naming them, when fieldResolverEnhancers lacks 'guards'", async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const app = await startGraphQLApp({
+      platform,
+      resolvers: [PostResolver],
+      fieldResolverEnhancers: [],
+      options: { functionName: 'sliding_allow_v3' },
+    });
+    try {
+      expect(fieldWarnings(warn)).toEqual([
+        "PostResolver.author has rate limits on a @ResolveField, but no guard runs for field resolvers: add fieldResolverEnhancers: ['guards'] to GraphQLModule.forRoot (see docs/graphql.md)",
+      ]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("says nothing when fieldResolverEnhancers includes 'guards'", async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const app = await startGraphQLApp({
+      platform,
+      resolvers: [PostResolver],
+      options: { functionName: 'sliding_allow_v3' },
+    });
+    try {
+      expect(warn).toHaveBeenCalledTimes(0);
     } finally {
       await app.close();
     }
