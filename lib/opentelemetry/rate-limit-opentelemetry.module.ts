@@ -1,5 +1,6 @@
 import {
   ConfigurableModuleBuilder,
+  type DynamicModule,
   Inject,
   Injectable,
   Module,
@@ -69,4 +70,9 @@ export class RateLimitInstrumentation implements OnModuleInit, OnModuleDestroy {
  * ```
  */
 @Module({ providers: [RateLimitInstrumentation] })
-export class RateLimitOpenTelemetryModule extends ConfigurableOpenTelemetryModule {}
+export class RateLimitOpenTelemetryModule extends ConfigurableOpenTelemetryModule {
+  /** Every option has a default: `forRoot()` is enough. */
+  static override forRoot(options: RateLimitOpenTelemetryForRootOptions = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+}

@@ -1,5 +1,6 @@
 import {
   ConfigurableModuleBuilder,
+  type DynamicModule,
   Inject,
   Injectable,
   Module,
@@ -96,4 +97,9 @@ export class RateLimitPrometheusExport implements OnModuleInit, OnModuleDestroy 
  * ```
  */
 @Module({ providers: [RateLimitPrometheusExport], exports: [RateLimitPrometheusExport] })
-export class RateLimitPrometheusModule extends ConfigurablePrometheusModule {}
+export class RateLimitPrometheusModule extends ConfigurablePrometheusModule {
+  /** Every option has a default: `forRoot()` is enough. */
+  static override forRoot(options: RateLimitPrometheusForRootOptions = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+}
