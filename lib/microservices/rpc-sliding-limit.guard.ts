@@ -13,8 +13,8 @@ import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-li
 import { buildRpcRateLimitRequest, type RpcRateLimitRequest } from './rpc-rate-limit-request';
 
 /**
- * Stands in for the response of a microservice call: there is none to set headers on, and
- * `throwUnavailable` (which gets the response, not the context) tells a microservice call by it.
+ * Stands in for the response of a microservice call: there is none to set headers on, and `setHeaders`
+ * and `throwUnavailable` recognise a microservice call by it.
  */
 const RPC_CALL = Object.freeze({ transport: 'rpc' });
 
@@ -82,8 +82,12 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
     throw new RpcException(payload);
   }
 
-  protected override throwUnavailable(response: unknown, decision: MultiRateLimitDecision): never {
-    if (response !== RPC_CALL) return super.throwUnavailable(response, decision);
+  protected override throwUnavailable(
+    response: unknown,
+    decision: MultiRateLimitDecision,
+    context?: ExecutionContext,
+  ): never {
+    if (response !== RPC_CALL) return super.throwUnavailable(response, decision, context);
     throw new RpcException(unavailablePayload(decision));
   }
 

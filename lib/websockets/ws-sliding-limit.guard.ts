@@ -13,8 +13,8 @@ import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-li
 import { buildWsRateLimitRequest, type WsRateLimitRequest } from './ws-rate-limit-request';
 
 /**
- * Stands in for the response of a gateway call: there is none to set headers on, and
- * `throwUnavailable` (which gets the response, not the context) tells a WebSocket call by it.
+ * Stands in for the response of a gateway call: there is none to set headers on, and `setHeaders`
+ * and `throwUnavailable` recognise a WebSocket call by it.
  */
 const WS_CALL = Object.freeze({ transport: 'ws' });
 
@@ -69,8 +69,12 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
     throw new WsException(tooManyRequestsPayload(decision, plan));
   }
 
-  protected override throwUnavailable(response: unknown, decision: MultiRateLimitDecision): never {
-    if (response !== WS_CALL) return super.throwUnavailable(response, decision);
+  protected override throwUnavailable(
+    response: unknown,
+    decision: MultiRateLimitDecision,
+    context?: ExecutionContext,
+  ): never {
+    if (response !== WS_CALL) return super.throwUnavailable(response, decision, context);
     throw new WsException(unavailablePayload(decision));
   }
 
