@@ -73,6 +73,16 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
     return decideOncePerField(operation, plan, fieldPathOf(context), () => this.enforce(context, plan, http));
   }
 
+  /** In GraphQL, the call had no HTTP request in its context (a subscription over WebSockets, say). */
+  protected override describeUnlimited(context: ExecutionContext, plan: HandlerPlan): string {
+    if (!isGraphQLCall(context)) return super.describeUnlimited(context, plan);
+    return (
+      `${plan.route} has rate limits but its GraphQL context holds no HTTP request (req), so GqlSlidingLimitGuard ` +
+      `let the call through (a subscription over WebSockets?); return a req from the context function to limit it ` +
+      `(see docs/graphql.md)`
+    );
+  }
+
   /** In GraphQL, a `TOO_MANY_REQUESTS` error with `retryAfter`, `retryAfterMs` and the full limits' names. */
   protected override throwRateLimited(
     context: ExecutionContext,

@@ -331,11 +331,20 @@ export class SlidingLimitGuard implements CanActivate {
       return;
     }
     this.warnedUnsupported.add(plan);
+    this.logger.warn(this.describeUnlimited(context, plan));
+  }
+
+  /**
+   * The warning logged (once per handler) when calls of a limited handler went through because
+   * {@link SlidingLimitGuard.getRequestResponse} found nothing to limit them by. Override to name the
+   * remedy that fits a subclass.
+   */
+  protected describeUnlimited(context: ExecutionContext, plan: HandlerPlan): string {
     const type = context.getType();
     const remedy = READY_GUARDS[type] ? `use ${READY_GUARDS[type]}` : 'subclass it and override getRequestResponse';
-    this.logger.warn(
+    return (
       `${plan.route} has rate limits but runs in a "${type}" context, which SlidingLimitGuard does not limit; ` +
-        `${remedy} (see docs/nest.md, "GraphQL, WebSockets and other transports")`,
+      `${remedy} (see docs/nest.md, "GraphQL, WebSockets and other transports")`
     );
   }
 }

@@ -1,4 +1,4 @@
-import { ServiceUnavailableException, type ExecutionContext } from '@nestjs/common';
+import { Logger, ServiceUnavailableException, type ExecutionContext } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { Test, type TestingModule } from '@nestjs/testing';
 import {
@@ -9,7 +9,7 @@ import {
 } from 'nestjs-sliding-limit';
 import { GqlSlidingLimitGuard, SlidingLimitGraphQLError } from 'nestjs-sliding-limit/graphql';
 import { GraphQLError } from 'graphql';
-import { PostResolver } from './graphql.resolvers';
+import { MiscResolver, PostResolver } from './graphql.resolvers';
 import { rejectionOf } from '../support/rejection';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 
@@ -19,13 +19,17 @@ function recordingResponse(): { headers: Record<string, string>; setHeader(name:
   return { headers, setHeader: (name, value) => (headers[name.toLowerCase()] = value) };
 }
 
-/** A resolver call of PostResolver.quote as @nestjs/graphql makes it: [root, args, context, info]. */
-function quoteCall(gqlContext: object, type = 'graphql'): ExecutionContext {
-  const info = { path: { prev: undefined, key: 'quote', typename: 'Query' } };
+/** A resolver call (PostResolver.quote by default) as @nestjs/graphql makes it: [root, args, context, info]. */
+function quoteCall(
+  gqlContext: object,
+  type = 'graphql',
+  handler: 'quote' | 'limitedByClass' = 'quote',
+): ExecutionContext {
+  const info = { path: { prev: undefined, key: handler, typename: 'Query' } };
   const host = new ExecutionContextHost(
     type === 'graphql' ? [undefined, {}, gqlContext, info] : [(gqlContext as { req: object }).req, recordingResponse()],
-    PostResolver,
-    PostResolver.prototype.quote,
+    handler === 'quote' ? PostResolver : MiscResolver,
+    handler === 'quote' ? PostResolver.prototype.quote : MiscResolver.prototype.limitedByClass,
   );
   host.setType(type);
   return host;
@@ -43,7 +47,7 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
           functionName: 'sliding_allow_v3',
         }),
       ],
-      providers: [PostResolver],
+      providers: [PostResolver, MiscResolver],
     }).compile();
     moduleRef.useLogger(false);
     await moduleRef.init();
@@ -90,6 +94,20 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
 
   it('lets a call through when the GraphQL context holds no request (a subscription over WebSockets)', async () => {
     const guard = guardDeciding({ allowed: false, degraded: false, retryAfterMs: 1_000, limits: [] });
-    await expect(guard.canActivate(quoteCall({ connectionParams: {} }))).resolves.toBe(true);
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      for (let i = 0; i < 3; i++)
+        await expect(guard.canActivate(quoteCall({ connectionParams: {} }, 'graphql', 'limitedByClass'))).resolves.toBe(
+          true,
+        );
+      // Once, from the second call, naming what to do rather than the guard already in use.
+      expect(warn.mock.calls.map(([line]) => String(line))).toEqual([
+        'MiscResolver.limitedByClass has rate limits but its GraphQL context holds no HTTP request (req), so GqlSlidingLimitGuard ' +
+          'let the call through (a subscription over WebSockets?); return a req from the context function to limit it ' +
+          '(see docs/graphql.md)',
+      ]);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
