@@ -79,6 +79,9 @@ export async function openConnection(
     connection = new Cluster(target.seeds.map(toClusterNode), {
       lazyConnect: true,
       clusterRetryStrategy: () => null,
+      // ioredis' ready check reconnects while a node says cluster_state:fail, and with no retry the
+      // connect() promise then never settles: the CLI hung on the very cluster doctor must diagnose.
+      enableReadyCheck: false,
       slotsRefreshTimeout: timeoutMs,
       enableOfflineQueue: true,
       redisOptions: {

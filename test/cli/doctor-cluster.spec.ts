@@ -2,6 +2,7 @@ import Redis, { Cluster } from 'ioredis';
 import { nodeAddress } from '../../lib/redis/redis-nodes';
 import { librarySource } from '../support/lua-functions';
 import { RedisCluster, startRedisCluster, waitForClusterOk } from '../support/redis-cluster';
+import { waitFor } from '../support/wait-for';
 import { doctorJson, findingsOf, notOk } from './doctor-helpers';
 
 describe('doctor on a Redis Cluster (3 masters, no replicas)', () => {
@@ -75,7 +76,12 @@ describe('doctor on a Redis Cluster (3 masters, no replicas)', () => {
     const owner = await ownerOfSlot(16383);
     await owner.call('CLUSTER', 'DELSLOTS', '16383');
     try {
-      const { code, doc } = await doctorJson(['--cluster', seeds]);
+      await waitFor(
+        () => owner.call('CLUSTER', 'INFO'),
+        (info) => String(info).includes('cluster_state:fail'),
+      );
+      // Seeded with the failing node itself: connecting must not wait for the cluster to be ok.
+      const { code, doc } = await doctorJson(['--cluster', nodeAddress(owner)]);
       expect(code).toBe(2);
       const uncovered = findingsOf(doc, 'slots-uncovered');
       expect(uncovered.map((f) => f.summary)).toContain(
@@ -96,4 +102,43 @@ describe('doctor on a Redis Cluster (3 masters, no replicas)', () => {
     }
     throw new Error(`no owner of slot ${slot}`);
   }
+});
+
+describe('doctor on a Redis Cluster with replicas (3 masters + 3 replicas)', () => {
+  let cluster: RedisCluster;
+  let client: Cluster;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1 });
+    client = new Cluster(cluster.seeds);
+    await client.ping();
+    const masters = client.nodes('master');
+    await Promise.all(masters.map((node) => node.config('SET', 'slowlog-log-slower-than', '-1')));
+    await Promise.all(masters.map((node) => node.call('FUNCTION', 'LOAD', librarySource('v2'))));
+  });
+  afterAll(async () => {
+    await client?.quit();
+    await cluster?.stop();
+  });
+
+  it('checks every replica too: its functions and its link to its master', async () => {
+    const seeds = `127.0.0.1:${cluster.seeds[0].port}`;
+    // A replica gets the library through replication, and ioredis' slot map lists it once it is in sync.
+    let result = await doctorJson(['--cluster', seeds]);
+    for (let attempt = 0; attempt < 50 && notOk(result.doc).length > 0; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      result = await doctorJson(['--cluster', seeds]);
+    }
+    const { code, doc } = result;
+    expect(notOk(doc)).toEqual([]);
+    expect(code).toBe(0);
+    const replicas = doc.nodes.filter((n) => n.role === 'replica');
+    expect(replicas).toHaveLength(3);
+    const masters = doc.nodes.filter((n) => n.role === 'master').map((n) => n.node);
+    expect(new Set(replicas.map((r) => r.master))).toEqual(new Set(masters));
+    expect(findingsOf(doc, 'library-ok')[0].summary).toBe(
+      'rate_limit_v2 (v2) is loaded with the bundled code on all 6 nodes',
+    );
+    expect(findingsOf(doc, 'replication-ok')[0].summary).toBe('3 replicas of 3 masters, all linked and in sync');
+  });
 });
