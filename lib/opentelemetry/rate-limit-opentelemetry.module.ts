@@ -50,10 +50,12 @@ export class RateLimitInstrumentation implements OnModuleInit, OnModuleDestroy {
     this.options = options ?? {};
   }
 
+  /** Starts recording: the counters, the histogram and the span attributes. */
   onModuleInit(): void {
     this.instrumentation ??= instrumentLimiter(this.limiter, this.options);
   }
 
+  /** Stops recording. */
   onModuleDestroy(): void {
     this.instrumentation?.close();
     this.instrumentation = undefined;

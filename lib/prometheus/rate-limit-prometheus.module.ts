@@ -75,10 +75,12 @@ export class RateLimitPrometheusExport implements OnModuleInit, OnModuleDestroy 
     return this.exported?.names ?? [];
   }
 
+  /** Registers the metrics (prom-client is loaded here, on first use). */
   onModuleInit(): void {
     this.exported ??= registerPrometheusMetrics(this.limiter, this.options);
   }
 
+  /** Removes the metrics from the registry. */
   onModuleDestroy(): void {
     this.exported?.unregister();
     this.exported = undefined;
