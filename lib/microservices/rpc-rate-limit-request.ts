@@ -21,6 +21,7 @@ export interface RpcRateLimitRequest extends RateLimitRequest {
   body: unknown;
   /** The message's payload. */
   data: unknown;
+  /** The pattern received, or the handler's declared one. */
   pattern: unknown;
   /** The transport's context object. */
   context: unknown;

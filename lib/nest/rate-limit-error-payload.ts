@@ -15,7 +15,9 @@ export type RateLimitErrorCode =
 export interface RateLimitErrorPayload {
   /** 429 (limited), 503 (Redis could not decide and the policy denies), 400 (unpriceable), 403 (unidentified). */
   status: number;
+  /** Which refusal this is; see {@link RateLimitErrorCode}. */
   code: RateLimitErrorCode;
+  /** A short English sentence for logs and people. */
   message: string;
   /** Whole seconds after which a retry can be admitted (429 and 503 only). */
   retryAfter?: number;

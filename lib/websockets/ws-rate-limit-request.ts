@@ -17,9 +17,13 @@ import type { RateLimitRequest } from '../nest/rate-limit-key';
  * - `client`: the socket itself, for key functions that need more.
  */
 export interface WsRateLimitRequest extends RateLimitRequest {
+  /** The address the connection came from: socket.io's `handshake.address`, the `ws` socket's peer. */
   ip?: string;
+  /** The handshake's (socket.io) or the kept upgrade request's (`ws`) headers. */
   headers?: Record<string, string | string[] | undefined>;
+  /** The handshake's (socket.io) or the kept upgrade request's (`ws`) query parameters. */
   query?: Record<string, unknown>;
+  /** `client.data.user` (socket.io) or `client.user`. */
   user?: unknown;
   /** The message's payload, as `data`; here so `body:<path>` templates read it. */
   body: unknown;
@@ -33,8 +37,11 @@ export interface WsRateLimitRequest extends RateLimitRequest {
 
 /** The parts of an HTTP upgrade request (Node's `IncomingMessage`) a `ws` client's key can use. */
 export interface UpgradeRequestLike {
+  /** The request's headers, as Node gives them. */
   headers?: Record<string, string | string[] | undefined>;
+  /** The request's path and query, e.g. `/?token=abc`. */
   url?: string;
+  /** The connection, for the peer's address. */
   socket?: { remoteAddress?: string };
 }
 
