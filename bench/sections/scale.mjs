@@ -1,7 +1,8 @@
 // 11. How cost grows, as tables and one SVG plot each (bench/results/scale-*.svg):
 //   keys     consume() and a bare FCALL of the same function at 64 in flight as the keys grow (1k → 1M,
 //            BENCH_SCALE_KEYS): decisions/s and CPU per decision (this process + Redis). Keys are
-//            prefilled with one entry each by pipelined FCALLs, and the next point adds to them.
+//            prefilled with one entry each by pipelined FCALLs (1-hour window: none expires while the
+//            next are filled), and the next point adds to them.
 //   memory   Redis' used_memory as keys × limit grow, for the log and the bucketed window
 //            (rate_limit_v3, 1 h window, 1-minute sub-windows), each key a full window of traffic on a
 //            synthetic clock. Points whose fill would take more than `fillBudget` FCALLs are projected
@@ -23,6 +24,8 @@ import { FUNCTION_V3, loadV3, mergedBySubWindow, sendAll } from '../lib/windows.
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
 const RULE = { limit: 1000, windowMs: 60_000 };
+/** The keys curve's limit: a window longer than the fill of a million keys takes, so none expires. */
+const KEYS_RULE = { limit: 10_000, windowMs: 3_600_000 };
 /** Spreads call i over `keys` keys without a pattern the cache could follow. */
 const spreadKey = (i, keys) => (i * 2_654_435_761) % keys;
 
@@ -111,7 +114,7 @@ async function keysCurve({ rounds, s, report, redis, build, file }) {
     const fill = async (from) => {
       const pipeline = plain.pipeline();
       for (let k = from; k < Math.min(from + chunk, keys); k++)
-        pipeline.fcall(FUNCTION, 1, `${prefix}${k}`, Date.now(), next(), 1000, RULE.windowMs, RULE.limit);
+        pipeline.fcall(FUNCTION, 1, `${prefix}${k}`, Date.now(), next(), 1000, KEYS_RULE.windowMs, KEYS_RULE.limit);
       for (const [error] of await pipeline.exec()) if (error) throw error;
     };
     for (let from = filled; from < keys; from += 2 * chunk) await Promise.all([fill(from), fill(from + chunk)]);
@@ -121,10 +124,19 @@ async function keysCurve({ rounds, s, report, redis, build, file }) {
     const { medians, perRound } = await interleavedPoint(
       stats,
       {
-        ours: (i) => limiter.consume(String(spreadKey(i, keys)), RULE).then(outcomeOf),
+        ours: (i) => limiter.consume(String(spreadKey(i, keys)), KEYS_RULE).then(outcomeOf),
         bare: (i) =>
           plain
-            .fcall(FUNCTION, 1, `${prefix}${spreadKey(i, keys)}`, Date.now(), next(), 1000, RULE.windowMs, RULE.limit)
+            .fcall(
+              FUNCTION,
+              1,
+              `${prefix}${spreadKey(i, keys)}`,
+              Date.now(),
+              next(),
+              1000,
+              KEYS_RULE.windowMs,
+              KEYS_RULE.limit,
+            )
             .then((reply) => reply[0] === 1),
       },
       { rounds, slices: s.slices, sliceMs: s.sliceMs, maxOps: s.maxOps },
