@@ -1,4 +1,4 @@
-import { formatLuaFixed0, formatLuaNumber, luaMax, luaToNumber, luaWords } from './lua-values';
+import { formatLuaNumber, luaMax, luaToNumber } from './lua-values';
 import {
   INVALID_ARGUMENTS,
   MAX_TIME_MS,
@@ -303,7 +303,7 @@ export class RateLimitV3Model {
     const gone: string[] = [];
     const lastGone = Math.min(first - 1, state.newest as number);
     for (let index = state.oldest as number; index <= lastGone; index++) {
-      const name = formatLuaFixed0(index);
+      const name = formatLuaInt(index);
       const count = luaToNumber(this.commands.hmget(key, [name])[0]);
       if (count !== undefined) {
         state.total = state.total - count;
@@ -371,7 +371,7 @@ export class RateLimitV3Model {
     while (index <= newest) {
       const last = Math.min(index + RETRY_SCAN_STEP - 1, newest);
       const names: string[] = [];
-      for (let at = index; at <= last; at++) names.push(formatLuaFixed0(at));
+      for (let at = index; at <= last; at++) names.push(formatLuaInt(at));
       const values = this.commands.hmget(key, names);
       for (let k = 0; k < values.length; k++) {
         const count = luaToNumber(values[k]);
@@ -547,7 +547,7 @@ export class RateLimitV3Model {
     this.commands.del(key);
     if (state.newest === undefined) return;
     for (const index of state.indexes ?? []) {
-      this.commands.hset(key, formatLuaFixed0(index), formatLuaNumber(state.counts?.get(index) as number));
+      this.commands.hset(key, formatLuaInt(index), formatLuaNumber(state.counts?.get(index) as number));
     }
     this.commands.hset(key, 'ids', state.ids);
     this.commands.hset(key, 'p', formatLuaNumber(state.precision));
@@ -565,26 +565,43 @@ export class RateLimitV3Model {
     cost: number,
   ): void {
     const index = Math.floor(nowMs / state.precision);
-    this.commands.hincrby(key, formatLuaFixed0(index), cost);
-    addCount(state, index, cost);
-    // The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES.
-    const ids = [member];
-    let length = Buffer.byteLength(member);
-    for (const id of luaWords(state.ids)) {
-      const bytes = Buffer.byteLength(id);
-      if (ids.length >= RECENT_IDS || length + 1 + bytes > RECENT_IDS_BYTES) break;
-      ids.push(id);
-      length += 1 + bytes;
+    const name = formatLuaInt(index);
+    // The sub-window's new count goes in the HSET with the rest when it is known (a table of counts,
+    // or a sub-window newer than every one the key holds); otherwise an HINCRBY.
+    if (state.counts === undefined && state.newest !== undefined && index <= state.newest) {
+      this.commands.hincrby(key, name, cost);
+      addCount(state, index, cost);
+    } else {
+      addCount(state, index, cost);
+      this.commands.hset(
+        key,
+        name,
+        formatLuaInt(state.counts !== undefined ? (state.counts.get(index) as number) : cost),
+      );
     }
-    state.ids = ids.join(' ');
+    // The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES: the ids kept
+    // behind the new one are a prefix of the old list, found by its spaces (the Lua's string.find).
+    const old = Buffer.from(state.ids);
+    const budget = RECENT_IDS_BYTES - Buffer.byteLength(member) - 1;
+    let cut = 0;
+    let from = 0;
+    for (let kept = 1; kept < RECENT_IDS; kept++) {
+      const space = old.indexOf(' ', from);
+      const stop = space === -1 ? old.length : space;
+      if (stop <= from || stop > budget) break;
+      cut = stop;
+      if (space === -1) break;
+      from = space + 1;
+    }
+    state.ids = cut > 0 ? `${member} ${old.subarray(0, cut).toString()}` : member;
     // The total, the bound (o) and the newest (n), written as they change (read_limit's fast path).
     this.commands.hset(key, 'ids', state.ids);
-    this.commands.hset(key, 't', formatLuaNumber(state.total));
+    this.commands.hset(key, 't', formatLuaInt(state.total));
     const stored = state.stored;
     if (stored === undefined || stored.o !== state.oldest)
-      this.commands.hset(key, 'o', formatLuaNumber(state.oldest as number));
+      this.commands.hset(key, 'o', formatLuaInt(state.oldest as number));
     if (stored === undefined || stored.n !== state.newest)
-      this.commands.hset(key, 'n', formatLuaNumber(state.newest as number));
+      this.commands.hset(key, 'n', formatLuaInt(state.newest as number));
     if (stored === undefined) this.commands.hset(key, 'p', formatLuaNumber(state.precision));
     state.unsaved = false;
     this.commands.pexpire(key, untilBucketLeaves(state.newest as number, nowMs, windowMs, state.precision));
@@ -620,6 +637,14 @@ function leavingIndex(state: BucketState, limit: number, cost: number): number {
     if (left + cost <= limit) return index;
   }
   return state.newest as number;
+}
+
+/**
+ * Lua's `string.format('%d', n)`, which the Lua uses for sub-window names and the integers a record
+ * writes (cheaper than the `%.17g` Redis applies to a Lua number; the same digits, but -0 is "0").
+ */
+function formatLuaInt(n: number): string {
+  return Math.trunc(n).toFixed(0);
 }
 
 /** ms from now_ms until sub-window `index` stops counting. */

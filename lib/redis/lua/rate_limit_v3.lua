@@ -299,7 +299,7 @@ local function write_buckets(key, state, now_ms, window_ms)
   end
   local args = {}
   for _, index in ipairs(state.indexes) do
-    args[#args + 1] = string.format('%.0f', index)
+    args[#args + 1] = string.format('%d', index)
     args[#args + 1] = state.counts[index]
   end
   args[#args + 1] = 'ids'
@@ -407,41 +407,79 @@ local function newest_start(state, now_ms)
 end
 
 local function bucket_recorded(state, member)
-  return string.find(' ' .. state.ids .. ' ', ' ' .. member .. ' ', 1, true) ~= nil
+  -- Searched in place (no ' ' .. ids .. ' ' copies): a match must be a whole id, between spaces.
+  local ids = state.ids
+  local at = string.find(ids, member, 1, true)
+  while at do
+    local after = at + #member
+    if (at == 1 or string.byte(ids, at - 1) == 32) and (after > #ids or string.byte(ids, after) == 32) then
+      return true
+    end
+    at = string.find(ids, member, at + 1, true)
+  end
+  return false
 end
 
 -- Records a request of `cost` in a bucketed key (not a retry: the caller checked).
 local function record_bucket(key, state, now_ms, window_ms, member, cost)
   local index = math.floor(now_ms / state.precision)
-  redis.call('HINCRBY', key, string.format('%.0f', index), cost)
-  add_count(state, index, cost)
-  -- The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES.
-  local ids, length = { member }, #member
-  for id in string.gmatch(state.ids, '%S+') do
-    if #ids >= RECENT_IDS or length + 1 + #id > RECENT_IDS_BYTES then
+  local name = string.format('%d', index) -- not '%.0f': see the HSET's integers below
+  -- The sub-window's new count goes in the HSET below when it is known: from a state's table of
+  -- counts, or because the sub-window is newer than every one the key holds (no field yet: the
+  -- request's cost). Only a fast-path state adding to a sub-window it holds needs an HINCRBY.
+  local args
+  if state.counts == nil and state.newest ~= nil and index <= state.newest then
+    redis.call('HINCRBY', key, name, cost)
+    add_count(state, index, cost)
+    args = {}
+  else
+    add_count(state, index, cost)
+    args = { name, string.format('%d', state.counts and state.counts[index] or cost) }
+  end
+  -- The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES. The ids kept
+  -- behind the new one are a prefix of the old list (space-separated, no other whitespace): found
+  -- with plain string.find, not split into strings and joined again, which costs several times more.
+  local old = state.ids
+  local budget = RECENT_IDS_BYTES - #member - 1 -- bytes the kept prefix may take
+  local cut, from = 0, 1
+  for _ = 2, RECENT_IDS do
+    local space = string.find(old, ' ', from, true)
+    local stop = space and space - 1 or #old
+    if stop < from or stop > budget then
       break
     end
-    ids[#ids + 1] = id
-    length = length + 1 + #id
+    cut = stop
+    if not space then
+      break
+    end
+    from = space + 1
   end
-  state.ids = table.concat(ids, ' ')
+  if cut > 0 then
+    state.ids = member .. ' ' .. string.sub(old, 1, cut)
+  else
+    state.ids = member
+  end
   -- The total, a bound below every sub-window (o) and the newest (n) let the next decision skip
   -- reading every sub-window (read_limit's fast path). Written as they change: a key read by the fast
   -- path knows what it holds (state.stored); any other gets them all, with its precision.
-  local args = { 'ids', state.ids, 't', state.total }
+  -- Integers go as string.format('%d') text: Redis would print a Lua number with '%.17g', the same
+  -- digits below 1e17 (every value here) at several times the cost.
+  local at = #args
+  args[at + 1], args[at + 2], args[at + 3], args[at + 4] = 'ids', state.ids, 't', string.format('%d', state.total)
   local stored = state.stored
   if stored == nil or stored.o ~= state.oldest then
-    args[#args + 1], args[#args + 2] = 'o', state.oldest
+    args[#args + 1], args[#args + 2] = 'o', string.format('%d', state.oldest)
   end
   if stored == nil or stored.n ~= state.newest then
-    args[#args + 1], args[#args + 2] = 'n', state.newest
+    args[#args + 1], args[#args + 2] = 'n', string.format('%d', state.newest)
   end
   if stored == nil then
     args[#args + 1], args[#args + 2] = 'p', state.precision
   end
   redis.call('HSET', key, unpack(args))
   state.unsaved = false
-  redis.call('PEXPIRE', key, until_bucket_leaves(state.newest, now_ms, window_ms, state.precision))
+  local ttl = until_bucket_leaves(state.newest, now_ms, window_ms, state.precision)
+  redis.call('PEXPIRE', key, string.format('%d', ttl))
 end
 
 -- Sub-windows read per HMGET when a fast-path state looks for its retry time.
@@ -457,7 +495,7 @@ local function leaving_index_scanned(key, state, limit, cost)
     local last = math.min(index + RETRY_SCAN_STEP - 1, state.newest)
     local names = {}
     for at = index, last do
-      names[#names + 1] = string.format('%.0f', at)
+      names[#names + 1] = string.format('%d', at)
     end
     local values = redis.call('HMGET', key, unpack(names))
     for k = 1, #values do
@@ -514,7 +552,7 @@ end
 local function sub_windows(key, from, to)
   local names = {}
   for at = from, to do
-    names[#names + 1] = string.format('%.0f', at)
+    names[#names + 1] = string.format('%d', at)
   end
   return names, redis.call('HMGET', key, unpack(names))
 end
