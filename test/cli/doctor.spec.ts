@@ -227,6 +227,16 @@ describe('doctor on a standalone Redis', () => {
     expect(usage.code).toBe(2);
     expect(usage.json()).toMatchObject({ ok: false, exitCode: 2, error: { kind: 'usage' } });
     expect(usage.json()).not.toHaveProperty('findings');
+    for (const [args, message] of [
+      [['--sample', '0'], '--sample must be a whole number of keys from 1 to 1000000, got "0"'],
+      [['--resp', '4'], '--resp must be 2 or 3, got "4"'],
+      [['--key-prefix', 'a b'], '--key-prefix must be a non-empty key prefix without spaces, got "a b"'],
+      [['--force'], '--force does not apply to doctor (it is for: functions delete)'],
+      [['extra'], 'unexpected argument "extra" for doctor'],
+    ]) {
+      const run = await runCli(['doctor', ...args]);
+      expect([run.code, run.stderr]).toEqual([2, expect.stringContaining(`error: ${message}`)]);
+    }
     const flag = await runCli(['functions', 'list', '--key-prefix', 'x:']);
     expect(flag.stderr).toContain('--key-prefix does not apply to functions list (it is for: doctor)');
     const down = await runCli(['doctor', '--url', 'redis://127.0.0.1:1', '--timeout', '500']);
