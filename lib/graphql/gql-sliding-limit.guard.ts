@@ -6,7 +6,7 @@ import { SlidingLimitPlans } from '../nest/rate-limit-plans';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { retryAfterSeconds } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
-import { fieldPathOf, graphQLContextOf, graphQLHttpContext, isGraphQLCall } from './graphql-call';
+import { executionOf, fieldPathOf, graphQLContextOf, graphQLHttpContext, isGraphQLCall } from './graphql-call';
 import { decideOncePerField } from './operation-decisions';
 import { unguardedLimitedFields } from './field-resolver-guards';
 import {
@@ -59,9 +59,9 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
   }
 
   /**
-   * One decision per field path and operation: aliases and distinct fields each count, the calls of
-   * one field for the items of a list share the first one's outcome, and a second guard instance on
-   * the same call (global and `@UseGuards`) counts nothing more.
+   * One decision per field path and operation (each operation of a batch its own): aliases and
+   * distinct fields each count, the calls of one field for the items of a list share the first one's
+   * outcome, and a second guard instance on the same call (global and `@UseGuards`) counts nothing more.
    */
   protected override enforceOnce(
     context: ExecutionContext,
@@ -69,7 +69,7 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
     http: RateLimitHttpContext,
   ): Promise<boolean> {
     if (!isGraphQLCall(context)) return super.enforceOnce(context, plan, http);
-    const operation = graphQLContextOf(context) ?? http.request;
+    const operation = executionOf(context) ?? graphQLContextOf(context) ?? http.request;
     return decideOncePerField(operation, plan, fieldPathOf(context), () => this.enforce(context, plan, http));
   }
 

@@ -40,6 +40,18 @@ export function graphQLHttpContext(context: ExecutionContext): RateLimitHttpCont
 }
 
 /**
+ * An object that stands for one execution of one operation: graphql-js coerces the variables into a
+ * new object per execution and hands that same object to every resolver of it. The context alone
+ * would do for Apollo and Mercurius (a batch's operations get a context each), not for a context
+ * function that returns one object for several operations.
+ */
+export function executionOf(context: ExecutionContext): object | undefined {
+  const info = GqlExecutionContext.create(context).getInfo<GraphQLResolveInfo | undefined>();
+  const variables: unknown = info?.variableValues;
+  return typeof variables === 'object' && variables !== null ? variables : undefined;
+}
+
+/**
  * Where a resolver call sits in the operation's result, list indices left out: `posts.author` for
  * the author of every post. An alias is its own place (`a: quote` and `b: quote` are two).
  */

@@ -4,7 +4,7 @@ import type { HandlerPlan } from '../nest/limit-plan';
  * Decisions taken during one GraphQL operation, per plan and field path, shared by every guard
  * instance. Resolvers of one field run once per parent object, often concurrently: the first call
  * decides and the others wait for its outcome, so a field counts once per operation and its siblings
- * are admitted or rejected together. A WeakMap keyed by the operation's context: nothing outlives it.
+ * are admitted or rejected together. A WeakMap keyed by an object of the execution: nothing outlives it.
  */
 const decisions = new WeakMap<object, Map<HandlerPlan, Map<string, Promise<boolean>>>>();
 

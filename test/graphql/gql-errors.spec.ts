@@ -58,7 +58,13 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
     const limiter = { consumeAll: () => Promise.resolve(decision) } as unknown as SlidingWindowLimiter;
     return new GqlSlidingLimitGuard(limiter, moduleRef.get(SlidingLimitPlans));
   };
-  const degradedDenial: MultiRateLimitDecision = { allowed: false, degraded: true, retryAfterMs: 1_500, limits: [] };
+  const degradedDenial: MultiRateLimitDecision = {
+    allowed: false,
+    degraded: 'deny',
+    functionName: 'sliding_allow_v3',
+    retryAfterMs: 1_500,
+    limits: [],
+  };
 
   it('answers RATE_LIMIT_UNAVAILABLE with retryAfter and Retry-After when Redis cannot decide under deny', async () => {
     const res = recordingResponse();
@@ -93,7 +99,7 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
   });
 
   it('lets a call through when the GraphQL context holds no request (a subscription over WebSockets)', async () => {
-    const guard = guardDeciding({ allowed: false, degraded: false, retryAfterMs: 1_000, limits: [] });
+    const guard = guardDeciding({ allowed: false, functionName: 'sliding_allow_v3', retryAfterMs: 1_000, limits: [] });
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
       for (let i = 0; i < 3; i++)

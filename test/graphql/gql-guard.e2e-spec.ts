@@ -118,4 +118,25 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform })
     expect(resolver.authorCalls).toBe(6);
     expect(rejected.headers['retry-after']).toBeDefined();
   });
+
+  it('counts each operation of a batched request', async () => {
+    app = await startGraphQLApp({
+      platform,
+      resolvers: [PostResolver, MiscResolver],
+      batched: true,
+      options: { functionName: 'sliding_allow_v3' },
+    });
+    const response = await app
+      .http()
+      .post('/graphql')
+      .set('content-type', 'application/json')
+      .set('x-client', 'a')
+      .send([{ query: '{ quote }' }, { query: '{ quote }' }, { query: '{ quote }' }]);
+    expect(response.status).toBe(200);
+    const replies = response.body as { data: unknown; errors?: { extensions?: { code?: string } }[] }[];
+    expect(replies.map((reply) => reply.errors?.map((error) => error.extensions?.code) ?? [])).toEqual(
+      expect.arrayContaining([[], [], ['TOO_MANY_REQUESTS']]),
+    );
+    expect(replies.filter((reply) => reply.errors !== undefined)).toHaveLength(1);
+  });
 });

@@ -27,11 +27,14 @@ export interface GraphQLAppOptions {
   options?: Partial<RateLimitModuleOptions>;
   /** GraphQLModule's fieldResolverEnhancers (default ['guards']). */
   fieldResolverEnhancers?: ('guards' | 'interceptors' | 'filters')[];
+  /** Accept a JSON array of operations in one POST (off by default in both servers). */
+  batched?: boolean;
 }
 
 export function graphQLModule(
   platform: Platform,
   enhancers: GraphQLAppOptions['fieldResolverEnhancers'],
+  batched = false,
 ): DynamicModule {
   const fieldResolverEnhancers = enhancers ?? ['guards'];
   if (platform === 'fastify') {
@@ -42,12 +45,14 @@ export function graphQLModule(
       // --experimental-vm-modules; the cache changes nothing the specs look at.
       cache: false,
       fieldResolverEnhancers,
+      allowBatchedQueries: batched,
     });
   }
   return GraphQLModule.forRoot<ApolloDriverConfig>({
     driver: ApolloDriver,
     autoSchemaFile: true,
     fieldResolverEnhancers,
+    allowBatchedHttpRequests: batched,
   });
 }
 
@@ -57,7 +62,7 @@ export function startGraphQLApp(options: GraphQLAppOptions): Promise<TestApp> {
   if (options.appGuard !== false) providers.push({ provide: APP_GUARD, useClass: GqlSlidingLimitGuard });
   return startTestApp({
     platform: options.platform,
-    imports: [graphQLModule(options.platform, options.fieldResolverEnhancers)],
+    imports: [graphQLModule(options.platform, options.fieldResolverEnhancers, options.batched)],
     providers,
     options: { global: false, ...options.options },
   });
