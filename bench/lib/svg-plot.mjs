@@ -2,9 +2,9 @@
 // points on linear or logarithmic axes, tick labels, a legend. Enough for the scale curves.
 import { writeFileSync } from 'node:fs';
 
-const WIDTH = 680;
+const WIDTH = 740;
 const HEIGHT = 400;
-const MARGIN = { left: 72, right: 200, top: 40, bottom: 56 };
+const MARGIN = { left: 72, right: 250, top: 40, bottom: 56 };
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
 
 const escape = (text) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
