@@ -63,7 +63,7 @@ const BOUNDS_SECONDS = LATENCY_BUCKETS_MS.filter((ms, i) => i % 4 === 0 && Numbe
  *   `rate_limit.blocked_locally`, `rate_limit.degraded_decisions{rate_limit.degraded}`, each per
  *   `rate_limit.function.name` and `rate_limit.function.version`;
  * - the histogram `rate_limit.call.duration` (seconds), recorded per decision through
- *   {@link SlidingWindowLimiter.onDecision}: OpenTelemetry has no asynchronous histogram;
+ *   `SlidingWindowLimiter.onDecision`: OpenTelemetry has no asynchronous histogram;
  * - the decision on the active span: `rate_limit.allowed`, `rate_limit.limit_names`,
  *   `rate_limit.function.name` / `.version`, `rate_limit.degraded`, `rate_limit.cost`,
  *   `rate_limit.remaining`, `rate_limit.retry_after_ms` — never a key.
