@@ -297,7 +297,8 @@ export class RateLimitV3Model {
   /**
    * The Lua's `expire_scanned`: a fast-path state whose oldest sub-windows left the window; reads and
    * deletes just those, finds the new oldest, and writes the total and oldest back (or deletes an
-   * emptied key).
+   * emptied key). Read one name at a time here: the Lua reads a lone leaving sub-window by HGET and
+   * several by HMGET, RETRY_SCAN_STEP at a time; the values read are the same.
    */
   private expireScanned(key: string, state: BucketState, first: number, writes: boolean): void {
     const gone: string[] = [];

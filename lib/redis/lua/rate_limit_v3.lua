@@ -427,14 +427,13 @@ local function record_bucket(key, state, now_ms, window_ms, member, cost)
   -- The sub-window's new count goes in the HSET below when it is known: from a state's table of
   -- counts, or because the sub-window is newer than every one the key holds (no field yet: the
   -- request's cost). Only a fast-path state adding to a sub-window it holds needs an HINCRBY.
-  local args
+  local count_text
   if state.counts == nil and state.newest ~= nil and index <= state.newest then
     redis.call('HINCRBY', key, name, cost)
     add_count(state, index, cost)
-    args = {}
   else
     add_count(state, index, cost)
-    args = { name, string.format('%d', state.counts and state.counts[index] or cost) }
+    count_text = string.format('%d', state.counts and state.counts[index] or cost)
   end
   -- The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES. The ids kept
   -- behind the new one are a prefix of the old list (space-separated, no other whitespace): found
@@ -464,8 +463,13 @@ local function record_bucket(key, state, now_ms, window_ms, member, cost)
   -- path knows what it holds (state.stored); any other gets them all, with its precision.
   -- Integers go as string.format('%d') text: Redis would print a Lua number with '%.17g', the same
   -- digits below 1e17 (every value here) at several times the cost.
-  local at = #args
-  args[at + 1], args[at + 2], args[at + 3], args[at + 4] = 'ids', state.ids, 't', string.format('%d', state.total)
+  local total_text = string.format('%d', state.total)
+  local args -- built whole by one constructor: appending would grow the table step by step
+  if count_text then
+    args = { name, count_text, 'ids', state.ids, 't', total_text }
+  else
+    args = { 'ids', state.ids, 't', total_text }
+  end
   local stored = state.stored
   if stored == nil or stored.o ~= state.oldest then
     args[#args + 1], args[#args + 2] = 'o', string.format('%d', state.oldest)
@@ -565,6 +569,16 @@ local function expire_scanned(key, state, first, writes)
   local gone = {}
   local index = state.oldest
   local last_gone = math.min(first - 1, state.newest)
+  if index == last_gone then
+    -- Under steady traffic one sub-window leaves at a time: read and delete it without the tables.
+    local name = string.format('%d', index)
+    local count = tonumber(redis.call('HGET', key, name))
+    if count ~= nil then
+      state.total = state.total - count
+      gone[1] = name
+    end
+    index = last_gone + 1
+  end
   while index <= last_gone do
     local upto = math.min(index + RETRY_SCAN_STEP - 1, last_gone)
     local names, values = sub_windows(key, index, upto)
