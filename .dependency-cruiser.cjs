@@ -4,7 +4,7 @@
 //   graphql/ websockets/          ready guards for other transports, each its own entry point
 //   microservices/                (nestjs-sliding-limit/<folder>), on top of nest/
 //   opentelemetry/                the OpenTelemetry export (entry point nestjs-sliding-limit/opentelemetry)
-//   health/ testing/              Nest-facing integrations (on top of nest/ and the limiter)
+//   health/ testing/ prometheus/  Nest-facing integrations (on top of nest/ and the limiter; prometheus/ on metrics/)
 //   nest/                         the Nest surface
 //   metrics/                      exporters reading a limiter (no Nest)
 //   limiter/                      SlidingWindowLimiter and its parts (no Nest but its default logger)
@@ -42,7 +42,9 @@ module.exports = {
       severity: 'error',
       comment: 'The limiter works without Nest: it may use the stores and core, never nest/ or the integrations.',
       from: { path: '^lib/limiter/' },
-      to: { path: '^lib/(nest|health|metrics|testing|cli|graphql|websockets|microservices|opentelemetry|index\\.ts)' },
+      to: {
+        path: '^lib/(nest|health|metrics|prometheus|testing|cli|graphql|websockets|microservices|opentelemetry|index\\.ts)',
+      },
     },
     {
       name: 'limiter-nest-free',
@@ -63,14 +65,18 @@ module.exports = {
       severity: 'error',
       comment: 'nest/ does not depend on the optional integrations (health, metrics, testing) or the CLI.',
       from: { path: '^lib/nest/' },
-      to: { path: '^lib/(health|metrics|testing|cli|graphql|websockets|microservices|opentelemetry|index\\.ts)' },
+      to: {
+        path: '^lib/(health|metrics|prometheus|testing|cli|graphql|websockets|microservices|opentelemetry|index\\.ts)',
+      },
     },
     {
       name: 'metrics-reads-the-limiter-only',
       severity: 'error',
       comment: 'Exporters read a limiter; they need neither Nest nor the other integrations.',
       from: { path: '^lib/metrics/' },
-      to: { path: '^lib/(nest|health|testing|cli|index\\.ts)' },
+      to: {
+        path: '^lib/(nest|health|prometheus|testing|cli|graphql|websockets|microservices|opentelemetry|index\\.ts)',
+      },
     },
     {
       name: 'entry-points-independent',
@@ -80,16 +86,19 @@ module.exports = {
         'it never imports another entry point, the main index, or the other integrations.',
       from: { path: '^lib/(graphql|websockets|microservices|opentelemetry)/' },
       to: {
-        path: '^lib/(graphql|websockets|microservices|opentelemetry|health|testing|cli|index\\.ts)',
+        path: '^lib/(graphql|websockets|microservices|opentelemetry|health|testing|prometheus|cli|index\\.ts)',
         pathNot: '^lib/$1/',
       },
     },
     {
       name: 'integrations-independent',
       severity: 'error',
-      comment: 'health/ and testing/ do not import each other or the CLI.',
-      from: { path: '^lib/(health|testing)/' },
-      to: { path: '^lib/(health|testing|cli|index\\.ts)', pathNot: '^lib/$1/' },
+      comment: 'health/, testing/ and prometheus/ do not import each other, the entry points or the CLI.',
+      from: { path: '^lib/(health|testing|prometheus)/' },
+      to: {
+        path: '^lib/(health|testing|prometheus|graphql|websockets|microservices|opentelemetry|cli|index\\.ts)',
+        pathNot: '^lib/$1/',
+      },
     },
     {
       name: 'cli-uses-stores-and-core',
