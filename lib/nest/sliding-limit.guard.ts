@@ -43,9 +43,9 @@ const limitedOutsideHttp = new WeakSet<HandlerPlan>();
 
 /** The ready guard of each non-HTTP context type, named in the warning of the plain guard. */
 const READY_GUARDS: Readonly<Record<string, string>> = {
-  graphql: "GqlSlidingLimitGuard from 'nestjs-sliding-limit/graphql'",
-  ws: "WsSlidingLimitGuard from 'nestjs-sliding-limit/websockets'",
-  rpc: "RpcSlidingLimitGuard from 'nestjs-sliding-limit/microservices'",
+  graphql: 'GqlSlidingLimitGuard (entry point nestjs-sliding-limit/graphql)',
+  ws: 'WsSlidingLimitGuard (entry point nestjs-sliding-limit/websockets)',
+  rpc: 'RpcSlidingLimitGuard (entry point nestjs-sliding-limit/microservices)',
 };
 
 /** What canActivate answers when nothing needs deciding: one settled promise, shared. */

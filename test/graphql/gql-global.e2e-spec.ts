@@ -124,6 +124,6 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard beside the global guard on 
     const warnings = unlimitedWarnings(warn);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('GreetingResolver.greeting has rate limits but runs in a "graphql" context');
-    expect(warnings[0]).toContain("use GqlSlidingLimitGuard from 'nestjs-sliding-limit/graphql'");
+    expect(warnings[0]).toContain('use GqlSlidingLimitGuard (entry point nestjs-sliding-limit/graphql)');
   });
 });

@@ -167,7 +167,7 @@ describe('the global guard beside WsSlidingLimitGuard (socket.io)', () => {
     for (let i = 2; i <= 4; i++) await expect(call(socket, 'say', i)).resolves.toHaveProperty('reply');
     expect(unlimitedWarnings(warn)).toEqual([
       'PlainGuardedGateway.say has rate limits but runs in a "ws" context, which SlidingLimitGuard does not limit; ' +
-        "use WsSlidingLimitGuard from 'nestjs-sliding-limit/websockets' " +
+        'use WsSlidingLimitGuard (entry point nestjs-sliding-limit/websockets) ' +
         '(see docs/nest.md, "GraphQL, WebSockets and other transports")',
     ]);
   });
@@ -250,7 +250,7 @@ describe('the global guard beside RpcSlidingLimitGuard (hybrid application, TCP)
     for (let i = 0; i < 3; i++) await send('nsl.unguarded.create', { tenantId: 't1' });
     expect(unlimitedWarnings(warn)).toEqual([
       'UnguardedOrdersController.create has rate limits but runs in a "rpc" context, which SlidingLimitGuard does ' +
-        "not limit; use RpcSlidingLimitGuard from 'nestjs-sliding-limit/microservices' " +
+        'not limit; use RpcSlidingLimitGuard (entry point nestjs-sliding-limit/microservices) ' +
         '(see docs/nest.md, "GraphQL, WebSockets and other transports")',
     ]);
   });
