@@ -34,6 +34,41 @@ describe('the published package', () => {
     for (const file of [pkg.main, pkg.types, dot.types, dot.default]) expect(existsSync(join(root, file))).toBe(true);
   });
 
+  it('resolves every subpath entry point by its own name to its build, declarations included', () => {
+    const subpaths = Object.keys(pkg.exports).filter((entry) => entry !== '.' && entry !== './package.json');
+    expect(subpaths.sort()).toEqual(['./graphql', './microservices', './opentelemetry', './websockets']);
+    for (const subpath of subpaths) {
+      const target = pkg.exports[subpath] as { types: string; default: string };
+      for (const file of [target.types, target.default]) expect(existsSync(join(root, file))).toBe(true);
+      const name = `nestjs-sliding-limit/${subpath.slice(2)}`;
+      const resolved = execFileSync(process.execPath, ['-e', `console.log(require.resolve(${JSON.stringify(name)}))`], {
+        cwd: root,
+        encoding: 'utf8',
+      }).trim();
+      expect(relative(root, resolved)).toBe(join(target.default));
+    }
+  });
+
+  it('requires no transport peer from the main entry: only a subpath entry point requires its own', () => {
+    // @nestjs/core itself loads @nestjs/websockets and @nestjs/microservices when they are installed:
+    // count only what the package's own files ask for.
+    const script = [
+      "const Module = require('module'), asked = new Set(), load = Module._load",
+      'Module._load = function (request, parent) {',
+      "  if (/^(@nestjs\\/(graphql|websockets|microservices)|graphql|@opentelemetry\\/api)$/.test(request) && parent?.filename.includes('/dist/')) asked.add(request)",
+      '  return load.apply(this, arguments)',
+      '}',
+      'require(process.argv[1])',
+      'console.log(JSON.stringify([...asked].sort()))',
+    ].join('\n');
+    const asked = (entry: string) =>
+      JSON.parse(execFileSync(process.execPath, ['-e', script, entry], { cwd: root, encoding: 'utf8' })) as string[];
+    expect(asked('nestjs-sliding-limit')).toEqual([]);
+    expect(asked('nestjs-sliding-limit/graphql')).toEqual(['@nestjs/graphql', 'graphql']);
+    expect(asked('nestjs-sliding-limit/websockets')).toEqual(['@nestjs/websockets']);
+    expect(asked('nestjs-sliding-limit/microservices')).toEqual(['@nestjs/microservices']);
+  });
+
   it('resolves by its own name to the build, with the Lua next to it', () => {
     // jest maps the package name to lib/ for the other tests; ask Node's own resolver.
     const script = [
