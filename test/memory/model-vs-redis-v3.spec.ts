@@ -16,7 +16,10 @@ import {
   garbage,
   jsonField,
   mixed,
+  nextTime,
   sameTtl,
+  timeMove,
+  type TimeMove,
 } from './redis-comparison';
 
 /*
@@ -492,44 +495,6 @@ const keyRule: fc.Arbitrary<KeyRule> = fc.oneof(
   ),
 );
 
-type TimeMove =
-  | { kind: 'same' }
-  | { kind: 'forward'; ms: number }
-  /** When an entry (log) or a sub-window (bucketed) of the step's first key leaves its window, ± 1 ms. */
-  | { kind: 'boundary'; pick: number; offsetMs: number }
-  /** Back from the latest time so far: within the tolerance, or beyond it. */
-  | { kind: 'back'; ms: number; beyondTolerance: boolean };
-
-const timeMove: fc.Arbitrary<TimeMove> = fc.oneof(
-  { weight: 3, arbitrary: fc.constant({ kind: 'same' as const }) },
-  {
-    weight: 4,
-    arbitrary: fc
-      .oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 6000 }))
-      .map((ms) => ({ kind: 'forward' as const, ms })),
-  },
-  {
-    weight: 3,
-    arbitrary: fc.record({
-      kind: fc.constant('boundary' as const),
-      pick: fc.nat(),
-      offsetMs: fc.constantFrom(-1, 0, 0, 1),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.nat(2000), beyondTolerance: fc.constant(false) }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      kind: fc.constant('back' as const),
-      ms: fc.integer({ min: 1, max: 3000 }),
-      beyondTolerance: fc.constant(true),
-    }),
-  },
-);
-
 /** One request: its keys, its cost (1 mostly, else up to the smallest limit), or a retry of an earlier one. */
 interface Request {
   keys: number[];
@@ -826,27 +791,6 @@ function leaveTimes(model: SlidingWindowModel, key: string, rule: KeyRule): numb
 }
 
 /** The next step's time; `windowMs` and `leaving` are those of the step's first key. */
-function nextTime(
-  move: TimeMove,
-  now: number,
-  latest: number,
-  times: number[],
-  windowMs: number,
-  leaving: number[],
-  maxClockSkewMs: number,
-): number {
-  switch (move.kind) {
-    case 'same':
-      return now;
-    case 'forward':
-      return now + move.ms;
-    case 'boundary':
-      if (leaving.length > 0) return leaving[move.pick % leaving.length] + move.offsetMs;
-      return (times.length > 0 ? times[move.pick % times.length] : now) + windowMs + move.offsetMs;
-    case 'back':
-      return move.beyondTolerance ? latest - maxClockSkewMs - move.ms : latest - (move.ms % (maxClockSkewMs + 1));
-  }
-}
 
 /** The TTL each call left in Redis equals the model's (to the millisecond when observable exactly). */
 function checkTtls(

@@ -16,7 +16,10 @@ import {
   garbage,
   jsonField,
   mixed,
+  nextTime,
   sameTtl,
+  timeMove,
+  type TimeMove,
 } from './redis-comparison';
 
 /*
@@ -51,17 +54,6 @@ beforeAll(async () => {
 // 1. Limiter on Redis vs limiter on the model
 // ------------------------------------------------------------------------------------------------
 
-type TimeMove =
-  | { kind: 'same' }
-  | { kind: 'forward'; ms: number }
-  /**
-   * Exactly one window (± 1 ms) after an entry of the step's (first) key: the moment that entry
-   * leaves the window. Without entries, one window after an earlier step's time.
-   */
-  | { kind: 'boundary'; pick: number; offsetMs: number }
-  /** Back from the latest time so far: within `maxClockSkewMs`, or beyond it. */
-  | { kind: 'back'; ms: number; beyondTolerance: boolean };
-
 /** `costRoll` picks a cost (v3): 1 mostly, else up to the smallest limit of the decision's keys. */
 type Action =
   | { op: 'consume' | 'peek'; key: number; costRoll: number }
@@ -84,36 +76,6 @@ interface Scenario {
 
 const keyIndex = fc.nat(KEY_POOL - 1);
 const windowMs = fc.oneof(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 5000 }));
-
-const timeMove: fc.Arbitrary<TimeMove> = fc.oneof(
-  { weight: 3, arbitrary: fc.constant({ kind: 'same' as const }) },
-  {
-    weight: 4,
-    arbitrary: fc
-      .oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 6000 }))
-      .map((ms) => ({ kind: 'forward' as const, ms })),
-  },
-  {
-    weight: 3,
-    arbitrary: fc.record({
-      kind: fc.constant('boundary' as const),
-      pick: fc.nat(),
-      offsetMs: fc.constantFrom(-1, 0, 0, 1),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.nat(2000), beyondTolerance: fc.constant(false) }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      kind: fc.constant('back' as const),
-      ms: fc.integer({ min: 1, max: 3000 }),
-      beyondTolerance: fc.constant(true),
-    }),
-  },
-);
 
 const costRoll = fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(30) });
 const action: fc.Arbitrary<Action> = fc.oneof(
@@ -368,27 +330,6 @@ async function runScenario(
  * The next step's time; `windowMs` and `leaving` (when its entries or sub-windows leave the window)
  * are those of the step's first key.
  */
-function nextTime(
-  move: TimeMove,
-  now: number,
-  latest: number,
-  times: number[],
-  windowMs: number,
-  leaving: number[],
-  maxClockSkewMs: number,
-): number {
-  switch (move.kind) {
-    case 'same':
-      return now;
-    case 'forward':
-      return now + move.ms;
-    case 'boundary':
-      if (leaving.length > 0) return leaving[move.pick % leaving.length] + move.offsetMs;
-      return (times.length > 0 ? times[move.pick % times.length] : now) + windowMs + move.offsetMs;
-    case 'back':
-      return move.beyondTolerance ? latest - maxClockSkewMs - move.ms : latest - (move.ms % (maxClockSkewMs + 1));
-  }
-}
 
 describe.each([
   ['sliding_allow_v1', 'function'],

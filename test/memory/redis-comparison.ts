@@ -160,3 +160,68 @@ export async function compareCall(
   }
   return fromModel;
 }
+
+/** How a property test moves its clock between steps (both model-vs-Redis specs). */
+export type TimeMove =
+  | { kind: 'same' }
+  | { kind: 'forward'; ms: number }
+  /**
+   * Exactly one window (± 1 ms) after an entry of the step's (first) key: the moment that entry
+   * leaves the window. Without entries, one window after an earlier step's time.
+   */
+  | { kind: 'boundary'; pick: number; offsetMs: number }
+  /** Back from the latest time so far: within `maxClockSkewMs`, or beyond it. */
+  | { kind: 'back'; ms: number; beyondTolerance: boolean };
+
+export const timeMove: fc.Arbitrary<TimeMove> = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({ kind: 'same' as const }) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 6000 }))
+      .map((ms) => ({ kind: 'forward' as const, ms })),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('boundary' as const),
+      pick: fc.nat(),
+      offsetMs: fc.constantFrom(-1, 0, 0, 1),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('back' as const), ms: fc.nat(2000), beyondTolerance: fc.constant(false) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('back' as const),
+      ms: fc.integer({ min: 1, max: 3000 }),
+      beyondTolerance: fc.constant(true),
+    }),
+  },
+);
+
+/** The time of the next step, by its move: `leaving` are the moments entries or sub-windows of the step's key leave. */
+export function nextTime(
+  move: TimeMove,
+  now: number,
+  latest: number,
+  times: number[],
+  windowMs: number,
+  leaving: number[],
+  maxClockSkewMs: number,
+): number {
+  switch (move.kind) {
+    case 'same':
+      return now;
+    case 'forward':
+      return now + move.ms;
+    case 'boundary':
+      if (leaving.length > 0) return leaving[move.pick % leaving.length] + move.offsetMs;
+      return (times.length > 0 ? times[move.pick % times.length] : now) + windowMs + move.offsetMs;
+    case 'back':
+      return move.beyondTolerance ? latest - maxClockSkewMs - move.ms : latest - (move.ms % (maxClockSkewMs + 1));
+  }
+}
