@@ -19,7 +19,7 @@ import { FUNCTION, KEYSPACE } from './lib/config.mjs';
 import { memberSource, outcomeOf } from './lib/decisions.mjs';
 import { drive } from './lib/measure.mjs';
 import { snapshotDist } from './lib/package-snapshot.mjs';
-import { freePort, installCleanup, stopAll, tempDir, track } from './lib/processes.mjs';
+import { freePort, installCleanup, redisServerArgs, stopAll, tempDir, track } from './lib/processes.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -43,16 +43,7 @@ async function startServer() {
         '--tool=callgrind',
         `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
         'redis-server',
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
+        ...redisServerArgs(port, dir),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     ),

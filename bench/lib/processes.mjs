@@ -92,6 +92,11 @@ export function freePort() {
   });
 }
 
+/** The arguments of a bench `redis-server`: on `port` of the loopback only, persistence off, files in `dir`. */
+export function redisServerArgs(port, dir) {
+  return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
+}
+
 /** Starts `redis-server` on a free loopback port with persistence off; retries on a port race. */
 export async function startRedis() {
   let lastError;
@@ -99,26 +104,9 @@ export async function startRedis() {
     const port = await freePort();
     const dir = tempDir('sliding-bench-redis-');
     const child = track(
-      spawn(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--dir',
-          dir,
-          '--daemonize',
-          'no',
-        ],
-        {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      ),
+      spawn('redis-server', [...redisServerArgs(port, dir), '--daemonize', 'no'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
     );
     try {
       await new Promise((resolve, reject) => {

@@ -286,8 +286,20 @@ async function stackedCurve({ rounds, s, report, redis, build, file }) {
   limiter.close?.();
   await deleteMatching(plain, 's11:s:*');
   const points = s.stacked.map((n) => ({ limits: n, ...medians[`n${n}`] }));
+  costRows(report, points, (p) => `${p.limits} stacked limit${p.limits > 1 ? 's' : ''}`);
+  writeLinePlot(file, {
+    title: 'Redis cost per decision as stacked limits grow',
+    xLabel: 'limits on one request (consumeAll)',
+    yLabel: 'µs per decision',
+    series: costSeries(points, (p) => p.limits),
+  });
+  return { points, perRound };
+}
+
+/** One table row per point of a cost curve (stacked limits, batch size): Redis time, CPU, rate. */
+function costRows(report, points, labelOf) {
   for (const p of points) {
-    report.row('11 scale', `${p.limits} stacked limit${p.limits > 1 ? 's' : ''}: Redis time per decision`, {
+    report.row('11 scale', `${labelOf(p)}: Redis time per decision`, {
       value: p.redisUsecPerDecision,
       unit: 'µs',
       digits: 2,
@@ -296,17 +308,15 @@ async function stackedCurve({ rounds, s, report, redis, build, file }) {
         `${compact(p.perSecond)}/s; ${p.decisionsPerCall.toFixed(1)} decisions per FCALL`,
     });
   }
-  writeLinePlot(file, {
-    title: 'Redis cost per decision as stacked limits grow',
-    xLabel: 'limits on one request (consumeAll)',
-    yLabel: 'µs per decision',
-    series: [
-      { name: 'Redis time (commandstats)', points: points.map((p) => [p.limits, p.redisUsecPerDecision]) },
-      { name: 'Redis CPU (INFO cpu)', points: points.map((p) => [p.limits, p.redisMicros]) },
-      { name: 'client CPU', points: points.map((p) => [p.limits, p.clientMicros]) },
-    ],
-  });
-  return { points, perRound };
+}
+
+/** The three lines of a cost curve's plot, against `xOf(point)`. */
+function costSeries(points, xOf) {
+  return [
+    { name: 'Redis time (commandstats)', points: points.map((p) => [xOf(p), p.redisUsecPerDecision]) },
+    { name: 'Redis CPU (INFO cpu)', points: points.map((p) => [xOf(p), p.redisMicros]) },
+    { name: 'client CPU', points: points.map((p) => [xOf(p), p.clientMicros]) },
+  ];
 }
 
 async function batchCurve({ rounds, s, report, redis, build, file }) {
@@ -329,26 +339,13 @@ async function batchCurve({ rounds, s, report, redis, build, file }) {
   for (const limiter of Object.values(limiters)) limiter.close?.();
   await deleteMatching(plain, 's11:b:*');
   const points = s.batchSizes.map((size) => ({ maxSize: size, ...medians[`b${size}`] }));
-  for (const p of points) {
-    report.row('11 scale', `batch maxSize ${p.maxSize}: Redis time per decision`, {
-      value: p.redisUsecPerDecision,
-      unit: 'µs',
-      digits: 2,
-      absolute:
-        `Redis CPU ${p.redisMicros.toFixed(1)} µs, client ${p.clientMicros.toFixed(1)} µs per decision; ` +
-        `${compact(p.perSecond)}/s; ${p.decisionsPerCall.toFixed(1)} decisions per FCALL`,
-    });
-  }
+  costRows(report, points, (p) => `batch maxSize ${p.maxSize}`);
   writeLinePlot(file, {
     title: 'Cost per decision as the batch grows (64 in flight)',
     xLabel: 'batch maxSize',
     yLabel: 'µs per decision',
     logX: true,
-    series: [
-      { name: 'Redis time (commandstats)', points: points.map((p) => [p.maxSize, p.redisUsecPerDecision]) },
-      { name: 'Redis CPU (INFO cpu)', points: points.map((p) => [p.maxSize, p.redisMicros]) },
-      { name: 'client CPU', points: points.map((p) => [p.maxSize, p.clientMicros]) },
-    ],
+    series: costSeries(points, (p) => p.maxSize),
   });
   return { points, perRound };
 }
