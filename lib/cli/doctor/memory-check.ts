@@ -6,6 +6,13 @@ import { integerOf, parseConfigGet, parseInfoFields } from './replies';
 /** Share of maxmemory in use from which a noeviction Redis is a problem: OOM errors are close. */
 export const NOEVICTION_PROBLEM_SHARE = 0.9;
 
+/** What an evicting policy family (`allkeys-*`, `volatile-*`) does to a limiter's keys. */
+const EVICTION_MEANINGS: Readonly<Record<string, string>> = {
+  allkeys:
+    'when memory is full Redis evicts any key, limiter keys too: an evicted key forgets its requests and limits under-count',
+  volatile: 'every limiter key has a TTL, so volatile eviction picks them too: an evicted key makes limits under-count',
+};
+
 /** What one master says about its memory. */
 export interface MemorySettings {
   maxmemoryBytes: number;
@@ -79,25 +86,14 @@ export function judgeMemory(address: string, settings: MemorySettings): FindingI
         : 'keep maxmemory well above the limiter keys (see the keys check) and alert on used memory',
     };
   }
-  if (policy.startsWith('allkeys-')) {
+  const family = policy.split('-')[0];
+  if (Object.hasOwn(EVICTION_MEANINGS, family)) {
     return {
       ...base,
       severity: 'warning',
       code: 'memory-evicts-limiter-keys',
       summary: `maxmemory-policy ${policy}: ${used}${source}`,
-      meaning:
-        'when memory is full Redis evicts any key, limiter keys too: an evicted key forgets its requests and limits under-count',
-      action: 'give the limiter a Redis of its own with noeviction and room for its keys, or keep memory from filling',
-    };
-  }
-  if (policy.startsWith('volatile-')) {
-    return {
-      ...base,
-      severity: 'warning',
-      code: 'memory-evicts-limiter-keys',
-      summary: `maxmemory-policy ${policy}: ${used}${source}`,
-      meaning:
-        'every limiter key has a TTL, so volatile eviction picks them too: an evicted key makes limits under-count',
+      meaning: EVICTION_MEANINGS[family],
       action: 'give the limiter a Redis of its own with noeviction and room for its keys, or keep memory from filling',
     };
   }
