@@ -1,5 +1,6 @@
 import type { SlidingWindowLimiter } from '../../lib';
 import { sleep } from './sleep';
+import { waitFor } from './wait-for';
 
 /** One consume the traffic loops made, and how it ended. */
 export interface TrafficCall {
@@ -54,5 +55,35 @@ export function startTraffic(
       await Promise.all(loops);
       return calls;
     },
+    /**
+     * Waits (up to `timeoutMs`) for the first call Redis decided that ended after `sinceMs`, lets the
+     * loops run `settleMs` more, then stops them: the recovery specs' measurement after an outage.
+     */
+    async stopAfterFirstDecision(
+      sinceMs: number,
+      { timeoutMs, settleMs }: { timeoutMs: number; settleMs: number },
+    ): Promise<{ firstDecidedAt: number; calls: TrafficCall[]; degraded: TrafficCall[] }> {
+      const decided = await waitFor(
+        () => firstDecidedAfter(calls, sinceMs),
+        (call) => call !== undefined,
+        { timeoutMs, intervalMs: 5 },
+      );
+      await sleep(settleMs);
+      await this.stop();
+      return {
+        firstDecidedAt: (decided as TrafficCall).endedAt,
+        calls,
+        degraded: calls.filter((call) => call.degraded !== undefined),
+      };
+    },
   };
+}
+
+/** The first call Redis decided that ended after `since`. */
+export function firstDecidedAfter(calls: readonly TrafficCall[], since: number): TrafficCall | undefined {
+  let first: TrafficCall | undefined;
+  for (const call of calls)
+    if (call.degraded === undefined && call.error === undefined && call.endedAt > since)
+      if (!first || call.endedAt < first.endedAt) first = call;
+  return first;
 }

@@ -17,7 +17,7 @@ import {
 } from '../../support/redis-cluster';
 import type { RedisServer } from '../../support/redis-server';
 import { sleep } from '../../support/sleep';
-import { startTraffic, type TrafficCall } from '../../support/traffic';
+import { startTraffic } from '../../support/traffic';
 import { waitFor, waitUntil } from '../../support/wait-for';
 
 /** From the promotion to the first decision: ioredis learns the new master, then one call. */
@@ -81,16 +81,10 @@ describe('recovery after a failover (Redis Cluster, 3 masters + 3 replicas)', ()
     await waitUntil(async () => (await heirAdmin.role())[0] === 'master', { timeoutMs: 15_000, intervalMs: 5 });
     const promotedAt = performance.now();
     // The killed process answers nothing 100 ms after SIGKILL: a decision after that is the heir's.
-    const decided = await waitFor(
-      () => firstDecidedAfter(traffic.calls, killedAt + 100),
-      (call) => call !== undefined,
-      { timeoutMs: 10_000, intervalMs: 5 },
-    );
-    await sleep(1500);
-    const calls = await traffic.stop();
-
-    const firstDecidedAt = (decided as TrafficCall).endedAt;
-    const degraded = calls.filter((call) => call.degraded !== undefined);
+    const { firstDecidedAt, calls, degraded } = await traffic.stopAfterFirstDecision(killedAt + 100, {
+      timeoutMs: 10_000,
+      settleMs: 1500,
+    });
     // Limits are back once no call is left to the failure policy any more.
     const lastDegradedAt = Math.max(...degraded.map((call) => call.startedAt));
     process.stdout.write(
@@ -105,15 +99,6 @@ describe('recovery after a failover (Redis Cluster, 3 masters + 3 replicas)', ()
     expect(lastDegradedAt - promotedAt).toBeLessThan(RECOVERY_BOUND_MS);
   });
 });
-
-/** The first call Redis decided that ended after `since`. */
-function firstDecidedAfter(calls: readonly TrafficCall[], since: number): TrafficCall | undefined {
-  let first: TrafficCall | undefined;
-  for (const call of calls)
-    if (call.degraded === undefined && call.error === undefined && call.endedAt > since)
-      if (!first || call.endedAt < first.endedAt) first = call;
-  return first;
-}
 
 function sec(ms: number): string {
   return (ms / 1000).toFixed(2);

@@ -30,7 +30,7 @@ import {
 import { resolveRateLimitOptions } from '../../../lib/nest/rate-limit.options';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../../support/redis-server';
 import { sleep } from '../../support/sleep';
-import { startTraffic, type TrafficCall } from '../../support/traffic';
+import { startTraffic } from '../../support/traffic';
 import { waitFor } from '../../support/wait-for';
 
 /**
@@ -54,15 +54,6 @@ async function startModule(
   await moduleRef.init();
   const connection = moduleRef.get<RateLimitConnection>(RATE_LIMIT_CONNECTION);
   return { moduleRef, limiter: moduleRef.get(SlidingWindowLimiter), client: connection.client as Redis };
-}
-
-/** The first call Redis decided that ended after `since`. */
-function firstDecidedAfter(calls: readonly TrafficCall[], since: number): TrafficCall | undefined {
-  let first: TrafficCall | undefined;
-  for (const call of calls)
-    if (call.degraded === undefined && call.error === undefined && call.endedAt > since)
-      if (!first || call.endedAt < first.endedAt) first = call;
-  return first;
 }
 
 /** Reconnect attempts ioredis counts after `outageMs` of refused connections, per its retryStrategy. */
@@ -131,16 +122,10 @@ describe('recovery after Redis stops and restarts, on the connection the module 
       const spawnedAt = performance.now();
       server = await startRedisServerOnPort(port);
       const answeringAt = performance.now();
-      const decided = await waitFor(
-        () => firstDecidedAfter(traffic.calls, spawnedAt),
-        (call) => call !== undefined,
-        { timeoutMs: 15_000, intervalMs: 5 },
-      );
-      await sleep(300);
-      const calls = await traffic.stop();
-
-      const firstDecidedAt = (decided as TrafficCall).endedAt;
-      const degraded = calls.filter((call) => call.degraded !== undefined);
+      const { firstDecidedAt, calls, degraded } = await traffic.stopAfterFirstDecision(spawnedAt, {
+        timeoutMs: 15_000,
+        settleMs: 300,
+      });
       const ready = readyAt.find((at) => at > spawnedAt) ?? NaN;
       process.stdout.write(
         `recovery, outage ${label}: Redis answering ${ms(answeringAt - spawnedAt)} after its restart; ` +
@@ -192,16 +177,10 @@ describe('recovery after Redis is frozen (SIGSTOP) and resumes, on the connectio
     await sleep(2000);
     const resumedAt = performance.now();
     server.process.kill('SIGCONT');
-    const decided = await waitFor(
-      () => firstDecidedAfter(traffic.calls, resumedAt),
-      (call) => call !== undefined,
-      { timeoutMs: 10_000, intervalMs: 5 },
-    );
-    await sleep(300);
-    const calls = await traffic.stop();
-
-    const firstDecidedAt = (decided as TrafficCall).endedAt;
-    const degraded = calls.filter((call) => call.degraded !== undefined);
+    const { firstDecidedAt, calls, degraded } = await traffic.stopAfterFirstDecision(resumedAt, {
+      timeoutMs: 10_000,
+      settleMs: 300,
+    });
     process.stdout.write(
       `recovery, frozen 2 s: first decision by Redis ${ms(firstDecidedAt - resumedAt)} after SIGCONT; ` +
         `${degraded.length} degraded calls\n`,
