@@ -21,9 +21,22 @@ function isValidKey(key: unknown): key is string {
   return typeof key === 'string' && key.length > 0;
 }
 
-function isValidOptions(options: DecisionOptions | undefined): boolean {
+/** `ruleCount` undefined: a call without rules (`reset`), whose limit names are not used. */
+function isValidOptions(options: DecisionOptions | undefined, ruleCount: number | undefined): boolean {
   const policy = options?.onRedisError;
-  return (policy === undefined || isRedisErrorPolicy(policy)) && isValidCost(options?.cost);
+  return (
+    (policy === undefined || isRedisErrorPolicy(policy)) &&
+    isValidCost(options?.cost) &&
+    isValidLimitNames(options?.limitNames, ruleCount)
+  );
+}
+
+/** No names, or one string per rule. */
+function isValidLimitNames(names: unknown, ruleCount: number | undefined): boolean {
+  if (names === undefined) return true;
+  if (!Array.isArray(names) || (ruleCount !== undefined && names.length !== ruleCount)) return false;
+  for (let i = 0; i < names.length; i++) if (typeof names[i] !== 'string') return false;
+  return true;
 }
 
 function isValidCost(cost: unknown): boolean {
@@ -37,7 +50,7 @@ function fitsCost(rule: SlidingLimitRule, options: DecisionOptions | undefined):
 
 /** One key and its rule (`consume`, `peek`). */
 export function checkDecisionArguments(key: unknown, rule: unknown, options: DecisionOptions | undefined): void {
-  if (isValidKey(key) && isValidRule(rule) && isValidOptions(options) && fitsCost(rule, options)) return;
+  if (isValidKey(key) && isValidRule(rule) && isValidOptions(options, 1) && fitsCost(rule, options)) return;
   fail([key], [rule], options);
 }
 
@@ -46,7 +59,7 @@ export function checkStackedArguments(
   rules: readonly KeyedSlidingLimitRule[],
   options: DecisionOptions | undefined,
 ): void {
-  let valid = Array.isArray(rules) && rules.length > 0 && isValidOptions(options);
+  let valid = Array.isArray(rules) && rules.length > 0 && isValidOptions(options, rules.length);
   for (let i = 0; valid && i < rules.length; i++) {
     const rule = rules[i];
     valid =
@@ -66,7 +79,7 @@ export function checkStackedArguments(
 
 /** A key alone (`reset`). */
 export function checkKey(key: unknown, options?: DecisionOptions): void {
-  if (!isValidKey(key) || !isValidOptions(options)) fail([key], [], options);
+  if (!isValidKey(key) || !isValidOptions(options, undefined)) fail([key], [], options);
 }
 
 function fail(keys: readonly unknown[], rules: readonly unknown[], options?: DecisionOptions): never {
@@ -80,6 +93,11 @@ function fail(keys: readonly unknown[], rules: readonly unknown[], options?: Dec
   if (options?.onRedisError !== undefined)
     problems.push(...describeRedisErrorPolicyProblems(options.onRedisError, 'onRedisError'));
   problems.push(...describeCostProblems(options?.cost, rules));
+  const ruleCount = rules.length > 0 ? rules.length : undefined;
+  if (!isValidLimitNames(options?.limitNames, ruleCount)) {
+    const count = ruleCount === undefined ? 'strings' : `${ruleCount} string${ruleCount > 1 ? 's' : ''}, one per limit`;
+    problems.push(`limitNames must be an array of ${count}, got ${describeValue(options?.limitNames)}`);
+  }
   throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
 }
 

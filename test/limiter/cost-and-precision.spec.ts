@@ -120,6 +120,20 @@ describe('SlidingWindowLimiter: cost and precisionMs', () => {
     expect((error as Error).message).toMatch(message);
   });
 
+  it.each([
+    ['not an array', 'burst', /limitNames must be an array of 1 string, one per limit, got "burst"/],
+    ['one name too many', ['burst', 'daily'], /limitNames must be an array of 1 string, one per limit/],
+    ['a name that is not a string', [7], /limitNames must be an array of 1 string, one per limit, got an array/],
+  ])('rejects limitNames %s with a clear error and records nothing', async (_, limitNames, message) => {
+    const limiter = limiterWith();
+    const error = await rejectionOf(
+      limiter.consume('k', { limit: 10, windowMs: MIN }, { limitNames: limitNames as string[] }),
+    );
+    expect(error).toBeInstanceOf(RateLimitConfigError);
+    expect((error as Error).message).toMatch(message);
+    expect(await redis.exists(keyPrefix + 'k')).toBe(0);
+  });
+
   it('allows limits beyond the log maximum only with precisionMs, and says how', async () => {
     const limiter = limiterWith();
     const error = await rejectionOf(limiter.consume('k', { limit: 5_000_000, windowMs: MIN }));
