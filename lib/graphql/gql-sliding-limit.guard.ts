@@ -100,7 +100,9 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
     context?: ExecutionContext,
   ): never {
     if (!context || !isGraphQLCall(context)) return super.throwUnavailable(response, decision, context);
-    this.setHeaders(response, [['Retry-After', String(retryAfterSeconds(decision.retryAfterMs))]]);
+    if (response !== undefined) {
+      this.setHeaders(response, [['Retry-After', String(retryAfterSeconds(decision.retryAfterMs))]]);
+    }
     throw unavailableError(decision);
   }
 

@@ -8,15 +8,8 @@ import {
   unidentifiedPayload,
   unpriceablePayload,
 } from '../nest/rate-limit-error-payload';
-import type { HeaderEntry } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { buildRpcRateLimitRequest, type RpcRateLimitRequest } from './rpc-rate-limit-request';
-
-/**
- * Stands in for the response of a microservice call: there is none to set headers on, and `setHeaders`
- * and `throwUnavailable` recognise a microservice call by it.
- */
-const RPC_CALL = Object.freeze({ transport: 'rpc' });
 
 /**
  * Where `@EventPattern` / `@MessagePattern` mark a handler as an event or a message handler, and the
@@ -63,7 +56,7 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
       request = this.getRpcRequest(context);
       requests.set(args, request);
     }
-    return { request, response: RPC_CALL };
+    return { request };
   }
 
   /** The request of one call (see {@link RpcRateLimitRequest}). Override to add what your keys need. */
@@ -87,7 +80,7 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
     decision: MultiRateLimitDecision,
     context?: ExecutionContext,
   ): never {
-    if (response !== RPC_CALL) return super.throwUnavailable(response, decision, context);
+    if (context?.getType() !== 'rpc') return super.throwUnavailable(response, decision, context);
     throw new RpcException(unavailablePayload(decision));
   }
 
@@ -107,10 +100,6 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
       );
     }
     throw new RpcException(unidentifiedPayload(plan));
-  }
-
-  protected override setHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
-    if (response !== RPC_CALL) super.setHeaders(response, headers);
   }
 
   private logDroppedEvent(plan: HandlerPlan, limits: readonly string[]): void {

@@ -180,7 +180,10 @@ export class SlidingLimitGuard implements CanActivate {
       if (!decision.allowed) this.throwUnavailable(response, decision, context);
       return true;
     }
-    this.setHeaders(response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
+    // No response (WebSockets, microservices): no headers to build.
+    if (response !== undefined) {
+      this.setHeaders(response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
+    }
     if (!decision.allowed) this.throwRateLimited(context, decision, plan);
     return true;
   }
@@ -298,11 +301,11 @@ export class SlidingLimitGuard implements CanActivate {
    */
   protected throwUnavailable(response: unknown, decision: MultiRateLimitDecision, _context?: ExecutionContext): never {
     const seconds = retryAfterSeconds(decision.retryAfterMs);
-    this.setHeaders(response, [['Retry-After', String(seconds)]]);
+    if (response !== undefined) this.setHeaders(response, [['Retry-After', String(seconds)]]);
     throw new ServiceUnavailableException('Rate limiting is unavailable; retry shortly');
   }
 
-  /** Writes headers; a no-op without a response object. */
+  /** Writes headers; called only when the call has a response (`getRequestResponse` gave one). */
   protected setHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
     writeHeaders(response, headers);
   }

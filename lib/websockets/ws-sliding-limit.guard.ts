@@ -8,15 +8,8 @@ import {
   unidentifiedPayload,
   unpriceablePayload,
 } from '../nest/rate-limit-error-payload';
-import type { HeaderEntry } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { buildWsRateLimitRequest, type WsRateLimitRequest } from './ws-rate-limit-request';
-
-/**
- * Stands in for the response of a gateway call: there is none to set headers on, and `setHeaders`
- * and `throwUnavailable` recognise a WebSocket call by it.
- */
-const WS_CALL = Object.freeze({ transport: 'ws' });
 
 /**
  * The request of each gateway call, per argument list: the guard registered globally and the one of
@@ -49,7 +42,7 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
       request = this.getWsRequest(context);
       requests.set(args, request);
     }
-    return { request, response: WS_CALL };
+    return { request };
   }
 
   /**
@@ -74,7 +67,7 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
     decision: MultiRateLimitDecision,
     context?: ExecutionContext,
   ): never {
-    if (response !== WS_CALL) return super.throwUnavailable(response, decision, context);
+    if (context?.getType() !== 'ws') return super.throwUnavailable(response, decision, context);
     throw new WsException(unavailablePayload(decision));
   }
 
@@ -86,9 +79,5 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
   protected override throwUnidentified(context: ExecutionContext, plan: HandlerPlan): never {
     if (context.getType() !== 'ws') return super.throwUnidentified(context, plan);
     throw new WsException(unidentifiedPayload(plan));
-  }
-
-  protected override setHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
-    if (response !== WS_CALL) super.setHeaders(response, headers);
   }
 }
