@@ -17,3 +17,14 @@ export function connectShared(options: RedisOptions = {}): Redis {
 export function uniquePrefix(label = 't'): string {
   return `nsl-test:${label}:${randomBytes(4).toString('hex')}:`;
 }
+
+/**
+ * A client that keeps reconnecting (every 50 ms) to a server a test stops and starts, and that
+ * `disconnect()` closes at once: it waits up to `disconnectTimeout` (2 s by default) for the socket
+ * to close, and to a stopped server it has closed already, so the timer would hold jest open.
+ */
+export function reconnectingClient(url: string): Redis {
+  const client = new Redis(url, { retryStrategy: () => 50, disconnectTimeout: 100 });
+  client.on('error', () => undefined);
+  return client;
+}

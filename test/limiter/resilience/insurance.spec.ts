@@ -1,4 +1,5 @@
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import { reconnectingClient } from '../../support/test-redis';
 import { SlidingWindowLimiter } from '../../../lib';
 import { startRedisServer, startRedisServerOnPort, type RedisServer } from '../../support/redis-server';
 import { waitUntil } from '../../support/wait-for';
@@ -16,10 +17,7 @@ describe('insurance limiter', () => {
   beforeEach(async () => {
     warnings.length = 0;
     server = await startRedisServer();
-    // disconnect() waits up to disconnectTimeout (2 s by default) for a socket to close; to a stopped
-    // server the socket has closed already, so the timer would run out in full and hold jest open.
-    client = new Redis(server.url, { retryStrategy: () => 50, disconnectTimeout: 100 });
-    client.on('error', () => undefined);
+    client = reconnectingClient(server.url);
   });
   afterEach(async () => {
     client.disconnect();

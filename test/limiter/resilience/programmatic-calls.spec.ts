@@ -1,4 +1,5 @@
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import { reconnectingClient } from '../../support/test-redis';
 import { RedisUnavailableError, SlidingWindowLimiter } from '../../../lib';
 import { startRedisServer, type RedisServer } from '../../support/redis-server';
 import { rejectionOf } from '../../support/rejection';
@@ -18,8 +19,7 @@ describe('peek and reset while Redis is down', () => {
   beforeEach(async () => {
     warnings.length = 0;
     server = await startRedisServer();
-    client = new Redis(server.url, { retryStrategy: () => 50, disconnectTimeout: 100 });
-    client.on('error', () => undefined);
+    client = reconnectingClient(server.url);
   });
   afterEach(async () => {
     client.disconnect();
