@@ -1,17 +1,9 @@
 import type Redis from 'ioredis';
+import type { Finding } from '../../lib/cli/doctor/findings';
 import { runCli } from './run-cli';
 
-/** A finding of the doctor's --json document. */
-export interface JsonFinding {
-  check: string;
-  severity: 'ok' | 'warning' | 'problem';
-  code: string;
-  node: string | null;
-  summary: string;
-  meaning: string;
-  action: string | null;
-  details?: Record<string, unknown>;
-}
+/** A finding of the doctor's --json document: the Finding the checks build, as JSON keeps it. */
+export type JsonFinding = Finding;
 
 /** The doctor's --json document. */
 export interface DoctorDocument {
