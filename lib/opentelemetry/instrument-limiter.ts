@@ -154,15 +154,15 @@ function recordOnActiveSpan(event: DecisionEvent, rejectionEvent: boolean): void
   let remaining = Number.POSITIVE_INFINITY;
   for (const limit of event.limits) remaining = Math.min(remaining, limit.remaining);
   const attributes: Attributes = {
+    ...functionAttributes(event.functionName),
     [A.allowed]: event.allowed,
-    [A.functionName]: event.functionName,
-    [A.functionVersion]: versionOf(event.functionName),
     [A.cost]: event.cost,
     [A.remaining]: Number.isFinite(remaining) ? remaining : 0,
     [A.retryAfterMs]: event.retryAfterMs,
   };
-  const names = limitNamesOf(event);
-  if (names) attributes[A.limitNames] = names;
+  // The limiter has checked them: one string per limit, or none.
+  const names = event.limitNames;
+  if (names) attributes[A.limitNames] = names.slice();
   if (event.degraded) attributes[A.degraded] = event.degraded;
   if (event.blockedLocally) attributes[A.blockedLocally] = true;
   span.setAttributes(attributes);
@@ -170,13 +170,6 @@ function recordOnActiveSpan(event: DecisionEvent, rejectionEvent: boolean): void
   const details: Attributes = { [A.retryAfterMs]: event.retryAfterMs };
   if (names) details[A.rejectedLimitNames] = names.filter((_, i) => event.limits[i]?.allowed === false);
   span.addEvent(OTEL_REJECTION_EVENT, details);
-}
-
-/** The limit names when the caller gave one string per limit (a JavaScript caller may pass anything). */
-function limitNamesOf(event: DecisionEvent): string[] | undefined {
-  const names = event.limitNames;
-  if (!Array.isArray(names) || names.length !== event.limits.length) return undefined;
-  return names.every((name) => typeof name === 'string') ? [...names] : undefined;
 }
 
 /** Attributes of one function name, made once: the histogram is recorded for every decision. */
