@@ -4,7 +4,7 @@ import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
 import { SlidingLimitPlans } from '../nest/rate-limit-plans';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
-import { retryAfterSeconds } from '../nest/rate-limit-headers';
+import { HEADER, retryAfterSeconds } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { executionOf, fieldPathOf, graphQLContextOf, graphQLHttpContext, isGraphQLCall } from './graphql-call';
 import { decideOncePerField } from './operation-decisions';
@@ -101,7 +101,7 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
   ): never {
     if (!context || !isGraphQLCall(context)) return super.throwUnavailable(response, decision, context);
     if (response !== undefined) {
-      this.setHeaders(response, [['Retry-After', String(retryAfterSeconds(decision.retryAfterMs))]]);
+      this.setHeaders(response, [[HEADER.retryAfter, String(retryAfterSeconds(decision.retryAfterMs))]]);
     }
     throw unavailableError(decision);
   }

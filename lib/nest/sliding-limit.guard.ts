@@ -12,7 +12,7 @@ import type { KeyedSlidingLimitRule } from '../core/limit-rule';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { CompiledLimit, HandlerPlan } from './limit-plan';
 import { tooManyRequestsBody } from './rate-limit-error-body';
-import { rateLimitHeaders, retryAfterSeconds, writeHeaders, type HeaderEntry } from './rate-limit-headers';
+import { HEADER, rateLimitHeaders, retryAfterSeconds, writeHeaders, type HeaderEntry } from './rate-limit-headers';
 import { SlidingLimitPlans } from './rate-limit-plans';
 import type { RateLimitRequest } from './rate-limit-key';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
@@ -301,7 +301,7 @@ export class SlidingLimitGuard implements CanActivate {
    */
   protected throwUnavailable(response: unknown, decision: MultiRateLimitDecision, _context?: ExecutionContext): never {
     const seconds = retryAfterSeconds(decision.retryAfterMs);
-    if (response !== undefined) this.setHeaders(response, [['Retry-After', String(seconds)]]);
+    if (response !== undefined) this.setHeaders(response, [[HEADER.retryAfter, String(seconds)]]);
     throw new ServiceUnavailableException('Rate limiting is unavailable; retry shortly');
   }
 

@@ -3,6 +3,7 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import { TooManyRequestsException } from './too-many-requests.exception';
 import type { RateLimitErrorBodyStyle } from './rate-limit.options';
 import { PROBLEM_JSON, tooManyRequestsBody } from './rate-limit-error-body';
+import { HEADER } from './rate-limit-headers';
 
 /**
  * Answers every {@link TooManyRequestsException} over HTTP — the guard's and those an application
@@ -23,7 +24,7 @@ export class TooManyRequestsFilter implements ExceptionFilter<TooManyRequestsExc
     if (host.getType() !== 'http') return exception;
     const adapter = this.adapterHost.httpAdapter;
     const response: unknown = host.switchToHttp().getResponse();
-    adapter.setHeader(response, 'Retry-After', String(exception.details.retryAfterSeconds));
+    adapter.setHeader(response, HEADER.retryAfter, String(exception.details.retryAfterSeconds));
     if (this.style === 'problem') {
       const body = exception.getResponse();
       const problem =

@@ -29,6 +29,28 @@ describe.each(PLATFORMS)('headers and 429 on %s', (platform) => {
     expect(res.headers['ratelimit-policy']).toBeUndefined();
   });
 
+  it('sends the header names in lowercase, as HTTP/2 does (names are case-insensitive)', async () => {
+    const { app } = await start({ headers: 'both' });
+    const allowed = await app.http().post('/auth/login').expect(201);
+    const namesOf = (response: typeof allowed): string[] =>
+      (response as unknown as { res: { rawHeaders: string[] } }).res.rawHeaders.filter((_, i) => i % 2 === 0);
+    expect(namesOf(allowed)).toEqual(
+      expect.arrayContaining([
+        'x-ratelimit-limit',
+        'x-ratelimit-remaining',
+        'x-ratelimit-reset',
+        'ratelimit-policy',
+        'ratelimit',
+      ]),
+    );
+    for (let i = 0; i < 4; i++) await app.http().post('/auth/login').expect(201);
+    const rejected = await app.http().post('/auth/login').expect(429);
+    expect(namesOf(rejected)).toContain('retry-after');
+    expect(
+      namesOf(rejected).filter((name) => /ratelimit|retry-after/i.test(name) && name !== name.toLowerCase()),
+    ).toEqual([]);
+  });
+
   it('answers 429 with a Nest-shaped body and Retry-After in whole seconds rounded up', async () => {
     const { app, clock } = await start();
     for (let i = 0; i < 5; i++) await app.http().post('/auth/login').expect(201);
