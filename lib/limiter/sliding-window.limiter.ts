@@ -224,18 +224,13 @@ export class SlidingWindowLimiter {
    * otherwise records nothing and says how long to wait.
    * @param key the limited identity, without the key prefix (e.g. `login:ip:10.0.0.1`)
    */
-  consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
-    try {
-      checkDecisionArguments(key, rule, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.decide(key, [this.keyPrefix + key], [rule], options).then((decided) => {
-      this.reporter?.noteDecision();
-      const decision = this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded);
-      if (this.listeners.length > 0) this.notify(decided, [rule], [decision], decision.retryAfterMs, options);
-      return decision;
-    });
+  async consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
+    checkDecisionArguments(key, rule, options);
+    const decided = await this.decide(key, [this.keyPrefix + key], [rule], options);
+    this.reporter?.noteDecision();
+    const decision = this.toDecision(decided.limits[0], rule, decided.functionName, decided.degraded);
+    if (this.listeners.length > 0) this.notify(decided, [rule], [decision], decision.retryAfterMs, options);
+    return decision;
   }
 
   /**
@@ -245,34 +240,33 @@ export class SlidingWindowLimiter {
    * atomic call; otherwise (v1's one-key contract, keys in several slots) one call per group, and the
    * request is taken back out of the groups that recorded it. The canary split follows the first key.
    */
-  consumeAll(rules: readonly KeyedSlidingLimitRule[], options?: DecisionOptions): Promise<MultiRateLimitDecision> {
-    // A promise chain rather than an async function, and loops rather than maps: the guard calls
-    // this for every request.
-    try {
-      checkStackedArguments(rules, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  async consumeAll(
+    rules: readonly KeyedSlidingLimitRule[],
+    options?: DecisionOptions,
+  ): Promise<MultiRateLimitDecision> {
+    // The guard calls this for every request: loops rather than maps, and one await. Async methods
+    // rather than `.then` callbacks on this path keep their optimized code between bursts of
+    // traffic (see SlidingLimitGuard.decideWith).
+    checkStackedArguments(rules, options);
     const keys = new Array<string>(rules.length);
     for (let i = 0; i < rules.length; i++) keys[i] = this.keyPrefix + rules[i].key;
-    return this.decide(rules[0].key, keys, rules, options).then((decided) => {
-      this.reporter?.noteDecision();
-      const limits = new Array<RateLimitDecision>(decided.limits.length);
-      let retryAfterMs = 0;
-      for (let i = 0; i < limits.length; i++) {
-        limits[i] = this.toDecision(decided.limits[i], rules[i], decided.functionName, decided.degraded);
-        retryAfterMs = Math.max(retryAfterMs, limits[i].retryAfterMs);
-      }
-      const decision: MultiRateLimitDecision = {
-        allowed: decided.allowed,
-        retryAfterMs,
-        functionName: decided.functionName,
-        limits,
-      };
-      if (decided.degraded) decision.degraded = decided.degraded;
-      if (this.listeners.length > 0) this.notify(decided, withoutKeys(rules), limits, retryAfterMs, options);
-      return decision;
-    });
+    const decided = await this.decide(rules[0].key, keys, rules, options);
+    this.reporter?.noteDecision();
+    const limits = new Array<RateLimitDecision>(decided.limits.length);
+    let retryAfterMs = 0;
+    for (let i = 0; i < limits.length; i++) {
+      limits[i] = this.toDecision(decided.limits[i], rules[i], decided.functionName, decided.degraded);
+      retryAfterMs = Math.max(retryAfterMs, limits[i].retryAfterMs);
+    }
+    const decision: MultiRateLimitDecision = {
+      allowed: decided.allowed,
+      retryAfterMs,
+      functionName: decided.functionName,
+      limits,
+    };
+    if (decided.degraded) decision.degraded = decided.degraded;
+    if (this.listeners.length > 0) this.notify(decided, withoutKeys(rules), limits, retryAfterMs, options);
+    return decision;
   }
 
   /**
@@ -390,7 +384,7 @@ export class SlidingWindowLimiter {
     }
   }
 
-  private decideAt(
+  private async decideAt(
     version: ActiveVersion,
     nowMs: NowMs,
     keys: readonly string[],
@@ -400,13 +394,7 @@ export class SlidingWindowLimiter {
   ): Promise<Decided> {
     const functionName = version.contract.allowFunction;
     const cost = options?.cost ?? 1;
-    if (!isSupported(version.contract, rules, cost)) {
-      try {
-        checkSupported(version.contract, rules, cost);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    }
+    if (!isSupported(version.contract, rules, cost)) checkSupported(version.contract, rules, cost);
     // Single limits only: the other limits of a stacked rejection change while it is blocked
     // (their old entries leave), so a cached copy of them would go stale. Cost 1 only: a rejection
     // of a costly request says nothing of a cheaper one, and a cost-1 block would tell a costly
@@ -422,18 +410,19 @@ export class SlidingWindowLimiter {
     const blocked = cache?.get(keys[0], rules[0], nowMs as number);
     if (blocked) {
       this.metrics.recordBlockedLocally(functionName);
-      return Promise.resolve({ allowed: false, limits: [blocked], functionName, blockedLocally: true });
+      return { allowed: false, limits: [blocked], functionName, blockedLocally: true };
     }
-    return this.decisions.decide(version, keys, rules, nowMs, cost).then(
-      (outcome) => {
-        const latencyMs = performance.now() - started;
-        this.metrics.recordDecision(functionName, outcome.allowed, latencyMs);
-        this.degradedLog.recovered();
-        if (cache && !outcome.allowed) cache.set(keys[0], rules[0], nowMs as number, outcome.limits[0]);
-        return { allowed: outcome.allowed, limits: outcome.limits, functionName, latencyMs };
-      },
-      (error: unknown) => this.fallback(version, keys, rules, options, error, started),
-    );
+    let outcome: CallOutcome;
+    try {
+      outcome = await this.decisions.decide(version, keys, rules, nowMs, cost);
+    } catch (error) {
+      return this.fallback(version, keys, rules, options, error, started);
+    }
+    const latencyMs = performance.now() - started;
+    this.metrics.recordDecision(functionName, outcome.allowed, latencyMs);
+    this.degradedLog.recovered();
+    if (cache && !outcome.allowed) cache.set(keys[0], rules[0], nowMs as number, outcome.limits[0]);
+    return { allowed: outcome.allowed, limits: outcome.limits, functionName, latencyMs };
   }
 
   /**
