@@ -38,7 +38,7 @@ export class FunctionRunner implements LuaRunner {
     readOnly: boolean,
   ): Promise<unknown> {
     // Awaited here rather than handled by a `.catch` callback per call, for V8's sake (see
-    // SlidingLimitGuard); the same one microtask hop.
+    // SlidingLimitGuard.decideWith); the same one microtask hop.
     try {
       return await this.send(functionName, keys, args, readOnly);
     } catch (error) {
