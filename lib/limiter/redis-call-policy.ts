@@ -65,7 +65,11 @@ export class RedisCallPolicy {
     return this.attemptFrom(attempt, breaker, attempts + 1, decisions);
   }
 
-  /** One attempt, settled by the reply or by the deadline, whichever comes first. */
+  /**
+   * One attempt, settled by the reply or by the deadline, whichever comes first. Its state is an
+   * object and its callbacks are this class's methods, bound to it, rather than closures made per
+   * call: V8 keeps a method's optimized code (see SlidingLimitGuard.decideWith).
+   */
   private attemptFrom<T>(
     attempt: () => Promise<T>,
     breaker: CircuitBreaker,
@@ -76,30 +80,75 @@ export class RedisCallPolicy {
       breaker.onFailure(decisions);
       return Promise.reject(new RedisUnavailableError('Redis is not connected', 'disconnected'));
     }
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const fail = (error: unknown): void => {
-        if (settled) {
-          // An error reply that came after the deadline is an answer too.
-          if (!isUnanswered(error)) breaker.onLateAnswer();
-          return;
-        }
-        settled = true;
-        this.deadlines.settle(seq);
-        this.afterFailure(error, attempt, breaker, attempts, decisions).then(resolve, reject);
-      };
-      const seq = this.deadlines.track(() => fail(timeoutError(this.deadlines.timeoutMs)));
-      attempt().then((result) => {
-        if (settled) {
-          // Redis answers again (the command was still in ioredis' queue): probe at once.
-          breaker.onLateAnswer();
-          return;
-        }
-        settled = true;
-        this.deadlines.settle(seq);
-        breaker.onSuccess();
-        resolve(result);
-      }, fail);
+    const pending: PendingAttempt = {
+      attempt,
+      breaker,
+      attempts,
+      decisions,
+      settled: false,
+      seq: 0,
+      resolve: unset,
+      reject: unset,
+    };
+    const settlement = new Promise<T>((resolve, reject) => {
+      pending.resolve = resolve as (value: unknown) => void;
+      pending.reject = reject;
     });
+    pending.seq = this.deadlines.track(this.expired.bind(this, pending));
+    let reply: Promise<T>;
+    try {
+      reply = attempt();
+    } catch (error) {
+      this.failed(pending, error);
+      return settlement;
+    }
+    reply.then(this.answered.bind(this, pending), this.failed.bind(this, pending));
+    return settlement;
+  }
+
+  /** The reply: settles the attempt unless its deadline has already. */
+  private answered(pending: PendingAttempt, result: unknown): void {
+    if (pending.settled) {
+      // Redis answers again (the command was still in ioredis' queue): probe at once.
+      pending.breaker.onLateAnswer();
+      return;
+    }
+    pending.settled = true;
+    this.deadlines.settle(pending.seq);
+    pending.breaker.onSuccess();
+    pending.resolve(result);
+  }
+
+  /** An error, or the deadline (an unanswered error): settles the attempt unless it is already. */
+  private failed(pending: PendingAttempt, error: unknown): void {
+    if (pending.settled) {
+      // An error reply that came after the deadline is an answer too.
+      if (!isUnanswered(error)) pending.breaker.onLateAnswer();
+      return;
+    }
+    pending.settled = true;
+    this.deadlines.settle(pending.seq);
+    const { attempt, breaker, attempts, decisions } = pending;
+    this.afterFailure(error, attempt, breaker, attempts, decisions).then(pending.resolve, pending.reject);
+  }
+
+  private expired(pending: PendingAttempt): void {
+    this.failed(pending, timeoutError(this.deadlines.timeoutMs));
   }
 }
+
+/** One attempt in flight: what it retries with, and how its caller is settled. */
+interface PendingAttempt {
+  readonly attempt: () => Promise<unknown>;
+  readonly breaker: CircuitBreaker;
+  readonly attempts: number;
+  readonly decisions: number;
+  settled: boolean;
+  /** Its number in the deadline queue. */
+  seq: number;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Placeholder until the promise's executor (which runs at once) sets the real functions. */
+function unset(): void {}
