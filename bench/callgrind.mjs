@@ -19,7 +19,7 @@ import { FUNCTION, KEYSPACE } from './lib/config.mjs';
 import { memberSource, outcomeOf } from './lib/decisions.mjs';
 import { drive } from './lib/measure.mjs';
 import { snapshotDist } from './lib/package-snapshot.mjs';
-import { freePort, installCleanup, redisServerArgs, stopAll, tempDir, track } from './lib/processes.mjs';
+import { freePort, installCleanup, outputReady, redisServerArgs, stopAll, tempDir, track } from './lib/processes.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -48,21 +48,7 @@ async function startServer() {
       { stdio: ['ignore', 'pipe', 'pipe'] },
     ),
   );
-  await new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => reject(new Error(`redis-server under callgrind did not start:\n${output}`)), 60_000);
-    const onData = (chunk) => {
-      output += chunk;
-      if (output.includes('Ready to accept connections')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    server.stdout.on('data', onData);
-    server.stderr.on('data', onData);
-  });
-  server.stdout.resume();
-  server.stderr.resume();
+  await outputReady(server, 'redis-server under callgrind', 60_000);
   return { port, server, dir };
 }
 

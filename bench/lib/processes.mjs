@@ -109,29 +109,7 @@ export async function startRedis() {
       }),
     );
     try {
-      await new Promise((resolve, reject) => {
-        let log = '';
-        const timer = setTimeout(() => reject(new Error(`redis-server did not start within 10 s:\n${log}`)), 10_000);
-        const onData = (chunk) => {
-          log += chunk;
-          if (log.includes('Ready to accept connections')) {
-            clearTimeout(timer);
-            resolve();
-          }
-        };
-        child.stdout.on('data', onData);
-        child.stderr.on('data', onData);
-        child.once('error', (error) => {
-          clearTimeout(timer);
-          reject(error);
-        });
-        child.once('exit', (code) => {
-          clearTimeout(timer);
-          reject(new Error(`redis-server exited with ${code}:\n${log}`));
-        });
-      });
-      child.stdout.resume();
-      child.stderr.resume();
+      await outputReady(child, 'redis-server', 10_000);
       return { port, child };
     } catch (error) {
       lastError = error;
@@ -139,6 +117,40 @@ export async function startRedis() {
     }
   }
   throw lastError;
+}
+
+/**
+ * Resolves once `child` (a Redis or Valkey server, possibly under valgrind) prints "Ready to accept
+ * connections" on stdout or stderr, then lets its output flow unread; rejects when it exits, fails to
+ * start or says nothing of the kind within `timeoutMs`.
+ */
+export async function outputReady(child, name, timeoutMs) {
+  await new Promise((resolve, reject) => {
+    let log = '';
+    const timer = setTimeout(
+      () => reject(new Error(`${name} did not start within ${timeoutMs / 1000} s:\n${log}`)),
+      timeoutMs,
+    );
+    const onData = (chunk) => {
+      log += chunk;
+      if (log.includes('Ready to accept connections')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${code}:\n${log}`));
+    });
+  });
+  child.stdout.resume();
+  child.stderr.resume();
 }
 
 /** Runs a command to completion (bounded by `timeoutMs`) and returns its stdout. */

@@ -11,7 +11,7 @@ import { FUNCTION } from '../lib/config.mjs';
 import { cpuSum, withCpu } from '../lib/cpu.mjs';
 import { memberSource, outcomeOf } from '../lib/decisions.mjs';
 import { compact, drive, interleaved, median } from '../lib/measure.mjs';
-import { freePort, runCommand, stopChild, tempDir, track } from '../lib/processes.mjs';
+import { freePort, outputReady, redisServerArgs, runCommand, stopChild, tempDir, track } from '../lib/processes.mjs';
 import { deleteMatching } from '../lib/redis-stats.mjs';
 import { log } from '../lib/report.mjs';
 import { writeLinePlot } from '../lib/svg-plot.mjs';
@@ -29,32 +29,15 @@ async function startClusterNode() {
     const port = await freePort();
     if (port > 55_000) continue;
     const dir = tempDir('sliding-bench-cluster-');
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
-    args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--daemonize', 'no');
+    const args = [...redisServerArgs(port, dir), '--daemonize', 'no'];
+    args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
     const child = track(spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] }));
-    const started = await new Promise((resolve) => {
-      let output = '';
-      const timer = setTimeout(() => resolve(false), 10_000);
-      const onData = (chunk) => {
-        output += chunk;
-        if (output.includes('Ready to accept connections')) {
-          clearTimeout(timer);
-          resolve(true);
-        }
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
-      child.once('exit', () => {
-        clearTimeout(timer);
-        resolve(false);
-      });
-    });
-    if (started) {
-      child.stdout.resume();
-      child.stderr.resume();
+    try {
+      await outputReady(child, 'a cluster-enabled redis-server', 10_000);
       return { port, child };
+    } catch {
+      await stopChild(child);
     }
-    await stopChild(child);
   }
   throw new Error('could not start a cluster-enabled redis-server');
 }
