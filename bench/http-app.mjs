@@ -2,10 +2,11 @@
 // never share an event loop. One minimal route, `GET /`, the same in every configuration:
 //   none          no guard
 //   ours          RateLimitModule.forRoot({ redis: <url> }) as in the README's quick start (the module
-//                 opens its own connection) + @SlidingLimit; also GET /stacked with two limits, and two
-//                 reference routes with @SkipRateLimit() for the latency section: GET /fcall awaits one
-//                 bare FCALL of the guard's function (same arguments) and GET /ping one PING, each on an
-//                 ioredis connection of its own — one Redis round trip, nothing else
+//                 opens its own connection) + @SlidingLimit; also GET /stacked with two limits, and
+//                 three reference routes with @SkipRateLimit(): GET /skip answers at once (the route
+//                 without the guard, in the same process, for the HTTP section); for the latency section
+//                 GET /fcall awaits one bare FCALL of the guard's function (same arguments) and GET /ping
+//                 one PING, each on an ioredis connection of its own — one Redis round trip, nothing else
 //   ours-client   the same with forRoot({ client }): the user's own ioredis client, default options —
 //                 the other way into the module, which must cost the same as its own connection
 //   nest-lab      @nestjs/throttler + @nest-lab/throttler-storage-redis (ioredis)
@@ -63,6 +64,9 @@ class BenchController {
   ping() {
     return reference.ping();
   }
+  skip() {
+    return 'ok';
+  }
 }
 
 /** The reference routes' Redis work, set up by buildModule for `ours`. */
@@ -113,6 +117,7 @@ async function buildModule() {
       reference.ping = () => own.ping().then(() => 'ok');
       routeDecorators.fcall = [Get('/fcall'), SkipRateLimit()];
       routeDecorators.ping = [Get('/ping'), SkipRateLimit()];
+      routeDecorators.skip = [Get('/skip'), SkipRateLimit()];
       // The module closes the connection it opened when the app closes.
       imports.push(RateLimitModule.forRoot({ redis: `redis://127.0.0.1:${port}` }));
     } else {

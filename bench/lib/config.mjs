@@ -33,7 +33,14 @@ export function settingsFromEnv(env = process.env) {
   for (const name of only)
     if (!SECTIONS.includes(name))
       throw new Error(`BENCH_ONLY: unknown section "${name}" (sections: ${SECTIONS.join(', ')})`);
-  const http = { connections: 50, seconds: quick ? 2 : 5, warmupSeconds: 1, limit: 1_000_000, windowMs: 1_000 };
+  // Every HTTP round starts its apps afresh: `warmupSeconds` of load per route before it is measured.
+  const http = {
+    connections: 50,
+    seconds: quick ? 2 : 5,
+    warmupSeconds: quick ? 1 : 3,
+    limit: 1_000_000,
+    windowMs: 1_000,
+  };
   return Object.freeze({
     rounds,
     httpRounds,
@@ -103,8 +110,9 @@ function keyCountsFromEnv(env, quick) {
 /**
  * A full run takes about 70 s per round here, sections 7–9 add about 15 s per round and 20 s of
  * filling, and the scale and cluster sections several minutes of filling keys (more on a busy host):
- * the watchdog allows 30 min up to 5 rounds, 3 min more per round after, 1 min per HTTP round after 5.
+ * the watchdog allows 30 min up to 5 rounds, 3 min more per round after, 1 min per HTTP round after 5,
+ * and half a minute per HTTP round for starting and warming its apps afresh.
  */
 export function watchdogMs(rounds, httpRounds = rounds) {
-  return (30 + 3 * Math.max(0, rounds - 5) + Math.max(0, httpRounds - 5)) * 60_000;
+  return (30 + 3 * Math.max(0, rounds - 5) + Math.max(0, httpRounds - 5) + httpRounds / 2) * 60_000;
 }

@@ -2,7 +2,7 @@
 // the CPU time of the app and of Redis, and the app's GC pauses — in one-second slices interleaved
 // between apps, over rounds.
 import { createRequire } from 'node:module';
-import { askApp } from './apps.mjs';
+import { askApp, startApps, stopApps } from './apps.mjs';
 import { redisCpuSeconds } from './cpu.mjs';
 import { interleaved, percentile } from './measure.mjs';
 import { cpuSecondsOf } from './processes.mjs';
@@ -74,14 +74,14 @@ async function gcOf(app) {
 }
 
 /**
- * One second of autocannon at `app`'s `GET /`, added to `sink` with the CPU time of the app and of
- * Redis (INFO cpu on `stats`, microsecond resolution) and the app's GC pauses over it.
+ * One second of autocannon at `route.path` of `app`, added to `sink` with the CPU time of the app and
+ * of Redis (INFO cpu on `stats`, microsecond resolution) and the app's GC pauses over it.
  */
-async function httpSlice(app, stats, sink, connections) {
+async function httpSlice(app, path, stats, sink, connections) {
   const gcBefore = await gcOf(app);
   const cpuBefore = cpuSecondsOf(app.child.pid);
   const redisCpuBefore = await redisCpuSeconds(stats);
-  await autocannonRun(`http://127.0.0.1:${app.port}/`, { connections, seconds: 1 }, sink);
+  await autocannonRun(`http://127.0.0.1:${app.port}${path}`, { connections, seconds: 1 }, sink);
   sink.cpuSeconds += cpuSecondsOf(app.child.pid) - cpuBefore;
   sink.redisCpuSeconds += (await redisCpuSeconds(stats)) - redisCpuBefore;
   const gcAfter = await gcOf(app);
@@ -89,23 +89,68 @@ async function httpSlice(app, stats, sink, connections) {
   sink.gcLongestMs = Math.max(sink.gcLongestMs, gcAfter.longestMs);
 }
 
+/** `items` turned left by `by` places: the order the apps of round `by` start in. */
+function rotated(items, by) {
+  return items.map((_, i) => items[(i + by) % items.length]);
+}
+
 /**
- * `rounds` rounds of `seconds` one-second slices per app at `connections`, interleaved (as in
- * section 2): `samples[id][round]` = summary().
+ * `rounds` rounds of HTTP load at `connections` on `routes` (`{ id, app, path }`, `app` the id of one
+ * of `configs`): per round, `seconds` one-second slices per route, interleaved (as in section 2).
+ *
+ * Every round starts the apps afresh (startApps with `appTarget`), in an order turned by one config
+ * per round, and warms each route up for `warmupSeconds` first. Two processes of one and the same
+ * app differ here by up to ~10% in CPU per request for a whole run (where each lands: the machine's
+ * cores, the heap's layout, what the JIT made of the warm-up), so apps kept for the whole run would
+ * carry a bias of that size into every comparison; new processes each round turn it into round-to-round
+ * noise, which the medians over rounds absorb.
+ *
+ * Returns `{ samples, unavailable, apps }`: `samples[routeId][round]` = summary(); `unavailable[configId]`
+ * why a configuration is missing (it failed in the first round: its routes are left out); `apps` the
+ * last round's apps, still running, for the caller to use and stop.
  */
-export async function httpRounds(apps, stats, { rounds, seconds, connections }) {
-  const ids = Object.keys(apps);
-  const samples = Object.fromEntries(ids.map((id) => [id, []]));
+export async function httpRounds(configs, routes, appTarget, stats, options) {
+  const { rounds, seconds, connections, warmupSeconds } = options;
+  const samples = {};
+  let unavailable = {};
+  let live = routes;
+  let apps = {};
   for (let round = 0; round < rounds; round++) {
-    const sinks = Object.fromEntries(ids.map((id) => [id, httpSink()]));
-    for (const id of interleaved(ids, seconds, round)) await httpSlice(apps[id], stats, sinks[id], connections);
-    for (const id of ids) {
-      const r = summary(sinks[id]);
+    if (round > 0) await stopApps(apps);
+    const started = await startApps(rotated(configs, round), appTarget);
+    apps = started.apps;
+    if (round === 0) {
+      unavailable = started.unavailable;
+      live = routes.filter((route) => apps[route.app]);
+      for (const route of live) samples[route.id] = [];
+    } else {
+      const missing = live.find((route) => !apps[route.app]);
+      if (missing)
+        throw new Error(
+          `app "${missing.app}" failed to start in round ${round + 1}: ${started.unavailable[missing.app]}`,
+        );
+    }
+    for (const route of live)
+      await autocannonRun(`http://127.0.0.1:${apps[route.app].port}${route.path}`, {
+        connections,
+        seconds: warmupSeconds,
+      });
+    const sinks = Object.fromEntries(live.map((route) => [route.id, httpSink()]));
+    for (const id of interleaved(
+      live.map((route) => route.id),
+      seconds,
+      round,
+    )) {
+      const route = live.find((r) => r.id === id);
+      await httpSlice(apps[route.app], route.path, stats, sinks[id], connections);
+    }
+    for (const route of live) {
+      const r = summary(sinks[route.id]);
       if (r.non2xx > 0 || r.errors > 0)
-        log(`  warning: ${id} round ${round + 1}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-      samples[id][round] = r;
+        log(`  warning: ${route.id} round ${round + 1}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+      samples[route.id][round] = r;
     }
     log(`  round ${round + 1}/${rounds} done (${connections} connection${connections === 1 ? '' : 's'})`);
   }
-  return samples;
+  return { samples, unavailable, apps };
 }

@@ -1,14 +1,16 @@
 // 3. HTTP: the same route with no guard, our guard (on the module's connection and on the user's
 //    ioredis client) and @nestjs/throttler + two Redis storages, each app in its own process, under
-//    autocannon at 50 connections, interleaved in 1-second slices. What a guard costs a real route:
+//    autocannon at 50 connections, interleaved in 1-second slices, every app started afresh each
+//    round (see httpRounds); beside them the guarded app's GET /skip, the same route with
+//    @SkipRateLimit() in the same process. What a guard costs a real route:
 //    requests/s, latency (p50, p99), app and Redis CPU per request, GC pauses. The guard's added CPU
 //    per request (guarded route minus the same route without a guard, app + Redis, per round) is the
 //    figure compared with @nestjs/throttler; requests/s against no guard is judged on
 //    settings.httpRounds rounds (BENCH_HTTP_ROUNDS, at least 7 by default in a full run). The
 //    1-connection latency lives in its own section now (latency.mjs, sub-millisecond clock). Then, on
-//    the same apps, the stacked limits of table section 6 (stacked.mjs).
-import { HTTP_CONFIGS, startApps, stopApps } from '../lib/apps.mjs';
-import { autocannonRun, httpRounds } from '../lib/http-load.mjs';
+//    the last round's apps, the stacked limits of table section 6 (stacked.mjs).
+import { HTTP_CONFIGS, stopApps } from '../lib/apps.mjs';
+import { httpRounds } from '../lib/http-load.mjs';
 import { compact, metricsOf, ratios, spread } from '../lib/measure.mjs';
 import { log } from '../lib/report.mjs';
 import { stacked } from './stacked.mjs';
@@ -19,23 +21,24 @@ export async function http(bench) {
   log(
     `3/6 HTTP: autocannon, ${httpSettings.connections} connections, ${httpSettings.seconds} s × ${rounds} rounds per configuration`,
   );
-  const { apps, unavailable } = await startApps(HTTP_CONFIGS, {
-    redisPort: redis.port,
-    dist: build.dist,
-    limit: httpSettings.limit,
-    windowMs: httpSettings.windowMs,
-  });
-  const ids = Object.keys(apps);
-  for (const id of ids)
-    await autocannonRun(`http://127.0.0.1:${apps[id].port}/`, {
+  // Every configuration's GET /, and the guarded app's GET /skip (@SkipRateLimit(), nothing else):
+  // the same route without the guard in the same process.
+  const routes = [
+    ...HTTP_CONFIGS.map((config) => ({ id: config.id, app: config.id, path: '/' })),
+    { id: 'ours-skip', app: 'ours', path: '/skip' },
+  ];
+  const { samples, unavailable, apps } = await httpRounds(
+    HTTP_CONFIGS,
+    routes,
+    { redisPort: redis.port, dist: build.dist, limit: httpSettings.limit, windowMs: httpSettings.windowMs },
+    redis.stats,
+    {
+      rounds,
+      seconds: httpSettings.seconds,
       connections: httpSettings.connections,
-      seconds: httpSettings.warmupSeconds,
-    });
-  const samples = await httpRounds(apps, redis.stats, {
-    rounds,
-    seconds: httpSettings.seconds,
-    connections: httpSettings.connections,
-  });
+      warmupSeconds: httpSettings.warmupSeconds,
+    },
+  );
   report.record('http', {
     settings: { ...httpSettings, rounds },
     key: 'header x-client-id, one value per autocannon connection',
@@ -73,7 +76,7 @@ export async function http(bench) {
   const fmt = (id) =>
     `${compact(med(id, 'rps'))} rps at ${med(id, 'totalCpuMicros').toFixed(0)} µs app + Redis CPU per request, ` +
     `p50 ${med(id, 'p50').toFixed(2)} / p99 ${med(id, 'p99').toFixed(2)} ms`;
-  if (apps.none && apps.ours) {
+  if (samples.none && samples.ours) {
     const vsNone = spread(ratios(metric('ours', 'rps'), metric('none', 'rps')));
     targets.vsNone = vsNone;
     report.row('3 http', `our guard / no guard, requests/s (${rounds} rounds)`, {
@@ -107,7 +110,21 @@ export async function http(bench) {
       target: '≥ 0.90×',
     });
   }
-  if (apps['ours-client'] && apps.ours) {
+  // The guard against the same route without it in the same process: no second process in between.
+  if (samples.ours && samples['ours-skip']) {
+    report.row('3 http', 'our guard / @SkipRateLimit() route of the same app, requests/s', {
+      spread: spread(ratios(metric('ours', 'rps'), metric('ours-skip', 'rps'))),
+      absolute: `ours-skip ${fmt('ours-skip')}`,
+    });
+    const oursOverSkip = metric('ours', 'totalCpuMicros').map((v, i) => v - metric('ours-skip', 'totalCpuMicros')[i]);
+    report.row('3 http', 'our guard − @SkipRateLimit() route of the same app: added app + Redis CPU per request', {
+      spread: spread(oursOverSkip),
+      unit: 'µs',
+      digits: 1,
+      absolute: `app ${(med('ours', 'cpuMicros') - med('ours-skip', 'cpuMicros')).toFixed(1)} + Redis ${(med('ours', 'redisCpuMicros') - med('ours-skip', 'redisCpuMicros')).toFixed(1)} µs (difference of medians)`,
+    });
+  }
+  if (samples['ours-client'] && samples.ours) {
     report.row('3 http', "our guard: user's client / module's connection, requests/s", {
       spread: spread(ratios(metric('ours-client', 'rps'), metric('ours', 'rps'))),
       absolute: `ours-client ${fmt('ours-client')}`,
@@ -115,7 +132,7 @@ export async function http(bench) {
     cpuWithRedisRow('ours-client', 'ours', "our guard: user's client / module's connection");
   }
   for (const config of HTTP_CONFIGS.filter((c) => c.packages.length > 0)) {
-    if (!apps[config.id] || !apps.ours || !apps.none) {
+    if (!samples[config.id] || !samples.ours || !samples.none) {
       report.row('3 http', `our guard / ${config.label}`, {
         note: unavailable[config.id] ?? unavailable.ours ?? unavailable.none,
         target: '≤ 0.80×',
