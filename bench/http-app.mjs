@@ -3,14 +3,16 @@
 //   none          no guard
 //   ours          RateLimitModule.forRoot({ redis: <url> }) as in the README's quick start (the module
 //                 opens its own connection) + @SlidingLimit; also GET /stacked with two limits, and
-//                 three reference routes with @SkipRateLimit(): GET /skip answers at once (the route
-//                 without the guard, in the same process, for the HTTP section); for the latency section
-//                 GET /fcall awaits one bare FCALL of the guard's function (same arguments) and GET /ping
-//                 one PING, each on an ioredis connection of its own — one Redis round trip, nothing else
+//                 two reference routes with @SkipRateLimit() for the latency section: GET /fcall awaits
+//                 one bare FCALL of the guard's function (same arguments) and GET /ping one PING, each on
+//                 an ioredis connection of its own — one Redis round trip, nothing else
 //   ours-client   the same with forRoot({ client }): the user's own ioredis client, default options —
 //                 the other way into the module, which must cost the same as its own connection
 //   nest-lab      @nestjs/throttler + @nest-lab/throttler-storage-redis (ioredis)
 //   nestjs-redis  @nestjs/throttler + @nestjs-redis/throttler-storage (node-redis, the client it takes)
+// In every configuration GET /skip is the same route with the guard skipped its own way
+// (@SkipRateLimit(), @SkipThrottle(); a plain route in none): the route without the guard in the same
+// process, which the HTTP section compares each guard with.
 // Every limit is keyed by the `x-client-id` header (one per autocannon connection) and high enough
 // that nothing is rejected. Reports `{ port }` over IPC once listening on 127.0.0.1; stops on SIGTERM
 // or when the parent goes away.
@@ -77,14 +79,18 @@ const closers = [];
 let guardClass;
 
 async function buildModule() {
-  const routeDecorators = { hello: [Get('/')], stacked: [Get('/stacked')] };
+  // GET /skip: the route with the configuration's own way of skipping its guard (none has no guard).
+  const routeDecorators = { hello: [Get('/')], stacked: [Get('/stacked')], skip: [Get('/skip')] };
   const imports = [];
   const providers = [];
 
   if (config === 'ours' || config === 'ours-client') {
     // The run's copy of dist/ (see lib/package-snapshot.mjs), or dist/ itself when started by hand.
-    const { RateLimitModule, SlidingLimit, SlidingLimitGuard } = require(process.env.BENCH_DIST ?? '../dist');
+    const { RateLimitModule, SkipRateLimit, SlidingLimit, SlidingLimitGuard } = require(
+      process.env.BENCH_DIST ?? '../dist',
+    );
     guardClass = SlidingLimitGuard;
+    routeDecorators.skip.push(SkipRateLimit());
     const key = `header:${TRACKER_HEADER}`;
     routeDecorators.hello.push(SlidingLimit({ name: 'bench', limit, windowMs, key }));
     // Two stacked limits on one handler: one atomic call is the target.
@@ -93,7 +99,6 @@ async function buildModule() {
       SlidingLimit({ name: 'sustained', limit, windowMs: windowMs * 10, key }),
     );
     if (config === 'ours') {
-      const { SkipRateLimit } = require(process.env.BENCH_DIST ?? '../dist');
       const Redis = require('ioredis').default;
       const own = new Redis({ host: '127.0.0.1', port });
       closers.push(() => own.quit());
@@ -117,7 +122,6 @@ async function buildModule() {
       reference.ping = () => own.ping().then(() => 'ok');
       routeDecorators.fcall = [Get('/fcall'), SkipRateLimit()];
       routeDecorators.ping = [Get('/ping'), SkipRateLimit()];
-      routeDecorators.skip = [Get('/skip'), SkipRateLimit()];
       // The module closes the connection it opened when the app closes.
       imports.push(RateLimitModule.forRoot({ redis: `redis://127.0.0.1:${port}` }));
     } else {
@@ -127,7 +131,8 @@ async function buildModule() {
       imports.push(RateLimitModule.forRoot({ client }));
     }
   } else if (config === 'nest-lab' || config === 'nestjs-redis') {
-    const { ThrottlerGuard, ThrottlerModule } = require('@nestjs/throttler');
+    const { SkipThrottle, ThrottlerGuard, ThrottlerModule } = require('@nestjs/throttler');
+    routeDecorators.skip.push(SkipThrottle());
     let storage;
     if (config === 'nest-lab') {
       const Redis = require('ioredis').default;
