@@ -100,7 +100,7 @@ function rotated(items, by) {
  *
  * Every round starts the apps afresh (startApps with `appTarget`), in an order turned by one config
  * per round, and warms each route up for `warmupSeconds` first. Two processes of one and the same
- * app differ here by up to ~10% in CPU per request for a whole run (where each lands: the machine's
+ * app differed here by up to 9% in CPU per request over a whole run (where each lands: the machine's
  * cores, the heap's layout, what the JIT made of the warm-up), so apps kept for the whole run would
  * carry a bias of that size into every comparison; new processes each round turn it into round-to-round
  * noise, which the medians over rounds absorb.

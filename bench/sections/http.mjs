@@ -1,11 +1,11 @@
 // 3. HTTP: the same route with no guard, our guard (on the module's connection and on the user's
 //    ioredis client) and @nestjs/throttler + two Redis storages, each app in its own process, under
 //    autocannon at 50 connections, interleaved in 1-second slices, every app started afresh each
-//    round (see httpRounds); beside them the guarded app's GET /skip, the same route with
-//    @SkipRateLimit() in the same process. What a guard costs a real route:
+//    round (see httpRounds); beside each guarded GET / its app's GET /skip, the same route with the
+//    guard skipped (@SkipRateLimit(), @SkipThrottle()) in the same process. What a guard costs a real route:
 //    requests/s, latency (p50, p99), app and Redis CPU per request, GC pauses. The guard's added CPU
-//    per request (guarded route minus the same route without a guard, app + Redis, per round) is the
-//    figure compared with @nestjs/throttler; requests/s against no guard is judged on
+//    per request (guarded route minus its app's GET /skip, app + Redis, per round) is the figure
+//    compared with @nestjs/throttler; requests/s against no guard is judged on
 //    settings.httpRounds rounds (BENCH_HTTP_ROUNDS, at least 7 by default in a full run). The
 //    1-connection latency lives in its own section now (latency.mjs, sub-millisecond clock). Then, on
 //    the last round's apps, the stacked limits of table section 6 (stacked.mjs).
