@@ -122,7 +122,7 @@ export async function http(bench) {
   const hasSkip = (id) => Boolean(samples[id] && samples[`${id}-skip`]);
   for (const id of WITH_SKIP_ROUTE.filter(hasSkip)) {
     const skip = `${id}-skip`;
-    const label = id === 'ours' ? 'our guard' : HTTP_CONFIGS.find((c) => c.id === id).label;
+    const { label } = HTTP_CONFIGS.find((c) => c.id === id);
     report.row('3 http', `${label} / the same app's route without it (GET /skip), requests/s`, {
       spread: spread(ratios(metric(id, 'rps'), metric(skip, 'rps'))),
       absolute: `${skip} ${fmt(skip)}`,

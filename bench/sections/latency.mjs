@@ -123,13 +123,11 @@ export async function latency({ settings, report, redis, build }) {
     const perRound = spread(ratios(addedOf('ours', p), addedOf('fcall', p)));
     const gated = p === 'p50' || p === 'p99';
     if (gated) targets[p] = { ratio, ours, fcall, perRound };
+    // The guarded app's other routes over its GET /skip, the other apps' over the unguarded app.
+    const baseOf = (r) => (r.app === 'ours' ? 'skip' : 'none');
     const others = routes
-      .filter((r) => !['none', 'skip', 'ours', 'fcall'].includes(r.id))
-      .map((r) => {
-        const base = r.app === 'ours' ? 'skip' : 'none';
-        return samples[base] ? `${r.id} ${signed(spread(addedOf(r.id, p, base)).median)} (over ${base})` : '';
-      })
-      .filter(Boolean)
+      .filter((r) => !['none', 'skip', 'ours', 'fcall'].includes(r.id) && samples[baseOf(r)])
+      .map((r) => `${r.id} ${signed(spread(addedOf(r.id, p, baseOf(r))).median)} (over ${baseOf(r)})`)
       .join(', ');
     report.row('10 latency', `our guard / FCALL route, latency added over GET /skip of the same app, ${p}`, {
       value: ratio,
