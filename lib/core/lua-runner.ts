@@ -5,7 +5,8 @@ export interface LuaRunner {
   /** Loads or verifies what the server needs, following `policy`. */
   prepare(policy: LoadFunctionsPolicy): Promise<void>;
   /**
-   * Calls `functionName` with KEYS and ARGV exactly as FCALL would receive them.
+   * Calls `functionName` with KEYS and ARGV exactly as FCALL would receive them, as it is: a failure
+   * the runner can recover from (a library or script the server lost) is left to {@link LuaRunner.recover}.
    * `readOnly` runs it as FCALL_RO where the mode allows, so it may be served by a replica.
    */
   run(
@@ -14,6 +15,38 @@ export interface LuaRunner {
     args: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown>;
+  /**
+   * After `run` failed with `error`: the reply of the call made again once the cause is repaired (the
+   * library reloaded, the script sent whole), with the same arguments; undefined when `error` is not
+   * one this runner recovers from. Absent: no error is.
+   */
+  recover?(
+    error: unknown,
+    functionName: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    readOnly: boolean,
+  ): Promise<unknown> | undefined;
+}
+
+/**
+ * `run`, then `recover` when it failed: a call as a caller outside the decision path makes it (the
+ * decision path hands the failure to `recover` itself, without an async frame per call).
+ */
+export async function runRecovering(
+  runner: LuaRunner,
+  functionName: string,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+  readOnly: boolean,
+): Promise<unknown> {
+  try {
+    return await runner.run(functionName, keys, args, readOnly);
+  } catch (error) {
+    const recovery = runner.recover?.(error, functionName, keys, args, readOnly);
+    if (!recovery) throw error;
+    return recovery;
+  }
 }
 
 /** How the limiter makes sure the Redis side has its Lua. */

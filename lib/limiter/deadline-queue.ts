@@ -2,6 +2,9 @@
 const TICKS_PER_TIMEOUT = 4;
 const INITIAL_CAPACITY = 1024;
 
+/** What a call's deadline does: a callback, or an object whose `expire` method is called (no closure per call). */
+export type OnTimeout = (() => void) | { expire(): void };
+
 /**
  * Times out calls that all share one timeout, with one timer and no allocation per call: a timer set
  * and cleared per decision, or a Set entry added and removed per decision, cost more client CPU than
@@ -11,7 +14,7 @@ const INITIAL_CAPACITY = 1024;
  * it started.
  */
 export class DeadlineQueue {
-  private callbacks = new Array<(() => void) | undefined>(INITIAL_CAPACITY);
+  private callbacks = new Array<OnTimeout | undefined>(INITIAL_CAPACITY);
   private mask = INITIAL_CAPACITY - 1;
   /** Sequence number of the next call. */
   private next = 0;
@@ -24,7 +27,7 @@ export class DeadlineQueue {
   constructor(readonly timeoutMs: number) {}
 
   /** Calls `onTimeout` once the timeout has passed, unless {@link settle} is called first. Returns the call's number. */
-  track(onTimeout: () => void): number {
+  track(onTimeout: OnTimeout): number {
     if (this.next - this.expiredUpTo > this.mask) this.grow();
     const seq = this.next++;
     this.callbacks[seq & this.mask] = onTimeout;
@@ -49,7 +52,8 @@ export class DeadlineQueue {
       const onTimeout = this.callbacks[seq & this.mask];
       this.callbacks[seq & this.mask] = undefined;
       this.expiredUpTo = seq + 1;
-      onTimeout?.();
+      if (typeof onTimeout === 'function') onTimeout();
+      else onTimeout?.expire();
     }
     if (this.expiredUpTo === this.next) {
       clearInterval(this.timer);
@@ -60,7 +64,7 @@ export class DeadlineQueue {
 
   /** Doubles the ring, keeping every call that may still time out at its place by sequence number. */
   private grow(): void {
-    const larger = new Array<(() => void) | undefined>(this.callbacks.length * 2);
+    const larger = new Array<OnTimeout | undefined>(this.callbacks.length * 2);
     const mask = larger.length - 1;
     for (let seq = this.expiredUpTo; seq < this.next; seq++) larger[seq & mask] = this.callbacks[seq & this.mask];
     this.callbacks = larger;

@@ -2,10 +2,73 @@ import calculateSlot from 'cluster-key-slot';
 // The timers module's own setImmediate: fake timers (jest, sinon) replace the global one, and a test
 // that fakes timers must not leave batched decisions waiting forever.
 import { setImmediate } from 'node:timers';
-import type { AllowCall, CallOutcome } from '../core/function-contract';
+import type { AllowCall, BatchFunction, CallOutcome } from '../core/function-contract';
+import type { LuaRunner } from '../core/lua-runner';
 import { errorKindOf, isUnanswered } from '../redis/error-kind';
 import type { ActiveVersion } from './function-routing';
 import type { DecisionChannel } from './decision-channel';
+import type { CallAttempt } from './redis-call-policy';
+
+/**
+ * One call of a version's function as the call policy makes it: sent, sent again as it is for a
+ * retry, recovered by the runner (a library reloaded), its reply parsed, and the batcher told when it
+ * is over. One object per call whose methods are the steps: no closure is made per decision.
+ */
+abstract class FunctionCall<T> implements CallAttempt<T> {
+  constructor(
+    private readonly batcher: DecisionBatcher,
+    private readonly runner: LuaRunner,
+    private readonly functionName: string,
+    private readonly keys: readonly string[],
+    private readonly args: readonly (string | number)[],
+  ) {}
+
+  abstract parse(reply: unknown): T;
+
+  send(): Promise<unknown> {
+    return this.runner.run(this.functionName, this.keys, this.args, false);
+  }
+
+  recover(error: unknown): Promise<unknown> | undefined {
+    return this.runner.recover?.(error, this.functionName, this.keys, this.args, false);
+  }
+
+  done(): void {
+    this.batcher.callSettled();
+  }
+}
+
+/** One decision in a call of its own: the allow function, its reply parsed by the version's contract. */
+class SingleDecisionCall extends FunctionCall<CallOutcome> {
+  constructor(
+    batcher: DecisionBatcher,
+    private readonly version: ActiveVersion,
+    private readonly call: AllowCall,
+  ) {
+    super(batcher, version.runner, version.contract.allowFunction, call.keys, version.contract.allowArguments(call));
+  }
+
+  parse(reply: unknown): CallOutcome {
+    return this.version.contract.parseAllowReply(reply, this.call.rules, this.call.cost);
+  }
+}
+
+/** Several decisions in one call of the version's batch function: one outcome each, in order. */
+class BatchCall extends FunctionCall<CallOutcome[]> {
+  constructor(
+    batcher: DecisionBatcher,
+    runner: LuaRunner,
+    private readonly batch: BatchFunction,
+    keys: readonly string[],
+    private readonly calls: readonly AllowCall[],
+  ) {
+    super(batcher, runner, batch.name, keys, batch.arguments(calls));
+  }
+
+  parse(reply: unknown): CallOutcome[] {
+    return this.batch.parseReply(reply, this.calls);
+  }
+}
 
 /** A decision waiting for its batch, and how to settle its caller. */
 interface QueuedDecision {
@@ -94,27 +157,18 @@ export class DecisionBatcher {
       calls[i] = lane[i].call;
       for (const key of calls[i].keys) keys.push(key);
     }
-    const args = batch.arguments(calls);
     this.inFlight++;
-    this.channel
-      .call(() => version.runner.run(batch.name, keys, args, false), keys[0], lane.length)
-      .then(
-        (reply) => {
-          this.inFlight--;
-          let outcomes: CallOutcome[];
-          try {
-            outcomes = batch.parseReply(reply, calls);
-          } catch (error) {
-            this.afterFailure(version, lane, error);
-            return;
-          }
-          for (let i = 0; i < lane.length; i++) lane[i].resolve(outcomes[i]);
-        },
-        (error: unknown) => {
-          this.inFlight--;
-          this.afterFailure(version, lane, error);
-        },
-      );
+    this.channel.call(new BatchCall(this, version.runner, batch, keys, calls), keys[0], lane.length).then(
+      (outcomes) => {
+        for (let i = 0; i < lane.length; i++) lane[i].resolve(outcomes[i]);
+      },
+      (error: unknown) => this.afterFailure(version, lane, error),
+    );
+  }
+
+  /** A call the batcher sent is over, answered or not. */
+  callSettled(): void {
+    this.inFlight--;
   }
 
   /** Redis answered with an error: each decision on its own. Redis did not answer: they all failed. */
@@ -131,17 +185,12 @@ export class DecisionBatcher {
     for (const decision of lane) this.sendOne(version, decision.call).then(decision.resolve, decision.reject);
   }
 
-  /** Async rather than a `.then` callback per decision, for V8's sake (see SlidingLimitGuard.decideWith). */
-  private async sendOne(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
-    const { contract, runner } = version;
-    const args = contract.allowArguments(call);
+  /**
+   * One decision in a call of its own: the call policy's promise, settled with the parsed outcome —
+   * no async frame or callback of the batcher's own per decision.
+   */
+  private sendOne(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
     this.inFlight++;
-    let reply: unknown;
-    try {
-      reply = await this.channel.call(() => runner.run(contract.allowFunction, call.keys, args, false), call.keys[0]);
-    } finally {
-      this.inFlight--;
-    }
-    return contract.parseAllowReply(reply, call.rules, call.cost);
+    return this.channel.call(new SingleDecisionCall(this, version, call), call.keys[0]);
   }
 }

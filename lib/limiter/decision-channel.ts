@@ -1,4 +1,5 @@
 import type { KeyCommands } from '../core/limiter-backend';
+import type { RedisAttempt } from './redis-call-policy';
 
 /** Where decisions are sent: the store's commands and how a call to it is made. */
 export interface DecisionChannel {
@@ -9,7 +10,7 @@ export interface DecisionChannel {
    * Runs one call (with timeouts, retries and a circuit breaker, for Redis); `routeKey` is one of its
    * keys, `decisions` how many decisions it carries (default 1).
    */
-  call<T>(attempt: () => Promise<T>, routeKey: string, decisions?: number): Promise<T>;
+  call<T>(attempt: RedisAttempt<T>, routeKey: string, decisions?: number): Promise<T>;
   /**
    * Whether calls to the node of `routeKey` go through normally. While it fails (a circuit breaker
    * open or probing), decisions go one per call, so that a probe holds one decision, not a batch.

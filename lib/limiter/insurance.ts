@@ -5,6 +5,17 @@ import { GroupedDecisions } from './grouped-decisions';
 import type { MemberIdSource } from './member-ids';
 import type { ClockSource } from './sliding-window-limiter.interfaces';
 import type { SlidingLimitRule } from '../core/limit-rule';
+import type { RedisAttempt } from './redis-call-policy';
+
+/** A call to the in-memory store: nothing to time out, retry or break. */
+async function callInProcess<T>(attempt: RedisAttempt<T>): Promise<T> {
+  if (typeof attempt === 'function') return attempt();
+  try {
+    return attempt.parse(await attempt.send());
+  } finally {
+    attempt.done?.();
+  }
+}
 
 /**
  * The per-process insurance limiter: the package's reference model of the Lua functions on a bounded
@@ -25,7 +36,7 @@ export class Insurance {
     this.store = new MemoryBackend({ maxKeys });
     // Batches save round trips to Redis; in memory there are none to save.
     this.decisions = new GroupedDecisions(
-      { commands: this.store.commands, clustered: false, call: (attempt) => attempt(), healthy: () => true },
+      { commands: this.store.commands, clustered: false, call: callInProcess, healthy: () => true },
       members,
       maxClockSkewMs,
       1,

@@ -7,15 +7,33 @@ import { DeadlineQueue } from './deadline-queue';
 import { timeoutError } from './with-timeout';
 
 /**
+ * One call as the decision path hands it to the policy: its state and its steps as one object, so
+ * that the policy makes no closure per call.
+ */
+export interface CallAttempt<T> {
+  /** Sends the call; sent again, as it is, for a retry. */
+  send(): Promise<unknown>;
+  /** After `send` failed: the reply once the cause is repaired, or undefined (a runner's `recover`). */
+  recover?(error: unknown): Promise<unknown> | undefined;
+  /** The reply as the caller gets it; a throw rejects the call (Redis answered, if with nonsense). */
+  parse(reply: unknown): T;
+  /** Called once when the call is settled, either way. */
+  done?(): void;
+}
+
+/** One call as the policy makes it: an attempt object (the decision path) or a function (anything else). */
+export type RedisAttempt<T> = (() => Promise<T>) | CallAttempt<T>;
+
+/**
  * How every call to Redis is made: never to a connection that is down (ioredis would queue it until
  * it reconnects), never for much longer than `timeoutMs` per attempt (between 1 and 1.25 × `timeoutMs`:
  * one timer serves every call), at most `retries` more attempts after
  * a timeout or a dropped connection, and not at all while the circuit breaker is open. The attempt
- * function is called again as is, so a retry carries the same arguments — the same request id — and
- * a write whose outcome was unknown can never count twice.
+ * is sent again as is, so a retry carries the same arguments — the same request id — and a write
+ * whose outcome was unknown can never count twice.
  */
 export class RedisCallPolicy {
-  private readonly deadlines: DeadlineQueue;
+  readonly deadlines: DeadlineQueue;
 
   constructor(
     timeoutMs: number,
@@ -29,11 +47,11 @@ export class RedisCallPolicy {
   /**
    * Runs `attempt` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker,
    * and a failure counts there as `decisions` failures (a batch carries several).
-   * Plain promise chains rather than async functions: this runs for every decision.
    */
-  call<T>(attempt: () => Promise<T>, routeKey?: string, decisions = 1): Promise<T> {
+  call<T>(attempt: RedisAttempt<T>, routeKey?: string, decisions = 1): Promise<T> {
     const breaker = this.breakers.for(routeKey);
     if (!breaker.tryAcquire()) {
+      if (typeof attempt !== 'function') attempt.done?.();
       return Promise.reject(
         new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'),
       );
@@ -41,73 +59,43 @@ export class RedisCallPolicy {
     return this.attemptFrom(attempt, breaker, 0, decisions);
   }
 
-  /** A failed attempt: rethrow what Redis answered, retry what it did not (within `retries`). */
-  private afterFailure<T>(
-    error: unknown,
-    attempt: () => Promise<T>,
-    breaker: CircuitBreaker,
-    attempts: number,
-    decisions: number,
-  ): Promise<T> {
-    if (!isUnanswered(error)) {
-      // Redis answered, if with an error: it is up.
-      breaker.onSuccess();
-      return Promise.reject(error);
-    }
-    if (attempts >= this.retries) {
-      breaker.onFailure(decisions);
-      return Promise.reject(
-        error instanceof RedisUnavailableError
-          ? error
-          : new RedisUnavailableError(messageOf(error), 'error', { cause: error }),
-      );
-    }
-    return this.attemptFrom(attempt, breaker, attempts + 1, decisions);
-  }
-
   /**
-   * One attempt, settled by the reply or by the deadline, whichever comes first. Its state is an
-   * object and its callbacks are this class's methods, bound to it, rather than closures made per
-   * call: V8 keeps a method's optimized code (see SlidingLimitGuard.decideWith).
+   * One attempt, settled by the reply or by the deadline, whichever comes first. Its state is one
+   * object whose methods are the callbacks, rather than closures made per call: fewer allocations,
+   * and V8 keeps a method's optimized code (see SlidingLimitGuard.enforce). A retry settles the
+   * caller's promise of the first attempt: `settlers` carries it on.
    */
   private attemptFrom<T>(
-    attempt: () => Promise<T>,
+    attempt: RedisAttempt<T>,
     breaker: CircuitBreaker,
     attempts: number,
     decisions: number,
+    settlers?: PendingAttempt,
   ): Promise<T> {
+    let settlement: Promise<T> | undefined;
+    if (!settlers) settlement = new Promise<T>(captureSettlers);
+    const pending = new PendingAttempt(this, attempt, breaker, attempts, decisions);
+    pending.resolve = settlers ? settlers.resolve : capturedResolve;
+    pending.reject = settlers ? settlers.reject : capturedReject;
     if (!this.isConnected()) {
       breaker.onFailure(decisions);
-      return Promise.reject(new RedisUnavailableError('Redis is not connected', 'disconnected'));
+      this.finish(pending, new RedisUnavailableError('Redis is not connected', 'disconnected'));
+      return settlement as Promise<T>;
     }
-    const pending: PendingAttempt = {
-      attempt,
-      breaker,
-      attempts,
-      decisions,
-      settled: false,
-      seq: 0,
-      resolve: unset,
-      reject: unset,
-    };
-    const settlement = new Promise<T>((resolve, reject) => {
-      pending.resolve = resolve as (value: unknown) => void;
-      pending.reject = reject;
-    });
-    pending.seq = this.deadlines.track(this.expired.bind(this, pending));
-    let reply: Promise<T>;
+    pending.seq = this.deadlines.track(pending);
+    let reply: Promise<unknown>;
     try {
-      reply = attempt();
+      reply = typeof attempt === 'function' ? attempt() : attempt.send();
     } catch (error) {
       this.failed(pending, error);
-      return settlement;
+      return settlement as Promise<T>;
     }
-    reply.then(this.answered.bind(this, pending), this.failed.bind(this, pending));
-    return settlement;
+    reply.then(pending.onReply, pending.onError);
+    return settlement as Promise<T>;
   }
 
   /** The reply: settles the attempt unless its deadline has already. */
-  private answered(pending: PendingAttempt, result: unknown): void {
+  answered(pending: PendingAttempt, result: unknown): void {
     if (pending.settled) {
       // Redis answers again (the command was still in ioredis' queue): probe at once.
       pending.breaker.onLateAnswer();
@@ -116,38 +104,109 @@ export class RedisCallPolicy {
     pending.settled = true;
     this.deadlines.settle(pending.seq);
     pending.breaker.onSuccess();
-    pending.resolve(result);
+    const { attempt } = pending;
+    if (typeof attempt === 'function') {
+      pending.resolve(result);
+      return;
+    }
+    attempt.done?.();
+    let parsed: unknown;
+    try {
+      parsed = attempt.parse(result);
+    } catch (error) {
+      pending.reject(error);
+      return;
+    }
+    pending.resolve(parsed);
   }
 
-  /** An error, or the deadline (an unanswered error): settles the attempt unless it is already. */
-  private failed(pending: PendingAttempt, error: unknown): void {
+  /**
+   * An error, or the deadline (an unanswered error): settles the attempt unless it is already, after
+   * the attempt's own recovery (a library reloaded) when it has one for this error.
+   */
+  failed(pending: PendingAttempt, error: unknown): void {
     if (pending.settled) {
       // An error reply that came after the deadline is an answer too.
       if (!isUnanswered(error)) pending.breaker.onLateAnswer();
       return;
     }
+    const { attempt } = pending;
+    if (typeof attempt !== 'function' && attempt.recover && !pending.recovering) {
+      const recovery = attempt.recover(error);
+      if (recovery) {
+        // Within the same deadline: the caller never waits longer for a recovered call.
+        pending.recovering = true;
+        recovery.then(pending.onReply, pending.onError);
+        return;
+      }
+    }
     pending.settled = true;
     this.deadlines.settle(pending.seq);
-    const { attempt, breaker, attempts, decisions } = pending;
-    this.afterFailure(error, attempt, breaker, attempts, decisions).then(pending.resolve, pending.reject);
+    const { breaker, attempts, decisions } = pending;
+    if (!isUnanswered(error)) {
+      // Redis answered, if with an error: it is up.
+      breaker.onSuccess();
+      this.finish(pending, error);
+      return;
+    }
+    if (attempts >= this.retries) {
+      breaker.onFailure(decisions);
+      this.finish(
+        pending,
+        error instanceof RedisUnavailableError
+          ? error
+          : new RedisUnavailableError(messageOf(error), 'error', { cause: error }),
+      );
+      return;
+    }
+    void this.attemptFrom(attempt, breaker, attempts + 1, decisions, pending);
   }
 
-  private expired(pending: PendingAttempt): void {
-    this.failed(pending, timeoutError(this.deadlines.timeoutMs));
+  /** Rejects the caller with `error`: the call is over. */
+  private finish(pending: PendingAttempt, error: unknown): void {
+    const { attempt } = pending;
+    if (typeof attempt !== 'function') attempt.done?.();
+    pending.reject(error);
   }
 }
 
 /** One attempt in flight: what it retries with, and how its caller is settled. */
-interface PendingAttempt {
-  readonly attempt: () => Promise<unknown>;
-  readonly breaker: CircuitBreaker;
-  readonly attempts: number;
-  readonly decisions: number;
-  settled: boolean;
+class PendingAttempt {
+  settled = false;
+  /** Whether the attempt's recovery (a reload and the same call again) is what is awaited now. */
+  recovering = false;
   /** Its number in the deadline queue. */
-  seq: number;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
+  seq = 0;
+  resolve: (value: unknown) => void = unset;
+  reject: (error: unknown) => void = unset;
+  /** The reply's callbacks: properties made once per attempt, the cheapest callbacks there are. */
+  readonly onReply = (result: unknown): void => this.policy.answered(this, result);
+  readonly onError = (error: unknown): void => this.policy.failed(this, error);
+
+  constructor(
+    private readonly policy: RedisCallPolicy,
+    readonly attempt: RedisAttempt<unknown>,
+    readonly breaker: CircuitBreaker,
+    readonly attempts: number,
+    readonly decisions: number,
+  ) {}
+
+  /** Called by the deadline queue when the attempt has had its time. */
+  expire(): void {
+    this.policy.failed(this, timeoutError(this.policy.deadlines.timeoutMs));
+  }
+}
+
+/*
+ * The settling functions of the promise being made, taken by one shared executor: `new Promise` with a
+ * closure per call would allocate that closure too. The executor runs synchronously inside the
+ * constructor, so the values are read right after it, before anything else can run.
+ */
+let capturedResolve: (value: unknown) => void = unset;
+let capturedReject: (error: unknown) => void = unset;
+function captureSettlers(resolve: (value: never) => void, reject: (error: unknown) => void): void {
+  capturedResolve = resolve as (value: unknown) => void;
+  capturedReject = reject;
 }
 
 /** Placeholder until the promise's executor (which runs at once) sets the real functions. */

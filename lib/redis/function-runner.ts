@@ -31,37 +31,43 @@ export class FunctionRunner implements LuaRunner {
     return this.loader.prepare(policy);
   }
 
-  async run(
+  /** The FCALL (FCALL_RO) as it is: the decision path makes one per decision, so no async frame here. */
+  run(
     functionName: string,
     keys: readonly string[],
     args: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> {
-    // Awaited here rather than handled by a `.catch` callback per call, for V8's sake (see
-    // SlidingLimitGuard.decideWith); the same one microtask hop.
-    try {
-      return await this.send(functionName, keys, args, readOnly);
-    } catch (error) {
-      return this.recover(error, functionName, keys, args, readOnly);
-    }
+    return readOnly
+      ? this.connection.fcall_ro(functionName, keys.length, ...keys, ...args)
+      : this.connection.fcall(functionName, keys.length, ...keys, ...args);
   }
 
-  /**
-   * After a failed call: when the function is missing (`auto`), reload and retry, twice at most — a
-   * second FUNCTION FLUSH can land between a reload and its retry; else fail.
-   */
-  private async recover(
+  /** A "Function not found": reloaded and retried under `auto`, else reported as a missing library. */
+  recover(
     error: unknown,
     functionName: string,
     keys: readonly string[],
     args: readonly (string | number)[],
     readOnly: boolean,
+  ): Promise<unknown> | undefined {
+    return isFunctionNotFound(error) ? this.reloadAndRetry(functionName, keys, args, readOnly) : undefined;
+  }
+
+  /**
+   * When the function is missing (`auto`): reload and retry, twice at most — a second FUNCTION FLUSH
+   * can land between a reload and its retry; else fail, naming the library and the fix.
+   */
+  private async reloadAndRetry(
+    functionName: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    readOnly: boolean,
   ): Promise<unknown> {
-    if (!isFunctionNotFound(error)) throw error;
     for (let reloads = 0; this.policy === 'auto' && reloads < MAX_RELOADS; reloads++) {
       await this.reload();
       try {
-        return await this.send(functionName, keys, args, readOnly);
+        return await this.run(functionName, keys, args, readOnly);
       } catch (retryError) {
         if (!isFunctionNotFound(retryError)) throw retryError;
       }
@@ -78,16 +84,5 @@ export class FunctionRunner implements LuaRunner {
   private reload(): Promise<void> {
     this.reloading ??= this.loader.prepare('auto').finally(() => (this.reloading = undefined));
     return this.reloading;
-  }
-
-  private send(
-    functionName: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
-    readOnly: boolean,
-  ): Promise<unknown> {
-    return readOnly
-      ? this.connection.fcall_ro(functionName, keys.length, ...keys, ...args)
-      : this.connection.fcall(functionName, keys.length, ...keys, ...args);
   }
 }

@@ -50,14 +50,24 @@ export class ScriptRunner implements LuaRunner {
     }
   }
 
-  async run(functionName: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  run(functionName: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return this.connection.evalsha(this.scriptOf(functionName).sha1, keys.length, ...keys, ...args);
+  }
+
+  /** NOSCRIPT: the full text with EVAL, which also puts it back in that node's cache. */
+  recover(
+    error: unknown,
+    functionName: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> | undefined {
+    if (!isNoScript(error)) return undefined;
+    return this.connection.eval(this.scriptOf(functionName).source, keys.length, ...keys, ...args);
+  }
+
+  private scriptOf(functionName: string): LuaScript {
     const script = this.scripts.get(functionName);
     if (!script) throw new Error(`${functionName} is not part of ${this.contract.libraryName}`);
-    try {
-      return await this.connection.evalsha(script.sha1, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return this.connection.eval(script.source, keys.length, ...keys, ...args);
-    }
+    return script;
   }
 }
