@@ -83,8 +83,8 @@ export class SlidingLimitGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): Promise<boolean> {
-    // Runs for every request: a promise chain without async functions, so a request costs one hop
-    // (the limiter's) rather than one per await. A synchronous error becomes a rejected promise.
+    // Not async itself: a request that needs no decision costs no promise of its own. A synchronous
+    // error becomes a rejected promise.
     try {
       const plan = this.plans.get(context.getClass(), context.getHandler());
       if (plan.limits.length === 0) return ALLOWED;
@@ -113,44 +113,23 @@ export class SlidingLimitGuard implements CanActivate {
   }
 
   /**
-   * Resolves the keys, prices the call and decides every limit of the plan in one call: true when
-   * admitted (headers set), a rejection otherwise. Counts every time it is called.
+   * The request's whole decision, top to bottom: its keys (resolved once), its cost, one call of the
+   * limiter for every limit of the plan, then headers or the refusal. True when admitted; a rejection
+   * otherwise. Counts every time it is called.
+   *
+   * One async method rather than a chain of `.then` callbacks made per request: V8 holds a callback's
+   * optimized code only while one of its closures is alive, so a full garbage collection that runs
+   * while other routes are served drops it, and the next requests run unoptimized until it is
+   * compiled again (`--trace-opt` on the benchmark app: eight functions of the decision path
+   * recompiled after each such collection with callbacks; none with methods). It awaits only what
+   * is asynchronous: a key function or a cost function that returned a promise, and the limiter.
    */
-  protected enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
-    const rules = this.rulesFor(plan, http.request, context);
-    if (Array.isArray(rules)) return this.decide(context, plan, http, rules);
-    return rules.then((resolved) => this.decide(context, plan, http, resolved));
-  }
-
-  private decide(
-    context: ExecutionContext,
-    plan: HandlerPlan,
-    http: RateLimitHttpContext,
-    rules: KeyedSlidingLimitRule[],
-  ): Promise<boolean> {
-    if (plan.costFunction) {
-      return this.priceOf(plan, plan.costFunction, http.request, context).then((cost) =>
-        this.decideWith(context, plan, http, rules, { ...plan.decisionOptions, cost }),
-      );
-    }
-    return this.decideWith(context, plan, http, rules, plan.decisionOptions);
-  }
-
-  /**
-   * One decision, applied. An async method rather than a `.then` callback made per request: V8 holds
-   * a callback's optimized code only while one of its closures is alive, so a full garbage collection
-   * that runs while other routes are served drops it, and the next requests run unoptimized until it
-   * is compiled again (`--trace-opt` on the benchmark app: eight functions of the decision path
-   * recompiled after each such collection with callbacks; none once this path and RedisCallPolicy
-   * used methods). The microtask hops are the same: one await here, one `.then` before.
-   */
-  private async decideWith(
-    context: ExecutionContext,
-    plan: HandlerPlan,
-    http: RateLimitHttpContext,
-    rules: KeyedSlidingLimitRule[],
-    options: HandlerPlan['decisionOptions'],
-  ): Promise<boolean> {
+  protected async enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
+    const keyed = this.rulesFor(plan, http.request, context);
+    const rules = Array.isArray(keyed) ? keyed : await keyed;
+    const options = plan.costFunction
+      ? { ...plan.decisionOptions, cost: await this.priceOf(plan, plan.costFunction, http.request, context) }
+      : plan.decisionOptions;
     const decision = await this.limiter.consumeAll(rules, options);
     return this.apply(context, plan, http.response, decision);
   }
