@@ -26,10 +26,15 @@
 //
 // In HTTP mode the app answers each `{ gc: true }` message with `{ gc: { pauseMs, longestMs } }`:
 // its garbage-collection pauses since it started (`longestMs`: since the previous such message), so
-// the parent can tell a tail the route causes from one the runtime's pauses cause.
+// the parent can tell a tail the route causes from one the runtime's pauses cause. For app-heap.mjs it
+// also answers `{ gcLog: 'start' }` with `{ gcLog: 'started' }` and `{ gcLog: 'stop' }` with
+// `{ gcLog: [{ kind, ms }] }`, every pause in between; `{ heapSampling: { samplingInterval } }` with
+// `{ heapSampling: 'started' }` and `{ heapSampling: 'stop' }` with `{ heapProfile }`, the sampling heap
+// profile's call tree (lib/heap-sampling.mjs), or `{ error }`. Nothing is logged or sampled unasked.
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
 import { PerformanceObserver } from 'node:perf_hooks';
+import { heapSampler } from './lib/heap-sampling.mjs';
 import { drive } from './lib/measure.mjs';
 
 const require = createRequire(import.meta.url);
@@ -184,20 +189,38 @@ if (mode === 'guard') {
   process.send({ ready: true });
 } else {
   const gc = watchGarbageCollection();
+  let sampler;
   process.on('message', (message) => {
     if (message?.gc) process.send({ gc: gc.read() });
+    else if (message?.gcLog) gc.log(message.gcLog).then((reply) => process.send({ gcLog: reply }));
+    else if (message?.heapSampling) {
+      sampler ??= heapSampler();
+      const reply =
+        message.heapSampling === 'stop'
+          ? sampler.stop().then((heapProfile) => ({ heapProfile }))
+          : sampler.start(message.heapSampling.samplingInterval).then(() => ({ heapSampling: 'started' }));
+      reply.then(
+        (answer) => process.send(answer),
+        (error) => process.send({ error: error instanceof Error ? error.message : String(error) }),
+      );
+    }
   });
   await app.listen(0, '127.0.0.1');
   process.send({ port: app.getHttpServer().address().port });
 }
 
-/** Adds up the main thread's GC pauses as Node reports them (`gc` performance entries). */
+/**
+ * Adds up the main thread's GC pauses as Node reports them (`gc` performance entries); between
+ * `log('start')` and `log('stop')` also keeps each pause (`kind`: perf_hooks' NODE_PERFORMANCE_GC_*).
+ */
 function watchGarbageCollection() {
   const totals = { pauseMs: 0, longestMs: 0 };
+  let pauses = null;
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       totals.pauseMs += entry.duration;
       totals.longestMs = Math.max(totals.longestMs, entry.duration);
+      pauses?.push({ kind: entry.detail.kind, ms: entry.duration });
     }
   }).observe({ entryTypes: ['gc'] });
   return {
@@ -205,6 +228,18 @@ function watchGarbageCollection() {
       const snapshot = { ...totals };
       totals.longestMs = 0;
       return snapshot;
+    },
+    async log(command) {
+      if (command === 'start') {
+        pauses = [];
+        return 'started';
+      }
+      // Node reports a pause in an immediate, and that report hands the entry to the observer in
+      // another: two turns of the loop's check phase let the last pause's entry in.
+      for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+      const logged = pauses ?? [];
+      pauses = null;
+      return logged;
     },
   };
 }
