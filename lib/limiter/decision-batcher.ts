@@ -7,7 +7,7 @@ import type { LuaRunner } from '../core/lua-runner';
 import { errorKindOf, isUnanswered } from '../redis/error-kind';
 import type { ActiveVersion } from './function-routing';
 import type { DecisionChannel } from './decision-channel';
-import type { CallAttempt } from './redis-call-policy';
+import type { CallAttempt, CallSettlers } from './redis-call-policy';
 
 /**
  * One call of a version's function as the call policy makes it: sent, sent again as it is for a
@@ -70,11 +70,10 @@ class BatchCall extends FunctionCall<CallOutcome[]> {
   }
 }
 
-/** A decision waiting for its batch, and how to settle its caller. */
+/** A decision waiting for its batch, and who is told its outcome. */
 interface QueuedDecision {
   readonly call: AllowCall;
-  readonly resolve: (outcome: CallOutcome) => void;
-  readonly reject: (error: unknown) => void;
+  readonly settlers: CallSettlers<CallOutcome>;
 }
 
 /** Decisions that can share one call: same version and, on a cluster, same slot. */
@@ -108,13 +107,14 @@ export class DecisionBatcher {
     private readonly maxSize: number,
   ) {}
 
-  decide(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
+  /** Decides `call` by `version`, at once or in the next batch; `settlers` is told the outcome. */
+  decide(version: ActiveVersion, call: AllowCall, settlers: CallSettlers<CallOutcome>): void {
     const mayWait =
       this.maxSize > 1 && version.contract.batch !== undefined && (this.inFlight > 0 || this.flushScheduled);
     // While the node fails, a decision is answered at once (fail fast, or the breaker's probe) rather
     // than held for a batch.
-    if (!mayWait || !this.channel.healthy(call.keys[0])) return this.sendOne(version, call);
-    return new Promise<CallOutcome>((resolve, reject) => this.enqueue(version, { call, resolve, reject }));
+    if (!mayWait || !this.channel.healthy(call.keys[0])) this.sendOne(version, call, settlers);
+    else this.enqueue(version, { call, settlers });
   }
 
   private enqueue(version: ActiveVersion, decision: QueuedDecision): void {
@@ -160,7 +160,7 @@ export class DecisionBatcher {
     this.inFlight++;
     this.channel.call(new BatchCall(this, version.runner, batch, keys, calls), keys[0], lane.length).then(
       (outcomes) => {
-        for (let i = 0; i < lane.length; i++) lane[i].resolve(outcomes[i]);
+        for (let i = 0; i < lane.length; i++) lane[i].settlers.resolve(outcomes[i]);
       },
       (error: unknown) => this.afterFailure(version, lane, error),
     );
@@ -174,7 +174,7 @@ export class DecisionBatcher {
   /** Redis answered with an error: each decision on its own. Redis did not answer: they all failed. */
   private afterFailure(version: ActiveVersion, lane: readonly QueuedDecision[], error: unknown): void {
     if (isUnanswered(error) || errorKindOf(error) === 'function_not_loaded') {
-      for (const decision of lane) decision.reject(error);
+      for (const decision of lane) decision.settlers.reject(error);
       return;
     }
     this.sendEach(version, lane);
@@ -182,15 +182,15 @@ export class DecisionBatcher {
 
   /** Each decision in a call of its own, its caller settled by that call. */
   private sendEach(version: ActiveVersion, lane: readonly QueuedDecision[]): void {
-    for (const decision of lane) this.sendOne(version, decision.call).then(decision.resolve, decision.reject);
+    for (const decision of lane) this.sendOne(version, decision.call, decision.settlers);
   }
 
   /**
-   * One decision in a call of its own: the call policy's promise, settled with the parsed outcome —
-   * no async frame or callback of the batcher's own per decision.
+   * One decision in a call of its own: the call policy settles `settlers` with the parsed outcome —
+   * no promise, async frame or callback of the batcher's own per decision.
    */
-  private sendOne(version: ActiveVersion, call: AllowCall): Promise<CallOutcome> {
+  private sendOne(version: ActiveVersion, call: AllowCall, settlers: CallSettlers<CallOutcome>): void {
     this.inFlight++;
-    return this.channel.call(new SingleDecisionCall(this, version, call), call.keys[0]);
+    this.channel.callInto(new SingleDecisionCall(this, version, call), settlers, call.keys[0]);
   }
 }

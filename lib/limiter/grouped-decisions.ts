@@ -5,6 +5,7 @@ import type { NowMs } from './clock';
 import { DecisionBatcher } from './decision-batcher';
 import type { ActiveVersion } from './function-routing';
 import type { DecisionChannel } from './decision-channel';
+import type { CallSettlers } from './redis-call-policy';
 import type { MemberIdSource } from './member-ids';
 import { isBucketed, type SlidingLimitRule } from '../core/limit-rule';
 
@@ -30,22 +31,41 @@ export class GroupedDecisions {
     this.batcher = new DecisionBatcher(channel, maxBatchSize);
   }
 
+  /**
+   * Decides one request's keys; `settlers` is told the outcome (or the error). One group — the common
+   * case — goes straight to the batcher, without a promise of its own.
+   */
   decide(
+    version: ActiveVersion,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    nowMs: NowMs,
+    cost: number,
+    settlers: CallSettlers<CallOutcome>,
+  ): void {
+    const member = this.members.next();
+    // The common case, one call, without building groups.
+    if (keys.length === 1) return this.once(version, keys, rules, nowMs, member, cost, settlers);
+    const groups = callGroups(keys, version.contract.multiKey, this.channel.clustered);
+    if (groups.length === 1) return this.once(version, keys, rules, nowMs, member, cost, settlers);
+    // A request taken back out of a group is one ZREM of its id: that undoes a log entry of cost 1,
+    // not a cost spread over entries or a sub-window's count.
+    if (cost !== 1 || rules.some(isBucketed)) return settlers.reject(new RateLimitConfigError([SPLIT_WEIGHTED]));
+    this.inGroups(version, keys, rules, nowMs, member, groups).then(
+      (outcome) => settlers.resolve(outcome),
+      (error: unknown) => settlers.reject(error),
+    );
+  }
+
+  /** {@link GroupedDecisions.decide} as a promise, for callers off the hot path. */
+  decided(
     version: ActiveVersion,
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     nowMs: NowMs,
     cost = 1,
   ): Promise<CallOutcome> {
-    const member = this.members.next();
-    // The common case, one call, without building groups.
-    if (keys.length === 1) return this.once(version, keys, rules, nowMs, member, cost);
-    const groups = callGroups(keys, version.contract.multiKey, this.channel.clustered);
-    if (groups.length === 1) return this.once(version, keys, rules, nowMs, member, cost);
-    // A request taken back out of a group is one ZREM of its id: that undoes a log entry of cost 1,
-    // not a cost spread over entries or a sub-window's count.
-    if (cost !== 1 || rules.some(isBucketed)) return Promise.reject(new RateLimitConfigError([SPLIT_WEIGHTED]));
-    return this.inGroups(version, keys, rules, nowMs, member, groups);
+    return new Promise((resolve, reject) => this.decide(version, keys, rules, nowMs, cost, { resolve, reject }));
   }
 
   private async inGroups(
@@ -57,15 +77,19 @@ export class GroupedDecisions {
     groups: number[][],
   ): Promise<CallOutcome> {
     const outcomes = await Promise.all(
-      groups.map((group) =>
-        this.once(
-          version,
-          group.map((i) => keys[i]),
-          group.map((i) => rules[i]),
-          nowMs,
-          member,
-          1,
-        ),
+      groups.map(
+        (group) =>
+          new Promise<CallOutcome>((resolve, reject) =>
+            this.once(
+              version,
+              group.map((i) => keys[i]),
+              group.map((i) => rules[i]),
+              nowMs,
+              member,
+              1,
+              { resolve, reject },
+            ),
+          ),
       ),
     );
     const limits = new Array<LimitOutcome>(keys.length);
@@ -88,9 +112,10 @@ export class GroupedDecisions {
     nowMs: NowMs,
     member: string,
     cost: number,
-  ): Promise<CallOutcome> {
+    settlers: CallSettlers<CallOutcome>,
+  ): void {
     const call: AllowCall = { keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs };
     if (cost !== 1) call.cost = cost;
-    return this.batcher.decide(version, call);
+    this.batcher.decide(version, call, settlers);
   }
 }

@@ -36,7 +36,18 @@ export class Insurance {
     this.store = new MemoryBackend({ maxKeys });
     // Batches save round trips to Redis; in memory there are none to save.
     this.decisions = new GroupedDecisions(
-      { commands: this.store.commands, clustered: false, call: callInProcess, healthy: () => true },
+      {
+        commands: this.store.commands,
+        clustered: false,
+        call: callInProcess,
+        callInto: (attempt, settlers) => {
+          callInProcess(attempt).then(
+            (value) => settlers.resolve(value),
+            (error: unknown) => settlers.reject(error),
+          );
+        },
+        healthy: () => true,
+      },
       members,
       maxClockSkewMs,
       1,
@@ -50,7 +61,7 @@ export class Insurance {
     cost = 1,
   ): Promise<CallOutcome> {
     const version = await this.versionOf(contract);
-    return this.decisions.decide(version, keys, rules, await version.now(), cost);
+    return this.decisions.decided(version, keys, rules, await version.now(), cost);
   }
 
   /** Forgets `key` here too, so that a reset holds while the insurance decides. */

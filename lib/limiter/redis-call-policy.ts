@@ -21,6 +21,12 @@ export interface CallAttempt<T> {
   done?(): void;
 }
 
+/** Who is told how a call ended: a promise's settling functions, or a decision in flight. */
+export interface CallSettlers<T> {
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
 /** One call as the policy makes it: an attempt object (the decision path) or a function (anything else). */
 export type RedisAttempt<T> = (() => Promise<T>) | CallAttempt<T>;
 
@@ -49,38 +55,45 @@ export class RedisCallPolicy {
    * and a failure counts there as `decisions` failures (a batch carries several).
    */
   call<T>(attempt: RedisAttempt<T>, routeKey?: string, decisions = 1): Promise<T> {
+    const settlement = new Promise<T>(captureSettlers);
+    this.callInto(attempt, { resolve: capturedResolve, reject: capturedReject }, routeKey, decisions);
+    return settlement;
+  }
+
+  /**
+   * {@link RedisCallPolicy.call}, settling `settlers` instead of a promise of its own: the decision
+   * path passes the decision in flight, which goes on from the outcome without another promise.
+   */
+  callInto<T>(attempt: RedisAttempt<T>, settlers: CallSettlers<T>, routeKey?: string, decisions = 1): void {
     const breaker = this.breakers.for(routeKey);
     if (!breaker.tryAcquire()) {
       if (typeof attempt !== 'function') attempt.done?.();
-      return Promise.reject(
+      settlers.reject(
         new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'),
       );
+      return;
     }
-    return this.attemptFrom(attempt, breaker, 0, decisions);
+    this.attemptFrom(attempt, settlers, breaker, 0, decisions);
   }
 
   /**
    * One attempt, settled by the reply or by the deadline, whichever comes first. Its state is one
    * object whose methods are the callbacks, rather than closures made per call: fewer allocations,
    * and V8 keeps a method's optimized code (see SlidingLimitGuard.enforce). A retry settles the
-   * caller's promise of the first attempt: `settlers` carries it on.
+   * same `settlers` as the first attempt.
    */
-  private attemptFrom<T>(
-    attempt: RedisAttempt<T>,
+  private attemptFrom(
+    attempt: RedisAttempt<unknown>,
+    settlers: CallSettlers<unknown>,
     breaker: CircuitBreaker,
     attempts: number,
     decisions: number,
-    settlers?: PendingAttempt,
-  ): Promise<T> {
-    let settlement: Promise<T> | undefined;
-    if (!settlers) settlement = new Promise<T>(captureSettlers);
-    const pending = new PendingAttempt(this, attempt, breaker, attempts, decisions);
-    pending.resolve = settlers ? settlers.resolve : capturedResolve;
-    pending.reject = settlers ? settlers.reject : capturedReject;
+  ): void {
+    const pending = new PendingAttempt(this, attempt, settlers, breaker, attempts, decisions);
     if (!this.isConnected()) {
       breaker.onFailure(decisions);
       this.finish(pending, new RedisUnavailableError('Redis is not connected', 'disconnected'));
-      return settlement as Promise<T>;
+      return;
     }
     pending.seq = this.deadlines.track(pending);
     let reply: Promise<unknown>;
@@ -88,10 +101,9 @@ export class RedisCallPolicy {
       reply = typeof attempt === 'function' ? attempt() : attempt.send();
     } catch (error) {
       this.failed(pending, error);
-      return settlement as Promise<T>;
+      return;
     }
     reply.then(pending.onReply, pending.onError);
-    return settlement as Promise<T>;
   }
 
   /** The reply: settles the attempt unless its deadline has already. */
@@ -104,9 +116,9 @@ export class RedisCallPolicy {
     pending.settled = true;
     this.deadlines.settle(pending.seq);
     pending.breaker.onSuccess();
-    const { attempt } = pending;
+    const { attempt, settlers } = pending;
     if (typeof attempt === 'function') {
-      pending.resolve(result);
+      settlers.resolve(result);
       return;
     }
     attempt.done?.();
@@ -114,10 +126,10 @@ export class RedisCallPolicy {
     try {
       parsed = attempt.parse(result);
     } catch (error) {
-      pending.reject(error);
+      settlers.reject(error);
       return;
     }
-    pending.resolve(parsed);
+    settlers.resolve(parsed);
   }
 
   /**
@@ -159,14 +171,14 @@ export class RedisCallPolicy {
       );
       return;
     }
-    void this.attemptFrom(attempt, breaker, attempts + 1, decisions, pending);
+    this.attemptFrom(attempt, pending.settlers, breaker, attempts + 1, decisions);
   }
 
   /** Rejects the caller with `error`: the call is over. */
   private finish(pending: PendingAttempt, error: unknown): void {
     const { attempt } = pending;
     if (typeof attempt !== 'function') attempt.done?.();
-    pending.reject(error);
+    pending.settlers.reject(error);
   }
 }
 
@@ -177,8 +189,6 @@ class PendingAttempt {
   recovering = false;
   /** Its number in the deadline queue. */
   seq = 0;
-  resolve: (value: unknown) => void = unset;
-  reject: (error: unknown) => void = unset;
   /** The reply's callbacks: properties made once per attempt, the cheapest callbacks there are. */
   readonly onReply = (result: unknown): void => this.policy.answered(this, result);
   readonly onError = (error: unknown): void => this.policy.failed(this, error);
@@ -186,6 +196,7 @@ class PendingAttempt {
   constructor(
     private readonly policy: RedisCallPolicy,
     readonly attempt: RedisAttempt<unknown>,
+    readonly settlers: CallSettlers<unknown>,
     readonly breaker: CircuitBreaker,
     readonly attempts: number,
     readonly decisions: number,

@@ -6,7 +6,7 @@ import { CircuitBreakers } from './circuit-breakers';
 import { numericNow } from './clock';
 import { defaultLimiterLogger } from './default-logger';
 import { checkSupported, isSupported } from './version-capabilities';
-import type { Decided } from './decided';
+import { DecisionInFlight, toDecision, type DecisionRecorders } from './decision-in-flight';
 import { DecisionListeners } from './decision-listeners';
 import { FailurePolicy, translated } from './failure-policy';
 import { peekByCounting } from './fallback-outcomes';
@@ -41,16 +41,6 @@ import { LimiterMetrics } from './limiter-metrics';
 import type { LimitOutcome } from '../core/function-contract';
 import { describeFunctionNameProblems } from '../redis/function-versions';
 import { RedisBackend } from '../redis/redis-backend';
-
-/** Rules as listeners see them: limits and windows, without the keys (identities) of stacked rules. */
-function withoutKeys(rules: readonly SlidingLimitRule[]): SlidingLimitRule[] {
-  const copies = new Array<SlidingLimitRule>(rules.length);
-  for (let i = 0; i < rules.length; i++) {
-    const { limit, windowMs, precisionMs } = rules[i];
-    copies[i] = precisionMs === undefined ? { limit, windowMs } : { limit, windowMs, precisionMs };
-  }
-  return copies;
-}
 
 /** Consecutive unavailability failures that open the circuit breaker, and how long it stays open. */
 const BREAKER_THRESHOLD = 3;
@@ -93,6 +83,8 @@ export class SlidingWindowLimiter {
   private readonly reporter?: InstanceReporter;
   private readonly insurance?: Insurance;
   private readonly stopListening: () => void;
+  /** What a decision reports to when it is made. */
+  private readonly recorders: DecisionRecorders;
 
   /** @throws RateLimitConfigError listing every invalid option (an unknown `functionName` lists the known ones). */
   constructor(options: SlidingWindowLimiterOptions) {
@@ -133,6 +125,8 @@ export class SlidingWindowLimiter {
         commands: this.backend.commands,
         clustered: this.backend.clustered,
         call: (attempt, routeKey, decisions) => this.calls.call(attempt, routeKey, decisions),
+        callInto: (attempt, settlers, routeKey, decisions) =>
+          this.calls.callInto(attempt, settlers, routeKey, decisions),
         healthy: (routeKey) => breakers.for(routeKey).isClosed,
       },
       members,
@@ -143,6 +137,8 @@ export class SlidingWindowLimiter {
     if (blockCacheEntries !== undefined) this.blockCache = new BlockCache(blockCacheEntries);
     if (report && client)
       this.reporter = new InstanceReporter({ limiter: this, client, ...(report === true ? {} : report) });
+    const { metrics, failures, listeners, reporter } = this;
+    this.recorders = { metrics, failures, listeners, reporter, blockCache: this.blockCache };
   }
 
   /** The stable function, e.g. `sliding_allow_v2`. */
@@ -292,59 +288,72 @@ export class SlidingWindowLimiter {
 
   /**
    * One decision, top to bottom: the routing (waiting for start-up only before there is one), the
-   * version for this identity, the clock, the block cache, one call of the version's function (with
-   * other decisions in a batch while calls are in flight), the counters, the decision as the caller
-   * sees it, the listeners. A failure anywhere on the way goes to the failure policy, at one point.
-   * The only async frame of the limiter's path.
+   * version for this identity, the clock, the block cache, then one call of the version's function
+   * (with other decisions in a batch while calls are in flight) whose outcome the decision in flight
+   * receives and turns into the caller's decision. A failure anywhere on the way reaches the failure
+   * policy through {@link DecisionInFlight.reject}, at one point. Not async: the decision in flight is
+   * the path's one promise.
    */
-  private async decide(
+  private decide(
     identity: string,
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     options: DecisionOptions | undefined,
+    // A decision that waited for start-up or for the server's clock counts that wait in its latency.
+    started = performance.now(),
   ): Promise<MultiRateLimitDecision> {
-    // A decision that waited for start-up reports that wait in its latency too.
-    const started = performance.now();
-    let version: ActiveVersion | undefined;
-    let decided: Decided;
+    const routing = this.startup.routing;
+    if (!routing) return this.decideOnceStarted(identity, keys, rules, options, started);
+    const decision = new DecisionInFlight(this.recorders, keys, rules, options, started);
     try {
-      version = (this.startup.routing ?? (await this.startup.start())).pick(identity);
+      const version = (decision.version = routing.pick(identity));
       const { contract } = version;
       const cost = options?.cost ?? 1;
       if (!isSupported(contract, rules, cost)) checkSupported(contract, rules, cost);
-      const reading = version.now();
+      const nowMs = version.now();
       // Only v1 with the server clock reads the time asynchronously.
-      const nowMs = typeof reading === 'object' ? await reading : reading;
-      const functionName = contract.allowFunction;
+      if (typeof nowMs === 'object') {
+        nowMs.then(
+          (resolved) => this.decisions.decide(version, keys, rules, resolved, cost, decision),
+          (error: unknown) => decision.reject(error),
+        );
+        return decision.promise;
+      }
       // Single limits only: the other limits of a stacked rejection change while it is blocked
       // (their old entries leave), so a cached copy of them would go stale. Cost 1 only: a rejection
       // of a costly request says nothing of a cheaper one, and a cost-1 block would tell a costly
       // request to retry too early.
-      const cache =
-        this.blockCache && keys.length === 1 && cost === 1 && contract.exactRetryAfter && typeof nowMs === 'number'
-          ? this.blockCache
-          : undefined;
-      const blocked = cache?.get(keys[0], rules[0], nowMs as number);
-      if (blocked) {
-        this.metrics.recordBlockedLocally(functionName);
-        decided = { allowed: false, limits: [blocked], functionName, blockedLocally: true };
-      } else {
-        const outcome = await this.decisions.decide(version, keys, rules, nowMs, cost);
-        const latencyMs = performance.now() - started;
-        this.metrics.recordDecision(functionName, outcome.allowed, latencyMs);
-        this.failures.recovered();
-        if (cache && !outcome.allowed) cache.set(keys[0], rules[0], nowMs as number, outcome.limits[0]);
-        decided = { allowed: outcome.allowed, limits: outcome.limits, functionName, latencyMs };
+      if (this.blockCache && keys.length === 1 && cost === 1 && contract.exactRetryAfter && typeof nowMs === 'number') {
+        const blocked = this.blockCache.get(keys[0], rules[0], nowMs);
+        if (blocked) {
+          decision.blockedLocally(blocked);
+          return decision.promise;
+        }
+        decision.blockCacheNowMs = nowMs;
       }
-    } catch (caught) {
-      decided = await this.failures.decide(caught, version, keys, rules, options, performance.now() - started);
+      this.decisions.decide(version, keys, rules, nowMs, cost, decision);
+    } catch (error) {
+      decision.reject(error);
     }
-    this.reporter?.noteDecision();
-    const decision = toMultiDecision(decided, rules);
-    if (this.listeners.active) {
-      this.listeners.notify(decided, withoutKeys(rules), decision.limits, decision.retryAfterMs, options);
+    return decision.promise;
+  }
+
+  /** A decision that arrived before start-up had finished: after it, or by the failure policy. */
+  private async decideOnceStarted(
+    identity: string,
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
+    options: DecisionOptions | undefined,
+    started: number,
+  ): Promise<MultiRateLimitDecision> {
+    try {
+      await this.startup.start();
+    } catch (error) {
+      const decision = new DecisionInFlight(this.recorders, keys, rules, options, started);
+      decision.reject(error);
+      return decision.promise;
     }
-    return decision;
+    return this.decide(identity, keys, rules, options, started);
   }
 
   private async peekOnce(
@@ -361,41 +370,4 @@ export class SlidingWindowLimiter {
     }
     return peekByCounting(this.backend.commands, await numericNow(version.now, this.backend.commands), fullKey, rule);
   }
-}
-
-/** A decision as the caller sees it: one outcome per rule, the longest wait among them. */
-function toMultiDecision(decided: Decided, rules: readonly SlidingLimitRule[]): MultiRateLimitDecision {
-  const limits = new Array<RateLimitDecision>(decided.limits.length);
-  let retryAfterMs = 0;
-  for (let i = 0; i < limits.length; i++) {
-    limits[i] = toDecision(decided.limits[i], rules[i], decided.functionName, decided.degraded);
-    if (limits[i].retryAfterMs > retryAfterMs) retryAfterMs = limits[i].retryAfterMs;
-  }
-  const decision: MultiRateLimitDecision = {
-    allowed: decided.allowed,
-    retryAfterMs,
-    functionName: decided.functionName,
-    limits,
-  };
-  if (decided.degraded) decision.degraded = decided.degraded;
-  return decision;
-}
-
-/** One limit's outcome as the caller sees it. */
-function toDecision(
-  outcome: LimitOutcome,
-  rule: SlidingLimitRule,
-  functionName: string,
-  degraded?: RateLimitDecision['degraded'],
-): RateLimitDecision {
-  const decision: RateLimitDecision = {
-    allowed: outcome.allowed,
-    limit: rule.limit,
-    remaining: outcome.remaining,
-    retryAfterMs: outcome.retryAfterMs,
-    resetMs: outcome.resetMs,
-    functionName,
-  };
-  if (degraded) decision.degraded = degraded;
-  return decision;
 }

@@ -15,6 +15,7 @@ import { tooManyRequestsBody } from './rate-limit-error-body';
 import { HEADER, rateLimitHeaders, retryAfterSeconds, writeHeaders, type HeaderEntry } from './rate-limit-headers';
 import { SlidingLimitPlans } from './rate-limit-plans';
 import type { RateLimitRequest } from './rate-limit-key';
+import type { KeySource } from './key-template';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-limit-cost';
 import { messageOf } from '../redis/reply';
@@ -48,6 +49,40 @@ const READY_GUARDS: Readonly<Record<string, string>> = {
   rpc: 'RpcSlidingLimitGuard (entry point nestjs-sliding-limit/microservices)',
 };
 
+/** What a request's key is read from: one object per limit and request, its tracker a method. */
+class RequestKeySource implements KeySource {
+  constructor(
+    readonly request: RateLimitRequest,
+    readonly context: ExecutionContext,
+    readonly route: string,
+    private readonly trackerOf: (request: RateLimitRequest, context: ExecutionContext) => string | undefined,
+  ) {}
+
+  tracker(): string | undefined {
+    return this.trackerOf(this.request, this.context);
+  }
+}
+
+type ApplyDecision = (
+  context: ExecutionContext,
+  plan: HandlerPlan,
+  response: unknown,
+  decision: MultiRateLimitDecision,
+) => boolean;
+
+/** A request's decision on its way back to the guard, which applies it (headers, or the refusal). */
+class Admission {
+  constructor(
+    private readonly applyDecision: ApplyDecision,
+    private readonly context: ExecutionContext,
+    private readonly plan: HandlerPlan,
+    private readonly response: unknown,
+  ) {}
+
+  readonly apply = (decision: MultiRateLimitDecision): boolean =>
+    this.applyDecision(this.context, this.plan, this.response, decision);
+}
+
 /** What canActivate answers when nothing needs deciding: one settled promise, shared. */
 const ALLOWED = Promise.resolve(true);
 
@@ -73,6 +108,9 @@ export interface RateLimitHttpContext {
 @Injectable()
 export class SlidingLimitGuard implements CanActivate {
   protected readonly logger = new Logger('SlidingLimitGuard');
+  /** `getTracker` (as a subclass overrides it), for the key sources: made once per guard. */
+  private readonly trackerOf = (request: RateLimitRequest, context: ExecutionContext): string | undefined =>
+    this.getTracker(request, context);
   private readonly warnedUnsupported = new WeakSet<HandlerPlan>();
   private readonly metUnsupported = new WeakSet<HandlerPlan>();
   private readonly warnedUnpriceable = new WeakSet<HandlerPlan>();
@@ -117,22 +155,37 @@ export class SlidingLimitGuard implements CanActivate {
    * limiter for every limit of the plan, then headers or the refusal. True when admitted; a rejection
    * otherwise. Counts every time it is called.
    *
-   * One async method rather than a chain of `.then` callbacks made per request: V8 holds a callback's
-   * optimized code only while one of its closures is alive, so a full garbage collection that runs
-   * while other routes are served drops it, and the next requests run unoptimized until it is
-   * compiled again (`--trace-opt` on the benchmark app: eight functions of the decision path
-   * recompiled after each such collection with callbacks; none with methods). It awaits only what
-   * is asynchronous: a key function or a cost function that returned a promise, and the limiter.
+   * Without a key or cost function that answers asynchronously (the common case) it adds no promise
+   * of its own: the limiter's decision goes on to `apply` through one continuation object, which
+   * costs a request half what an async frame does (V8's heap sampler). Methods and objects rather
+   * than closures made per request: V8 holds a closure's optimized code only while one of them is
+   * alive, so a full collection while other routes are served would drop it (`--trace-opt` on the
+   * benchmark app showed the decision path recompiled after each such collection with closures).
    */
-  protected async enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
-    const keyed = this.rulesFor(plan, http.request, context);
-    const rules = Array.isArray(keyed) ? keyed : await keyed;
+  protected enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
+    const rules = this.rulesFor(plan, http.request, context);
+    if (!Array.isArray(rules) || plan.costFunction) return this.enforceAsync(context, plan, http, rules);
+    const admission = new Admission(this.applyDecision, context, plan, http.response);
+    return this.limiter.consumeAll(rules, plan.decisionOptions).then(admission.apply);
+  }
+
+  /** {@link SlidingLimitGuard.enforce} when a key function or the cost function answers asynchronously. */
+  private async enforceAsync(
+    context: ExecutionContext,
+    plan: HandlerPlan,
+    http: RateLimitHttpContext,
+    keyed: KeyedSlidingLimitRule[] | Promise<KeyedSlidingLimitRule[]>,
+  ): Promise<boolean> {
+    const rules = await keyed;
     const options = plan.costFunction
       ? { ...plan.decisionOptions, cost: await this.priceOf(plan, plan.costFunction, http.request, context) }
       : plan.decisionOptions;
-    const decision = await this.limiter.consumeAll(rules, options);
-    return this.apply(context, plan, http.response, decision);
+    return this.apply(context, plan, http.response, await this.limiter.consumeAll(rules, options));
   }
+
+  /** `apply`, for {@link Admission}: made once per guard. */
+  private readonly applyDecision: ApplyDecision = (context, plan, response, decision) =>
+    this.apply(context, plan, response, decision);
 
   /** The request's cost by the route's cost function; a throw or a bad price rejects with a 400. */
   private priceOf(
@@ -215,12 +268,7 @@ export class SlidingLimitGuard implements CanActivate {
     context: ExecutionContext,
     plan: HandlerPlan,
   ): string | Promise<string> {
-    const identity = limit.key({
-      request,
-      context,
-      route: plan.route,
-      tracker: () => this.getTracker(request, context),
-    });
+    const identity = limit.key(new RequestKeySource(request, context, plan.route, this.trackerOf));
     // Template keys resolve synchronously; only key functions may return a promise.
     if (identity instanceof Promise) return identity.then((resolved) => this.keyOf(limit, resolved, context, plan));
     return this.keyOf(limit, identity, context, plan);
