@@ -189,9 +189,12 @@ class PendingAttempt {
   recovering = false;
   /** Its number in the deadline queue. */
   seq = 0;
-  /** The reply's callbacks: properties made once per attempt, the cheapest callbacks there are. */
-  readonly onReply = (result: unknown): void => this.policy.answered(this, result);
-  readonly onError = (error: unknown): void => this.policy.failed(this, error);
+  /**
+   * The reply's callbacks, made once per attempt: this class's methods bound to it rather than
+   * closures, so that their optimized code stays with the class (see SlidingLimitGuard.enforce).
+   */
+  readonly onReply: (result: unknown) => void = this.replied.bind(this);
+  readonly onError: (error: unknown) => void = this.erred.bind(this);
 
   constructor(
     private readonly policy: RedisCallPolicy,
@@ -201,6 +204,14 @@ class PendingAttempt {
     readonly attempts: number,
     readonly decisions: number,
   ) {}
+
+  private replied(result: unknown): void {
+    this.policy.answered(this, result);
+  }
+
+  private erred(error: unknown): void {
+    this.policy.failed(this, error);
+  }
 
   /** Called by the deadline queue when the attempt has had its time. */
   expire(): void {

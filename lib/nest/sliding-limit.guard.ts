@@ -79,8 +79,12 @@ class Admission {
     private readonly response: unknown,
   ) {}
 
-  readonly apply = (decision: MultiRateLimitDecision): boolean =>
-    this.applyDecision(this.context, this.plan, this.response, decision);
+  /** What `.then` calls: the method bound, not a closure (see SlidingLimitGuard.enforce). */
+  readonly apply: (decision: MultiRateLimitDecision) => boolean = this.settle.bind(this);
+
+  private settle(decision: MultiRateLimitDecision): boolean {
+    return this.applyDecision(this.context, this.plan, this.response, decision);
+  }
 }
 
 /** What canActivate answers when nothing needs deciding: one settled promise, shared. */
