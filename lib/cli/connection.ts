@@ -24,10 +24,14 @@ export function describeTarget(target: ConnectionTarget): string {
   return target.kind === 'cluster' ? `the cluster at ${target.seeds.map(redactUrl).join(',')}` : redactUrl(target.url);
 }
 
-/** The flags that reach the same Redis, for commands suggested in messages (REDIS_URL is left implicit). */
+/**
+ * The flags that reach the same Redis, for commands suggested in messages, password redacted. Also
+ * when the URL came from REDIS_URL (or is the default): a command copied into another shell must
+ * not reach another server.
+ */
 export function connectionFlags(target: ConnectionTarget): string {
   if (target.kind === 'cluster') return ` --cluster ${target.seeds.map(redactUrl).join(',')}`;
-  return target.fromEnv ? '' : ` --url ${redactUrl(target.url)}`;
+  return ` --url ${redactUrl(target.url)}`;
 }
 
 /** Every password given on the command line or in REDIS_URL, decoded and as written, for redaction. */
