@@ -1,5 +1,5 @@
 import { Test } from '@nestjs/testing';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
@@ -78,5 +78,22 @@ describe('docs/nest.md: the forRootAsync example with @nestjs/config', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('README: the sample', () => {
+  it('names every environment variable the sample reads (those it does not set itself)', () => {
+    const sources = readdirSync(join(root, 'sample'))
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => readFileSync(join(root, 'sample', name), 'utf8'))
+      .join('\n');
+    const read = new Set(
+      [...sources.matchAll(/process\.env\.([A-Z_]+)|config\.get(?:<\w+>)?\('([A-Z_]+)'/g)].map((m) => m[1] ?? m[2]),
+    );
+    const setBySample = new Set([...sources.matchAll(/process\.env\.([A-Z_]+) = /g)].map((m) => m[1]));
+    const variables = [...read].filter((name) => !setBySample.has(name)).sort();
+    expect(variables).toEqual(expect.arrayContaining(['PORT', 'REDIS_URL']));
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    expect(variables.filter((name) => !readme.includes(`\`${name}`))).toEqual([]);
   });
 });
