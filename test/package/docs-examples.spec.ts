@@ -1,9 +1,11 @@
+import { Controller, Get, type INestApplication, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { SlidingWindowLimiter } from '../../lib';
+import { RateLimitModule, SlidingLimit, SlidingWindowLimiter } from '../../lib';
 import { useOwnRedisServer } from '../support/own-redis';
 
 /*
@@ -95,5 +97,62 @@ describe('README: the sample', () => {
     expect(variables).toEqual(expect.arrayContaining(['PORT', 'REDIS_URL']));
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     expect(variables.filter((name) => !readme.includes(`\`${name}`))).toEqual([]);
+  });
+});
+
+describe('docs/keys-and-headers.md: IPv4 clients of a dual-stack server', () => {
+  const own = useOwnRedisServer();
+  const savedUrl = process.env.REDIS_URL;
+  afterEach(() => {
+    if (savedUrl === undefined) delete process.env.REDIS_URL;
+    else process.env.REDIS_URL = savedUrl;
+  });
+
+  @Controller('ip')
+  class IpController {
+    @Get()
+    @SlidingLimit({ name: 'docs-ip', limit: 5, windowMs: 60_000 })
+    hello(): string {
+      return 'ok';
+    }
+  }
+
+  /** Starts an app with `imports`, listening on `host` (Nest's default when undefined), and sends one request from 127.0.0.1. */
+  async function keysAfterOneRequest(imports: Type[] | undefined, host: string | undefined) {
+    const admin = own.connect();
+    await admin.flushall();
+    const moduleRef = await Test.createTestingModule({
+      imports: imports ?? [RateLimitModule.forRoot({ redis: own.server().url })],
+      controllers: [IpController],
+    }).compile();
+    const app: INestApplication = moduleRef.createNestApplication({ logger: false });
+    try {
+      await (host === undefined ? app.listen(0) : app.listen(0, host));
+      const address = app.getHttpServer().address() as AddressInfo;
+      expect((await fetch(`http://127.0.0.1:${address.port}/ip`)).status).toBe(200);
+      return { family: address.family, keys: await admin.keys('rl:docs-ip:*') };
+    } finally {
+      await app.close();
+    }
+  }
+
+  it('on the default address a dual-stack server sees ::ffff:127.0.0.1, on an IPv4 address it sees 127.0.0.1', async () => {
+    const dual = await keysAfterOneRequest(undefined, undefined);
+    // A host without IPv6 listens on 0.0.0.0 by default, and then the plain form is what it should see.
+    expect(dual.keys).toEqual([
+      dual.family === 'IPv6' ? 'rl:docs-ip:{ip:%3A%3Affff%3A127.0.0.1}' : 'rl:docs-ip:{ip:127.0.0.1}',
+    ]);
+    // An IPv4 listener (the docs say 0.0.0.0; the loopback one keeps the test off other interfaces).
+    expect((await keysAfterOneRequest(undefined, '127.0.0.1')).keys).toEqual(['rl:docs-ip:{ip:127.0.0.1}']);
+  });
+
+  it("the docs' guard that unmaps IPv4 addresses counts 127.0.0.1 on the default address too", async () => {
+    process.env.REDIS_URL = own.server().url;
+    const example = snippetsUnder('docs/keys-and-headers.md', '## IPv4 clients of a dual-stack server').find((code) =>
+      code.includes('extends SlidingLimitGuard'),
+    );
+    if (!example) throw new Error('docs/keys-and-headers.md has no guard example under its IPv4 section');
+    const { AppModule } = runModule(example) as { AppModule: Type };
+    expect((await keysAfterOneRequest([AppModule], undefined)).keys).toEqual(['rl:docs-ip:{ip:127.0.0.1}']);
   });
 });
