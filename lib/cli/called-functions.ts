@@ -1,6 +1,6 @@
 import { listSome } from './format';
 import type { FoundReport } from './instance-reports';
-import { versionOfFunction } from './libraries';
+import { nameFunction, type NamedFunction } from './libraries';
 
 /** An instance calling a function, as its report names it. */
 export interface Caller {
@@ -12,11 +12,7 @@ export interface Caller {
 }
 
 /** A function name live instances call, and who calls it. */
-export interface CalledFunction {
-  functionName: string;
-  /** `v2`, or null for a function this package does not ship. */
-  version: string | null;
-  library: string | null;
+export interface CalledFunction extends NamedFunction {
   /** How many instances call it as their stable function. */
   stable: number;
   /** How many instances send it a canary share. */
@@ -30,11 +26,8 @@ export function calledFunctions(reports: readonly FoundReport[]): CalledFunction
   const entry = (functionName: string): CalledFunction => {
     let called = byName.get(functionName);
     if (!called) {
-      const contract = versionOfFunction(functionName);
       called = {
-        functionName,
-        version: contract?.version ?? null,
-        library: contract?.libraryName ?? null,
+        ...nameFunction(functionName),
         stable: 0,
         canary: 0,
         callers: [],
