@@ -120,6 +120,38 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
     await expect(limiter.init()).resolves.toBeUndefined();
   });
 
+  it('list names the one master that lacks what live instances call, once, with the --cluster fix', async () => {
+    const limiter = new SlidingWindowLimiter({
+      client,
+      keyPrefix: 'list:',
+      functionName: 'sliding_allow_v1',
+      report: false,
+    });
+    await limiter.consume('k{1}', { limit: 5, windowMs: 60_000 });
+    await Promise.all(masters.map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', V1)));
+    const reporter = new InstanceReporter({ limiter, client, instanceId: 'web-1', intervalMs: 60_000 });
+    await reporter.reportNow();
+    const [, , c] = masters;
+    await c.function('FLUSH');
+    try {
+      const run = await runCli(['functions', 'list', '--cluster', seeds, '--json']);
+      expect(run.code).toBe(1);
+      expect(run.json<{ problems: unknown[] }>().problems).toEqual([
+        {
+          kind: 'called-missing',
+          node: nodeAddress(c),
+          library: 'rate_limit_v1',
+          instances: ['web-1'],
+          message:
+            `rate_limit_v1 (v1) is not loaded on ${nodeAddress(c)}, and live instances call sliding_allow_v1: ` +
+            `web-1 (prefix list:); run: npx nestjs-sliding-limit functions load v1 --cluster ${seeds}`,
+        },
+      ]);
+    } finally {
+      await reporter.close();
+    }
+  });
+
   it('refuses --url on a cluster node (it would reach one master), naming --cluster', async () => {
     const run = await runCli(['functions', 'load', 'v2', '--url', `redis://${nodeAddress(masters[0])}`]);
     expect(run.code).toBe(2);
