@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Checks the documentation: README.md and docs/**/*.md (bench/README.md for links only).
+// Checks the documentation: README.md and docs/**/*.md (bench/README.md and CHANGELOG.md for links
+// and line length only).
 //
 //   node scripts/check-docs.mjs
 //
@@ -370,6 +371,7 @@ const readme = path.join(ROOT, 'README.md');
 const docs = listMarkdown(path.join(ROOT, 'docs'));
 const checked = [readme, ...docs];
 const linksOnly = [path.join(ROOT, 'bench', 'README.md')].filter((f) => existsSync(f));
+const changelog = path.join(ROOT, 'CHANGELOG.md');
 
 const snippets = [];
 for (const file of checked) {
@@ -385,12 +387,16 @@ for (const file of checked) {
   snippets.push(...collectSnippets(doc));
 }
 for (const file of linksOnly) checkLinks(load(file));
+if (existsSync(changelog)) {
+  checkLinks(load(changelog));
+  checkLineLength(load(changelog));
+}
 
 const compiled = compileSnippets(snippets) ?? 0;
 
 problems.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
 for (const p of problems) console.error(`${p.file}:${p.line}: ${p.message}`);
-const files = checked.length + linksOnly.length;
+const files = checked.length + linksOnly.length + (existsSync(changelog) ? 1 : 0);
 if (problems.length > 0) {
   console.error(
     `check-docs: ${problems.length} problem(s); ${files} files, ${linkCount} links, ${compiled} of ${snippets.length} snippets OK`,

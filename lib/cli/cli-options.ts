@@ -104,8 +104,9 @@ Manages the rate limiter's Redis Function libraries (rate_limit_v1, rate_limit_v
 master, and shows which versions running instances call. doctor runs the after-launch checks.
 
 Commands:
-  list               libraries and functions on every master; flags a master lacking a
-                     library another has, and a library whose code differs from the bundled one
+  list               libraries and functions on every master; flags a function live instances
+                     call that a master lacks, a master lacking a library another has, and a
+                     library whose code differs from the bundled one
   load <version>     load the bundled library (v1, v2, v3 or its library name) on every master;
                      a library of that name with other code is left alone unless --replace
   status             which function versions live instances call (from their reports), with

@@ -6,8 +6,8 @@ import { masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { toText } from '../redis/reply';
 import { hasFunctionsByVersion, parseServerInfo } from '../redis/server-info';
 import type { ConnectionTarget, RespVersion } from './cli-options';
+import { describeTarget, parseUrlSafely } from './connection-target';
 import { CliError, ExitCode } from './exit-codes';
-import { redactUrl } from '../core/redact';
 import { closeConnection } from '../redis/close-connection';
 
 /** An open connection and the clients of every master. */
@@ -17,36 +17,6 @@ export interface CliConnection {
   /** What each master is (Redis or Valkey, and its version), from its INFO. */
   readonly servers: ReadonlyMap<Redis, ServerIdentity>;
   readonly close: () => Promise<void>;
-}
-
-/** A connection target for messages: the URL without its password, or the seeds. */
-export function describeTarget(target: ConnectionTarget): string {
-  return target.kind === 'cluster' ? `the cluster at ${target.seeds.map(redactUrl).join(',')}` : redactUrl(target.url);
-}
-
-/** The flags that reach the same Redis, for commands suggested in messages (REDIS_URL is left implicit). */
-export function connectionFlags(target: ConnectionTarget): string {
-  if (target.kind === 'cluster') return ` --cluster ${target.seeds.map(redactUrl).join(',')}`;
-  return target.fromEnv ? '' : ` --url ${redactUrl(target.url)}`;
-}
-
-/** Every password given on the command line or in REDIS_URL, decoded and as written, for redaction. */
-export function secretsOf(target: ConnectionTarget): string[] {
-  const urls = target.kind === 'cluster' ? target.seeds : [target.url];
-  const secrets: string[] = [];
-  for (const url of urls) {
-    const { password, username } = parseUrlSafely(url) ?? {};
-    for (const value of [password, username && !password ? username : undefined]) {
-      if (!value) continue;
-      secrets.push(value);
-      try {
-        secrets.push(decodeURIComponent(value));
-      } catch {
-        // Not percent-encoded.
-      }
-    }
-  }
-  return secrets;
 }
 
 /**
@@ -167,15 +137,6 @@ function toClusterNode(seed: string): ClusterNode {
   if (url) return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) };
   const colon = seed.lastIndexOf(':');
   return { host: seed.slice(0, colon), port: Number(seed.slice(colon + 1)) };
-}
-
-function parseUrlSafely(text: string): URL | undefined {
-  if (!/^rediss?:\/\//i.test(text)) return undefined;
-  try {
-    return new URL(text);
-  } catch {
-    return undefined;
-  }
 }
 
 function decode(value: string): string {

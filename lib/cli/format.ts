@@ -38,3 +38,9 @@ export function formatAge(iso: string, nowMs = Date.now()): string {
 export function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
+
+/** `a, b, c, d, e and 3 more`: the first `shown` items of a list that may be long, and a count of the rest. */
+export function listSome(items: readonly string[], shown = 5): string {
+  const rest = items.length - shown;
+  return rest > 0 ? `${items.slice(0, shown).join(', ')} and ${rest} more` : items.join(', ');
+}

@@ -10,6 +10,7 @@ import type { RateLimitConnection } from '../nest/rate-limit-connection';
 import { RATE_LIMIT_CONNECTION } from '../nest/rate-limit.constants';
 import type { FunctionContract } from '../core/function-contract';
 import type { ServerIdentity } from '../core/server-identity';
+import type { RedisConnection } from '../core/redis-connection';
 import { loadCommandFor } from '../redis/function-loader';
 import { functionsUnavailableOn } from '../redis/function-support';
 import { findFunctionContract } from '../redis/function-versions';
@@ -141,18 +142,21 @@ export class SlidingLimitHealthIndicator {
     const functions = contracts.map((contract) => contract.allowFunction);
 
     if (isCluster(client) && !SENDING_STATUSES.has(client.status)) {
-      return down({
-        mode,
-        nodes: [],
-        functions,
-        unreachable: [{ node: 'cluster', error: `the cluster connection is ${client.status}` }],
-      });
+      return down(
+        {
+          mode,
+          nodes: [],
+          functions,
+          unreachable: [{ node: 'cluster', error: `the cluster connection is ${client.status}` }],
+        },
+        client,
+      );
     }
     let nodes: Redis[];
     try {
       nodes = await withTimeout(masterNodes(client), timeoutMs);
     } catch (error) {
-      return down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error: messageOf(error) }] });
+      return down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error: messageOf(error) }] }, client);
     }
     const reports = await Promise.all(nodes.map((node) => this.inspectNode(node, contracts, timeoutMs)));
     reports.sort((a, b) => a.node.localeCompare(b.node, undefined, { numeric: true }));
@@ -173,7 +177,7 @@ export class SlidingLimitHealthIndicator {
     if (reports.length === 0) unreachable.push({ node: 'cluster', error: 'no master is known' });
     if (unreachable.length > 0) details.unreachable = unreachable;
     if (missing.length > 0) details.missing = missing;
-    return details.unreachable || details.missing ? down(details) : details;
+    return details.unreachable || details.missing ? down(details, client) : details;
   }
 
   /** The contracts of the active function and of the canary (in that order), each once. */
@@ -236,8 +240,8 @@ async function missingOn(node: Redis, contracts: readonly FunctionContract[]): P
   return contracts.filter((_, i) => !loaded[i]);
 }
 
-/** `details` with a message naming every problem and its fix. */
-function down(details: SlidingLimitHealthDetails): SlidingLimitHealthDetails {
+/** `details` with a message naming every problem and its fix (commands naming `connection`'s servers). */
+function down(details: SlidingLimitHealthDetails, connection: RedisConnection): SlidingLimitHealthDetails {
   const problems: string[] = [];
   if (details.unreachable) {
     problems.push(
@@ -250,7 +254,7 @@ function down(details: SlidingLimitHealthDetails): SlidingLimitHealthDetails {
   for (const [functionName, nodes] of byFunction) {
     const contract = findFunctionContract(functionName) as FunctionContract;
     problems.push(
-      `${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract)}`,
+      `${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract, connection)}`,
     );
   }
   return { ...details, message: problems.join('; ') };

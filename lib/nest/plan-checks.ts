@@ -63,3 +63,41 @@ export function describeBigLogs(plans: readonly HandlerPlan[]): string[] {
   }
   return lines;
 }
+
+/** Windows shorter than this are probably seconds written where milliseconds are meant (`windowMs: 60`). */
+export const SHORT_WINDOW_MS = 1000;
+
+/**
+ * One line per limit whose window is under a second, naming the handlers that use it and the window
+ * in milliseconds the number would be as seconds: `windowMs: 60` limits per 60 ms, and nothing
+ * else would tell. A warning, not an error: a window that short can be meant.
+ */
+export function describeShortWindows(plans: readonly HandlerPlan[]): string[] {
+  const routesByLimit = new Map<string, { windowMs: number; named: boolean; routes: string[] }>();
+  for (const plan of plans) {
+    for (const limit of plan.limits) {
+      if (limit.windowMs >= SHORT_WINDOW_MS) continue;
+      const entry = routesByLimit.get(limit.name) ?? {
+        windowMs: limit.windowMs,
+        // Unnamed limits are named after their route and window.
+        named: limit.name !== `${plan.route}:${limit.windowMs}`,
+        routes: [],
+      };
+      entry.routes.push(plan.route);
+      routesByLimit.set(limit.name, entry);
+    }
+  }
+  return [...routesByLimit].map(([name, { windowMs, named, routes }]) => {
+    const shown =
+      routes.length > 3 ? `${routes.slice(0, 3).join(', ')} and ${routes.length - 3} more` : routes.join(', ');
+    return (
+      `${shown}: ${named ? `limit "${name}": ` : ''}windowMs is ${windowMs} milliseconds; ` +
+      `if ${windowMs} seconds were meant, write windowMs: ${withSeparators(windowMs * 1000)}`
+    );
+  });
+}
+
+/** `60_000`: a number as a TypeScript literal with digit separators. */
+function withSeparators(value: number): string {
+  return String(value).replace(/\B(?=(\d{3})+$)/g, '_');
+}

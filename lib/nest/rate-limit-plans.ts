@@ -6,7 +6,7 @@ import { RATE_LIMIT_OPTIONS } from './rate-limit.constants';
 import type { RateLimitKey } from './rate-limit-key';
 import type { ResolvedRateLimitOptions } from './rate-limit.options';
 import type { CompiledKey } from './key-template';
-import { describeBigLogs, describeVersionProblems } from './plan-checks';
+import { describeBigLogs, describeShortWindows, describeVersionProblems } from './plan-checks';
 import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan, type RouteHandler } from './limit-plan';
 
 /**
@@ -52,7 +52,7 @@ export class SlidingLimitPlans implements OnModuleInit {
     }
     describeVersionProblems(plans, this.options.limiter).forEach((p) => problems.add(p));
     if (problems.size > 0) throw new RateLimitConfigError([...problems]);
-    for (const line of describeBigLogs(plans)) this.logger.warn(line);
+    for (const line of [...describeShortWindows(plans), ...describeBigLogs(plans)]) this.logger.warn(line);
   }
 
   /**

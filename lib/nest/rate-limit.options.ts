@@ -3,6 +3,7 @@ import { describeCostOptionProblems, type RateLimitCost } from './rate-limit-cos
 import type { RedisOptions } from 'ioredis';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { describeRuleProblems } from '../core/limit-rule';
+import { describeUnknownOptions } from '../core/unknown-options';
 import { describeValue } from '../core/value-checks';
 import { describeRedisUrlProblems } from '../core/redis-url';
 import type { LimiterBackend } from '../core/limiter-backend';
@@ -133,7 +134,7 @@ const NEST_DEFAULTS = {
 
 const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['legacy', 'draft', 'both', 'none'];
 const ERROR_BODY_STYLES: readonly RateLimitErrorBodyStyle[] = ['nest', 'problem'];
-const KNOWN_OPTIONS = new Set<string>([
+const KNOWN_OPTIONS: readonly string[] = [
   'redis',
   'client',
   'backend',
@@ -144,7 +145,39 @@ const KNOWN_OPTIONS = new Set<string>([
   'errorBody',
   'key',
   'defaultLimit',
-]);
+];
+/** What other rate-limit modules call some module options (`ThrottlerModule.forRoot({ ttl, limit })`). */
+const MODULE_OPTION_ALIASES: Readonly<Record<string, string>> = {
+  ttl: 'defaultLimit: { limit, windowMs }',
+  limit: 'defaultLimit: { limit, windowMs }',
+  windowms: 'defaultLimit: { limit, windowMs }',
+  throttlers: 'defaultLimit: { limit, windowMs }',
+  prefix: 'keyPrefix',
+  url: 'redis',
+};
+
+/** The options of `@SlidingLimit` (and `defaultLimit`): the record makes the compiler check that each is listed. */
+const LIMIT_OPTIONS = Object.keys({
+  limit: true,
+  windowMs: true,
+  precisionMs: true,
+  key: true,
+  name: true,
+  onRedisError: true,
+  cost: true,
+} satisfies Record<keyof SlidingLimitOptions, true>);
+/** Other libraries' names for `@SlidingLimit` options (@nestjs/throttler, express-rate-limit, rate-limiter-flexible). */
+const LIMIT_OPTION_ALIASES: Readonly<Record<string, string>> = {
+  ttl: 'windowMs',
+  window: 'windowMs',
+  duration: 'windowMs',
+  interval: 'windowMs',
+  max: 'limit',
+  points: 'limit',
+  keygenerator: 'key',
+  precision: 'precisionMs',
+  weight: 'cost',
+};
 
 /**
  * Validates module options and applies defaults: the one place this happens. Every problem is
@@ -158,10 +191,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   const raw = blanksAsUnset(options as Record<string, unknown>) as RateLimitModuleOptions;
   const problems: string[] = [];
 
-  for (const name of Object.keys(raw)) {
-    if (!KNOWN_OPTIONS.has(name))
-      problems.push(`unknown option ${name}; known options: ${[...KNOWN_OPTIONS].join(', ')}`);
-  }
+  problems.push(...describeUnknownOptions(raw, KNOWN_OPTIONS, undefined, MODULE_OPTION_ALIASES));
   const hasRedis = raw.redis !== undefined;
   const hasClient = raw.client !== undefined;
   const connections = [hasRedis, hasClient, raw.backend !== undefined, raw.store !== undefined].filter(Boolean).length;
@@ -239,9 +269,13 @@ function blanksAsUnset(options: Record<string, unknown>): Record<string, unknown
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== ''));
 }
 
-/** Problems of one `@SlidingLimit`-shaped value (rule, key and name), each prefixed with `label`. */
+/** Problems of one `@SlidingLimit`-shaped value (options, rule, key and name), each prefixed with `label`. */
 export function describeLimitProblems(value: unknown, label: string): string[] {
-  const problems = describeRuleProblems(value, label);
+  const unknown =
+    typeof value === 'object' && value !== null
+      ? describeUnknownOptions(value, LIMIT_OPTIONS, label, LIMIT_OPTION_ALIASES)
+      : [];
+  const problems = [...unknown, ...describeRuleProblems(value, label)];
   if (typeof value !== 'object' || value === null) return problems;
   const { key, name, onRedisError, cost } = value as SlidingLimitOptions;
   problems.push(...describeCostOptionProblems(cost, `${label}.cost`));

@@ -5,6 +5,7 @@ import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
+import { cliTargetFlags, redisCliTargets } from './cli-target';
 import { functionsUnavailableOn } from './function-support';
 import { readLibrarySource } from './lua-library';
 import { librariesOf } from './loaded-libraries';
@@ -13,11 +14,16 @@ import { masterNodes, nodeAddress } from './redis-nodes';
 
 type LibraryState = 'loaded' | 'missing' | 'different';
 
-/** The shell commands that load a bundled library by hand, for error messages. */
-export function loadCommandFor(contract: FunctionContract): string {
+/**
+ * The shell commands that load a bundled library by hand on `connection`'s servers, for error
+ * messages: the CLI with the flags that reach them, or redis-cli on each master.
+ */
+export function loadCommandFor(contract: FunctionContract, connection: RedisConnection): string {
+  const file = `node_modules/nestjs-sliding-limit/dist/redis/lua/${contract.sourceFile}`;
+  const redisCli = redisCliTargets(connection).map((cli) => `${cli} -x FUNCTION LOAD < ${file}`);
   return (
-    `npx nestjs-sliding-limit functions load ${contract.version} ` +
-    `(or redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/${contract.sourceFile})`
+    `npx nestjs-sliding-limit functions load ${contract.version} ${cliTargetFlags(connection)} ` +
+    `(or ${redisCli.join('; ')})`
   );
 }
 
@@ -49,8 +55,7 @@ export class FunctionLoader {
     const having = (state: LibraryState) => nodes.filter((_, i) => states[i] === state);
 
     const different = having('different');
-    if (different.length > 0)
-      throw new FunctionCodeMismatchError(this.contract.libraryName, different.map(nodeAddress));
+    if (different.length > 0) throw this.mismatch(different);
 
     const missing = having('missing');
     if (missing.length === 0) return;
@@ -64,10 +69,18 @@ export class FunctionLoader {
         this.contract.allowFunction,
         this.contract.libraryName,
         missing.map(nodeAddress),
-        loadCommandFor(this.contract),
+        loadCommandFor(this.contract, this.connection),
       );
     }
     await Promise.all(missing.map((node) => this.load(node)));
+  }
+
+  private mismatch(nodes: readonly Redis[]): FunctionCodeMismatchError {
+    return new FunctionCodeMismatchError(
+      this.contract.libraryName,
+      nodes.map(nodeAddress),
+      cliTargetFlags(this.connection),
+    );
   }
 
   private async inspect(node: Redis): Promise<LibraryState> {
@@ -85,7 +98,7 @@ export class FunctionLoader {
       // Another instance loaded it between our LIST and LOAD; check it is the same code.
       if (!isLibraryAlreadyExists(error)) return rethrowExplained(node, error);
       if ((await this.inspect(node)) !== 'loaded') {
-        throw new FunctionCodeMismatchError(this.contract.libraryName, [nodeAddress(node)]);
+        throw this.mismatch([node]);
       }
     }
   }

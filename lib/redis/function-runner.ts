@@ -76,7 +76,7 @@ export class FunctionRunner implements LuaRunner {
       functionName,
       this.contract.libraryName,
       [`the node serving key ${keys[0]}`],
-      loadCommandFor(this.contract),
+      loadCommandFor(this.contract, this.connection),
     );
   }
 

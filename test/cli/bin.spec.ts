@@ -90,6 +90,27 @@ describe('the nestjs-sliding-limit bin', () => {
     expect(help.stdout).toContain('Exit codes:');
   });
 
+  it.each([
+    ['--help', ['--help']],
+    ['--version', ['--version']],
+    ['a usage error', ['functions', 'frobnicate']],
+    ['an unknown version to load', ['functions', 'load', 'v99']],
+  ])('%s loads no Redis client and no command: what it prints needs neither', (_label, args) => {
+    // Each run of the bin pays for what it requires at start-up (ioredis is most of it).
+    const script = [
+      `require(${JSON.stringify(join(root, 'dist', 'cli', 'main.js'))})`,
+      `  .main(${JSON.stringify(args)}, { stdout: () => undefined, stderr: () => undefined, env: {} })`,
+      '  .then(() => {',
+      "    const loaded = Object.keys(require.cache).map((file) => file.replace(/\\\\/g, '/'));",
+      '    console.log(JSON.stringify(loaded.filter((file) => /node_modules\\/ioredis\\/|\\/dist\\/cli\\/(commands|doctor)\\//.test(file))));',
+      '  });',
+    ].join('\n');
+    const loaded = JSON.parse(
+      execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }),
+    ) as string[];
+    expect(loaded).toEqual([]);
+  });
+
   it('exits 3 quickly when Redis is unreachable: the process does not linger on client timers', async () => {
     const port = await freePort();
     const started = Date.now();

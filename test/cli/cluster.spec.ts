@@ -2,12 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
-import { SlidingWindowLimiter } from '../../lib';
+import { FunctionNotLoadedError, SlidingWindowLimiter } from '../../lib';
 import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { nodeAddress } from '../../lib/redis/redis-nodes';
 import { parseFunctionList } from '../../lib/redis/reply';
 import { RedisCluster, startRedisCluster } from '../support/redis-cluster';
+import { rejectionOf } from '../support/rejection';
 import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 
@@ -98,6 +99,57 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
     expect(await librariesByNode()).toEqual(
       Object.fromEntries(masters.map((m) => [nodeAddress(m), ['rate_limit_v1']])),
     );
+  });
+
+  it("the library's load command names every master with --cluster (FunctionNotLoadedError, loadFunctions 'verify')", async () => {
+    const limiter = new SlidingWindowLimiter({
+      client,
+      functionName: 'sliding_allow_v2',
+      loadFunctions: 'verify',
+      report: false,
+    });
+    const error = await rejectionOf(limiter.init());
+    expect(error).toBeInstanceOf(FunctionNotLoadedError);
+    const addresses = masters.map(nodeAddress);
+    const { message } = error as Error;
+    const [command] = /npx nestjs-sliding-limit functions load v2 --cluster (\S+)/.exec(message) ?? [''];
+    expect(command.split('--cluster ')[1]?.split(',').sort()).toEqual([...addresses].sort());
+    for (const address of addresses) expect(message).toContain(`redis-cli -u redis://${address} -x FUNCTION LOAD <`);
+    // Run as printed, the command loads it on every master.
+    expect((await runCli(command.split(' ').slice(2))).code).toBe(0);
+    await expect(limiter.init()).resolves.toBeUndefined();
+  });
+
+  it('list names the one master that lacks what live instances call, once, with the --cluster fix', async () => {
+    const limiter = new SlidingWindowLimiter({
+      client,
+      keyPrefix: 'list:',
+      functionName: 'sliding_allow_v1',
+      report: false,
+    });
+    await limiter.consume('k{1}', { limit: 5, windowMs: 60_000 });
+    await Promise.all(masters.map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', V1)));
+    const reporter = new InstanceReporter({ limiter, client, instanceId: 'web-1', intervalMs: 60_000 });
+    await reporter.reportNow();
+    const [, , c] = masters;
+    await c.function('FLUSH');
+    try {
+      const run = await runCli(['functions', 'list', '--cluster', seeds, '--json']);
+      expect(run.code).toBe(1);
+      expect(run.json<{ problems: unknown[] }>().problems).toEqual([
+        {
+          kind: 'called-missing',
+          node: nodeAddress(c),
+          library: 'rate_limit_v1',
+          instances: ['web-1'],
+          message:
+            `rate_limit_v1 (v1) is not loaded on ${nodeAddress(c)}, and live instances call sliding_allow_v1: ` +
+            `web-1 (prefix list:); run: npx nestjs-sliding-limit functions load v1 --cluster ${seeds}`,
+        },
+      ]);
+    } finally {
+      await reporter.close();
+    }
   });
 
   it('refuses --url on a cluster node (it would reach one master), naming --cluster', async () => {

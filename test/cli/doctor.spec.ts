@@ -132,18 +132,32 @@ describe('doctor on a standalone Redis', () => {
     );
   });
 
-  it('noeviction with maxmemory set is a warning, a problem once memory is 90% full', async () => {
+  it('noeviction with maxmemory and room to spare exits 0; nearly full or over maxmemory is a problem, worded so', async () => {
+    await healthy();
     await admin.config('SET', 'maxmemory', String(1024 * 1024 * 1024));
     const roomy = await doctorJson(['--url', url]);
-    expect(notOk(roomy.doc)).toEqual([`warning memory-noeviction ${address}`]);
-    expect(roomy.code).toBe(1);
-    expect(findingsOf(roomy.doc, 'memory-noeviction')[0].meaning).toMatch(/fails with OOM/);
+    expect(notOk(roomy.doc)).toEqual([]);
+    expect(roomy.code).toBe(0);
+    expect(findingsOf(roomy.doc, 'memory-noeviction')[0]).toMatchObject({
+      severity: 'ok',
+      meaning: expect.stringMatching(/fail with OOM/),
+      action: null,
+    });
 
     const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
     await admin.config('SET', 'maxmemory', String(used + 64 * 1024));
     const full = await doctorJson(['--url', url]);
     expect(notOk(full.doc)).toEqual([`problem memory-noeviction ${address}`]);
+    expect(findingsOf(full.doc, 'memory-noeviction')[0].summary).toMatch(/nearly full/);
     expect(full.code).toBe(2);
+
+    await admin.config('SET', 'maxmemory', String(Math.floor(used * 0.8)));
+    const over = await doctorJson(['--url', url]);
+    expect(notOk(over.doc)).toEqual([`problem memory-noeviction ${address}`]);
+    const [finding] = findingsOf(over.doc, 'memory-noeviction');
+    expect(finding.summary).toMatch(/over maxmemory/);
+    expect(`${finding.summary} ${finding.action}`).not.toMatch(/nearly/);
+    await admin.config('SET', 'maxmemory', '0');
   });
 
   it.each(['allkeys-lru', 'volatile-lfu'])(

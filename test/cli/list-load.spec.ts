@@ -1,4 +1,6 @@
 import Redis from 'ioredis';
+import { SlidingWindowLimiter } from '../../lib';
+import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { useOwnRedisServer } from '../support/own-redis';
 import { listLibraries, type LibraryInfo } from '../support/redis-inspect';
@@ -79,6 +81,7 @@ describe('functions list and load (standalone)', () => {
           ],
         },
       ],
+      called: [],
       problems: [],
     });
     const text = await runCli(['functions', 'list', '--url', url]);
@@ -136,6 +139,66 @@ describe('functions list and load (standalone)', () => {
       { node: `127.0.0.1:${server.port}`, result: 'failed', error: expect.stringMatching(/already exists/) },
     ]);
     expect(await libraries(redis)).not.toHaveProperty('rate_limit_v2');
+  });
+
+  describe('with live instances', () => {
+    const reporters: InstanceReporter[] = [];
+    afterEach(async () => {
+      for (const reporter of reporters.splice(0)) await reporter.close();
+    });
+
+    /** A limiter on `functionName` that has decided once (loading its library), and its report written. */
+    async function liveInstance(instanceId: string, functionName: string): Promise<void> {
+      const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix: 'list:', functionName, report: false });
+      await limiter.consume('k', { limit: 5, windowMs: 60_000 });
+      const reporter = new InstanceReporter({ limiter, client: redis, instanceId, intervalMs: 60_000 });
+      reporters.push(reporter);
+      await reporter.reportNow();
+    }
+
+    it('fails after FUNCTION FLUSH while an instance calls a version: naming the library, the instance and the fix', async () => {
+      await liveInstance('web-1', 'sliding_allow_v3');
+      const before = await runCli(['functions', 'list', '--url', url]);
+      expect(before.code).toBe(0);
+      expect(before.stdout).toContain('Called by live instances: sliding_allow_v3 (v3: web-1)');
+
+      await redis.function('FLUSH');
+      const run = await runCli(['functions', 'list', '--url', url]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toContain(
+        `rate_limit_v3 (v3) is not loaded on 127.0.0.1:${server.port}, and live instances call sliding_allow_v3: ` +
+          `web-1 (prefix list:); run: npx nestjs-sliding-limit functions load v3 --url ${url}`,
+      );
+      expect(run.stderr).toMatch(/^error: 1 problem found/);
+
+      const json = await runCli(['functions', 'list', '--url', url, '--json']);
+      expect(json.json<{ problems: unknown[] }>().problems).toEqual([
+        {
+          kind: 'called-missing',
+          node: `127.0.0.1:${server.port}`,
+          library: 'rate_limit_v3',
+          instances: ['web-1'],
+          message: expect.stringContaining('live instances call sliding_allow_v3'),
+        },
+      ]);
+
+      expect((await runCli(['functions', 'load', 'v3', '--url', url])).code).toBe(0);
+      expect((await runCli(['functions', 'list', '--url', url])).code).toBe(0);
+    });
+
+    it('fails when an instance calls a function no library on the master registers', async () => {
+      await liveInstance('old-1', 'sliding_allow_v2');
+      const reporter = reporters[0];
+      // A report naming a function of a later package version, which this CLI does not ship.
+      const report = JSON.parse((await redis.get(reporter.key)) as string) as Record<string, unknown>;
+      await redis.set(reporter.key, JSON.stringify({ ...report, functionName: 'sliding_allow_v99' }), 'PX', 60_000);
+      const run = await runCli(['functions', 'list', '--url', url, '--json']);
+      expect(run.code).toBe(1);
+      expect(run.json<{ problems: unknown[] }>().problems).toEqual([
+        expect.objectContaining({ kind: 'called-missing', library: null, instances: ['old-1'] }),
+      ]);
+      expect(run.json<{ problems: { message: string }[] }>().problems[0].message).toContain('no library on 127.0.0.1');
+    });
   });
 
   it('rejects an unknown version before connecting (exit 2, even with an unreachable Redis)', async () => {

@@ -95,7 +95,26 @@ describe('RateLimitModule.forRoot options', () => {
       () => ({ client: { host: 'x' } }),
       'client must be an ioredis Redis or Cluster instance',
     ],
-    ['an unknown option', () => ({ redis: url(), keyprefix: 'x' }), 'unknown option keyprefix'],
+    [
+      'an unknown option',
+      () => ({ redis: url(), keyprefix: 'x' }),
+      'unknown option keyprefix; did you mean keyPrefix?',
+    ],
+    [
+      "@nestjs/throttler's ttl and limit at the top",
+      () => ({ redis: url(), ttl: 60_000 }),
+      'unknown option ttl; did you mean defaultLimit: { limit, windowMs }?',
+    ],
+    [
+      'an option nothing resembles',
+      () => ({ redis: url(), flavour: 'x' }),
+      'unknown option flavour; known options: redis, client, backend, store,',
+    ],
+    [
+      'a defaultLimit with a typo',
+      () => ({ redis: url(), defaultLimit: { limit: 10, ttl: 1000 } }),
+      'defaultLimit has an unknown option ttl; did you mean windowMs?',
+    ],
     [
       'an unknown function name',
       () => ({ redis: url(), functionName: 'sliding_allow_v9' }),
@@ -527,12 +546,87 @@ describe('@SlidingLimit options', () => {
     expect((error as Error).message).toContain(`RowController.handler: ${expected}`);
   });
 
+  it.each([
+    ['ttl (as in @nestjs/throttler)', { limit: 5, ttl: 60_000 }, 'unknown option ttl; did you mean windowMs?'],
+    ['a misspelt name', { limit: 5, windowMs: 1000, nmae: 'login' }, 'unknown option nmae; did you mean name?'],
+    ['a case slip', { limit: 5, windowms: 1000 }, 'unknown option windowms; did you mean windowMs?'],
+    [
+      'an option nothing resembles',
+      { limit: 5, windowMs: 1000, colour: 'red' },
+      'unknown option colour; known options: limit, windowMs, precisionMs, key, name, onRedisError, cost',
+    ],
+  ])(
+    'an unknown option, %s: fails bootstrap naming it, the controller and the handler',
+    async (_label, options, expected) => {
+      const error = await bootstrapError([RateLimitModule.forRoot({ redis: server.url })], [controllerWith(options)]);
+      expect(error).toBeInstanceOf(RateLimitConfigError);
+      expect((error as Error).message).toContain(`RowController.handler: @SlidingLimit has an ${expected}`);
+    },
+  );
+
   it('on a class: fails bootstrap naming the controller', async () => {
     const error = await bootstrapError(
       [RateLimitModule.forRoot({ redis: server.url })],
       [controllerWith({ limit: 0, windowMs: 1000 }, true)],
     );
     expect((error as Error).message).toContain(`ClassRowController: ${LIMIT} 0`);
+  });
+
+  it('windowMs under a second (seconds meant?) starts, with a warning naming the handler and the window in ms', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const short = controllerWith({ limit: 5, windowMs: 60 });
+      const error = await bootstrapError([RateLimitModule.forRoot({ redis: server.url, report: false })], [short]);
+      expect(error).toBeUndefined();
+      const warnings = warn.mock.calls.map((call) => String(call[0]));
+      expect(warnings).toContainEqual(
+        expect.stringContaining(
+          'RowController.handler: windowMs is 60 milliseconds; if 60 seconds were meant, write windowMs: 60_000',
+        ),
+      );
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it('a window of a second or more gives no such warning', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const roomy = controllerWith({ limit: 5, windowMs: 1000 });
+      expect(
+        await bootstrapError([RateLimitModule.forRoot({ redis: server.url, report: false })], [roomy]),
+      ).toBeUndefined();
+      expect(warn.mock.calls.map((call) => String(call[0])).filter((w) => w.includes('milliseconds'))).toEqual([]);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
+
+describe('configuration errors: one prefix', () => {
+  it('module options and decorator arguments fail with messages that start alike', async () => {
+    const moduleError = await bootstrapError([RateLimitModule.forRoot({ redis: server.url, mode: 'x' as never })]);
+    @Controller('prefix')
+    class PrefixController {
+      @Get()
+      @SlidingLimit({ limit: 0, windowMs: 1000 })
+      handler(): string {
+        return 'ok';
+      }
+    }
+    const decoratorError = await bootstrapError([RateLimitModule.forRoot({ redis: server.url })], [PrefixController]);
+    const limiterError = (() => {
+      try {
+        new SlidingWindowLimiter({ client: redis, keyPrefix: 42 as never });
+      } catch (error) {
+        return error;
+      }
+    })();
+    for (const error of [moduleError, decoratorError, limiterError]) {
+      expect(error).toBeInstanceOf(RateLimitConfigError);
+      expect((error as Error).message).toMatch(/^nestjs-sliding-limit: invalid configuration/);
+    }
+    expect((moduleError as Error).message).toMatch(/^nestjs-sliding-limit: invalid configuration of RateLimitModule:/);
   });
 });
 

@@ -96,6 +96,8 @@ describe('the published package', () => {
         'dist/redis/lua/rate_limit_v2.lua',
         'dist/redis/lua/rate_limit_v3.lua',
         'README.md',
+        'CHANGELOG.md',
+        'LICENSE',
         'package.json',
       ]),
     );

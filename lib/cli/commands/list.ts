@@ -1,41 +1,60 @@
 import { describeServer } from '../../core/server-identity';
 import { nodeAddress } from '../../redis/redis-nodes';
 import type { LoadedLibrary } from '../../redis/reply';
+import { calledFunctions, describeCallers, type CalledFunction } from '../called-functions';
 import type { Command } from '../command';
 import { ExitCode } from '../exit-codes';
-import { formatTable, plural } from '../format';
+import { formatTable, listSome, plural } from '../format';
+import { readInstanceReports } from '../instance-reports';
 import { librariesOf } from '../../redis/loaded-libraries';
 import { bundledContractOf, bundledSource } from '../libraries';
 
 /** A difference `list` flags. */
 export interface ListProblem {
-  kind: 'missing' | 'differs-from-bundled' | 'differs-between-nodes';
+  kind: 'missing' | 'called-missing' | 'differs-from-bundled' | 'differs-between-nodes';
   node: string;
-  library: string;
+  /** The library; null for a called function this package does not ship (its library is unknown). */
+  library: string | null;
+  /** called-missing: the instances calling it. */
+  instances?: string[];
   message: string;
 }
 
+/** One master and its libraries. */
+interface ListedNode {
+  node: string;
+  libraries: LoadedLibrary[];
+}
+
 /**
- * `functions list`: the libraries and functions of every master. Flags a master that lacks a
+ * `functions list`: the libraries and functions of every master. Flags a library a live instance
+ * calls (from the instance reports) that a master lacks — after a FUNCTION FLUSH or a restart
+ * without persistence no master may hold it, and nothing else would tell —, a master that lacks a
  * library another master has, a shipped library whose code is not the bundled code, and another
  * library whose code differs between masters. Exit code 1 when anything is flagged, so a deploy
  * script can use it as a check.
  */
 export const listCommand: Command = async ({ masters, servers, suggest }) => {
-  const nodes = await Promise.all(
-    masters.map(async (node) => ({
-      node: nodeAddress(node),
-      server: servers.get(node),
-      libraries: await librariesOf(node),
-    })),
-  );
-  const problems: ListProblem[] = [];
+  const [nodes, { reports }] = await Promise.all([
+    Promise.all(
+      masters.map(async (node) => ({
+        node: nodeAddress(node),
+        server: servers.get(node),
+        libraries: await librariesOf(node),
+      })),
+    ),
+    readInstanceReports(masters, undefined),
+  ]);
+  const called = calledFunctions(reports);
+  const problems: ListProblem[] = calledButMissing(nodes, called, suggest);
+  const reported = new Set(problems.map((p) => `${p.node} ${p.library}`));
 
   const names = [...new Set(nodes.flatMap((n) => n.libraries.map((library) => library.name)))].sort();
   for (const name of names) {
     const contract = bundledContractOf(name);
     const holders = nodes.filter((n) => n.libraries.some((library) => library.name === name));
     for (const lacking of nodes.filter((n) => !holders.includes(n))) {
+      if (reported.has(`${lacking.node} ${name}`)) continue;
       const fix = contract
         ? `run: ${suggest(`functions load ${contract.version}`)}`
         : `load it there (FUNCTION LOAD on ${lacking.node}), or delete it from the others`;
@@ -87,6 +106,7 @@ export const listCommand: Command = async ({ masters, servers, suggest }) => {
         };
       }),
     })),
+    called,
     problems,
   };
 
@@ -107,8 +127,13 @@ export const listCommand: Command = async ({ masters, servers, suggest }) => {
           );
   }
   text +=
+    called.length === 0
+      ? '\nNo live instance reports: which functions are called is unknown (instances report unless report: false).\n'
+      : `\nCalled by live instances: ${called.map(describeCalled).join(', ')}\n`;
+  text +=
     problems.length === 0
-      ? `\nOK: ${plural(nodes.length, 'master')} checked; no master lacks a library, shipped libraries hold the bundled code.\n`
+      ? `\nOK: ${plural(nodes.length, 'master')} checked; every function live instances call is loaded, ` +
+        'no master lacks a library, shipped libraries hold the bundled code.\n'
       : `\n${plural(problems.length, 'problem')}:\n${problems.map((p) => `  - ${p.message}\n`).join('')}`;
 
   return {
@@ -118,6 +143,51 @@ export const listCommand: Command = async ({ masters, servers, suggest }) => {
     error: problems.length === 0 ? undefined : `${plural(problems.length, 'problem')} found; see above`,
   };
 };
+
+/**
+ * A problem for each master lacking a function that live instances call: the shipped library that
+ * registers it, or, for a function this package does not ship, any library registering it.
+ */
+function calledButMissing(
+  nodes: readonly ListedNode[],
+  called: readonly CalledFunction[],
+  suggest: (command: string) => string,
+): ListProblem[] {
+  const problems: ListProblem[] = [];
+  for (const { functionName, version, library, callers } of called) {
+    const instances = callers.map((caller) => caller.instanceId);
+    const who = `live instances call ${functionName}: ${describeCallers(callers)}`;
+    for (const { node, libraries } of nodes) {
+      if (library !== null) {
+        if (libraries.some((loaded) => loaded.name === library)) continue;
+        problems.push({
+          kind: 'called-missing',
+          node,
+          library,
+          instances,
+          message: `${library} (${version}) is not loaded on ${node}, and ${who}; run: ${suggest(`functions load ${version}`)}`,
+        });
+      } else if (!libraries.some((loaded) => loaded.functions.includes(functionName))) {
+        problems.push({
+          kind: 'called-missing',
+          node,
+          library: null,
+          instances,
+          message:
+            `no library on ${node} registers ${functionName}, and ${who}; this package version does not ship it: ` +
+            'load it with the CLI of the package version those instances run',
+        });
+      }
+    }
+  }
+  return problems;
+}
+
+/** `sliding_allow_v3 (v3: web-1, web-2 canary)`. */
+function describeCalled({ functionName, version, callers }: CalledFunction): string {
+  const ids = callers.map((caller) => `${caller.instanceId}${caller.canary ? ' canary' : ''}`);
+  return `${functionName} (${version ?? 'not shipped'}: ${listSome(ids)})`;
+}
 
 function libraryOf(libraries: readonly LoadedLibrary[], name: string): LoadedLibrary {
   return libraries.find((library) => library.name === name) as LoadedLibrary;

@@ -1,21 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
 import { isUnanswered } from '../../redis/error-kind';
 import { nodeAddress } from '../../redis/redis-nodes';
 import type { Command } from '../command';
-import { CliError, ExitCode } from '../exit-codes';
+import { ExitCode } from '../exit-codes';
+import { readDumpFile } from '../dump-file';
 import { formatTable } from '../format';
 import { librariesOf } from '../../redis/loaded-libraries';
-
-/** Reads a dump file, as bytes. */
-export function readDumpFile(path: string): Buffer {
-  try {
-    return readFileSync(resolve(path));
-  } catch (error) {
-    throw new CliError(ExitCode.Failed, `cannot read ${resolve(path)}: ${(error as Error).message}`, { cause: error });
-  }
-}
 
 const POLICY_HINTS: Record<string, string> = {
   append:

@@ -3,15 +3,11 @@ import type { Command } from '../command';
 import { ExitCode } from '../exit-codes';
 import { formatAge, formatRate, formatTable, plural, rateOf } from '../format';
 import { FoundReport, readInstanceReports } from '../instance-reports';
-import { versionOfFunction } from '../libraries';
+import { nameFunction, type NamedFunction } from '../libraries';
 import { DEFAULT_REPORT_INTERVAL_MS, REPORT_TTL_INTERVALS } from '../../core/instance-report';
 
 /** What the live instances do with one function name, summed over their reports. */
-export interface FunctionStatus {
-  functionName: string;
-  /** `v2` when this package ships the function, else null. */
-  version: string | null;
-  library: string | null;
+export interface FunctionStatus extends NamedFunction {
   /** Instances calling it as their stable function. */
   stable: string[];
   /** Instances sending it a canary share. */
@@ -100,11 +96,8 @@ export function summarize(reports: readonly FoundReport[]): FunctionStatus[] {
   const entry = (functionName: string): FunctionStatus => {
     let status = byName.get(functionName);
     if (!status) {
-      const contract = versionOfFunction(functionName);
       status = {
-        functionName,
-        version: contract?.version ?? null,
-        library: contract?.libraryName ?? null,
+        ...nameFunction(functionName),
         stable: [],
         canary: [],
         calls: 0,

@@ -39,7 +39,7 @@ async function checkSlots(masters: readonly DoctorNode[]): Promise<FindingInput[
         node: node.address,
         summary: `cluster_state ${state}, ${assigned} of ${CLUSTER_SLOTS} slots assigned, ${failing} slots on failing nodes`,
         meaning: 'calls for keys in uncovered or failing slots are refused (CLUSTERDOWN) and the limiter falls back',
-        action: 'assign the missing slots or bring the failed master back (redis-cli --cluster check / fix)',
+        action: `assign the missing slots or bring the failed master back: redis-cli --cluster check ${node.address}, then --cluster fix`,
         details: Object.fromEntries(info),
       });
     }
@@ -57,7 +57,7 @@ async function checkSlots(masters: readonly DoctorNode[]): Promise<FindingInput[
       node: node.address,
       summary: `CLUSTER SLOTS on ${node.address} covers ${covered.size} of ${CLUSTER_SLOTS} slots: missing ${missingRanges(covered)}`,
       meaning: 'keys hashing to those slots have no master: every limiter call for them fails',
-      action: 'assign the slots: redis-cli --cluster fix <host:port>',
+      action: `assign the slots: redis-cli --cluster fix ${node.address}`,
     });
   }
   const [first] = masters;

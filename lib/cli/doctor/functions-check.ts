@@ -3,45 +3,11 @@ import { FUNCTION_VERSIONS, functionNamesOf } from '../../redis/function-version
 import { librariesOf } from '../../redis/loaded-libraries';
 import type { LoadedLibrary } from '../../redis/reply';
 import { plural } from '../format';
+import { calledFunctions, type CalledFunction } from '../called-functions';
 import type { FoundReport } from '../instance-reports';
-import { bundledSource, versionOfFunction } from '../libraries';
+import { bundledSource } from '../libraries';
 import type { DoctorNode } from './doctor-nodes';
 import type { FindingInput } from './findings';
-
-/** Which function names live instances call, and how many instances call each. */
-export interface CalledFunction {
-  functionName: string;
-  /** `v2`, or null for a function this package does not ship. */
-  version: string | null;
-  library: string | null;
-  stable: number;
-  canary: number;
-}
-
-/** The function names the reports name, stable and canary. */
-export function calledFunctions(reports: readonly FoundReport[]): CalledFunction[] {
-  const byName = new Map<string, CalledFunction>();
-  const entry = (functionName: string) => {
-    let called = byName.get(functionName);
-    if (!called) {
-      const contract = versionOfFunction(functionName);
-      called = {
-        functionName,
-        version: contract?.version ?? null,
-        library: contract?.libraryName ?? null,
-        stable: 0,
-        canary: 0,
-      };
-      byName.set(functionName, called);
-    }
-    return called;
-  };
-  for (const { report } of reports) {
-    entry(report.functionName).stable++;
-    if (report.canary) entry(report.canary.functionName).canary++;
-  }
-  return [...byName.values()].sort((a, b) => a.functionName.localeCompare(b.functionName));
-}
 
 /**
  * Functions: every node (masters and replicas) holds the libraries the live instances call, with

@@ -3,6 +3,11 @@ import type { DoctorNode } from './doctor-nodes';
 import { type FindingInput, formatBytes } from './findings';
 import { integerOf, parseConfigGet, parseInfoFields } from './replies';
 
+/**
+ * Share of maxmemory in use from which a noeviction Redis is worth a look (a warning): below it,
+ * noeviction with maxmemory is the recommended configuration for a limiter.
+ */
+export const NOEVICTION_WARNING_SHARE = 0.75;
 /** Share of maxmemory in use from which a noeviction Redis is a problem: OOM errors are close. */
 export const NOEVICTION_PROBLEM_SHARE = 0.9;
 
@@ -58,8 +63,9 @@ export async function checkMemory(nodes: readonly DoctorNode[]): Promise<Finding
 export function judgeMemory(address: string, settings: MemorySettings): FindingInput {
   const { maxmemoryBytes, policy, usedBytes, configRefused } = settings;
   const source = configRefused ? ` (from INFO memory: CONFIG GET was refused: ${configRefused})` : '';
+  const share = maxmemoryBytes > 0 ? usedBytes / maxmemoryBytes : 0;
   const used = maxmemoryBytes > 0 ? `${formatBytes(usedBytes)} of ${formatBytes(maxmemoryBytes)} used` : '';
-  const details = { ...settings, usedShare: maxmemoryBytes > 0 ? usedBytes / maxmemoryBytes : null };
+  const details = { ...settings, usedShare: maxmemoryBytes > 0 ? share : null };
   const base = { node: address, details };
 
   if (maxmemoryBytes === 0) {
@@ -72,20 +78,7 @@ export function judgeMemory(address: string, settings: MemorySettings): FindingI
       action: null,
     };
   }
-  if (policy === 'noeviction') {
-    const full = usedBytes >= maxmemoryBytes * NOEVICTION_PROBLEM_SHARE;
-    return {
-      ...base,
-      severity: full ? 'problem' : 'warning',
-      code: 'memory-noeviction',
-      summary: `maxmemory-policy noeviction with maxmemory set: ${used}${source}`,
-      meaning:
-        'when memory is full every limiter call fails with OOM and the failure policy decides (fail open or closed)',
-      action: full
-        ? 'memory is nearly full: raise maxmemory, or find what fills it (see the keys check)'
-        : 'keep maxmemory well above the limiter keys (see the keys check) and alert on used memory',
-    };
-  }
+  if (policy === 'noeviction') return judgeNoeviction(base, share, used, source);
   const family = policy.split('-')[0];
   if (Object.hasOwn(EVICTION_MEANINGS, family)) {
     return {
@@ -104,5 +97,49 @@ export function judgeMemory(address: string, settings: MemorySettings): FindingI
     summary: `maxmemory-policy ${policy}: ${used}${source}`,
     meaning: 'a policy the doctor does not know: check what it evicts',
     action: 'read the server documentation of this policy',
+  };
+}
+
+/**
+ * noeviction with maxmemory: nothing is evicted, so the limiter's counts stay exact, and writes fail
+ * with OOM only when memory is full. With room to spare it is the configuration to have (ok, and
+ * where the advice for an evicting policy leads); a warning when it fills, a problem when it is
+ * nearly full or over maxmemory (which happens when maxmemory is set below the memory in use).
+ */
+function judgeNoeviction(
+  base: Pick<FindingInput, 'node' | 'details'>,
+  share: number,
+  used: string,
+  source: string,
+): FindingInput {
+  const finding = { ...base, code: 'memory-noeviction' };
+  const percent = `${(share * 100).toFixed(1)}%`;
+  const oom = 'the failure policy decides every limiter call (fail open or closed)';
+  if (share >= 1) {
+    return {
+      ...finding,
+      severity: 'problem',
+      summary: `maxmemory-policy noeviction, over maxmemory (${percent}): ${used}${source}`,
+      meaning: `Redis refuses writes with OOM: ${oom} until memory is freed`,
+      action:
+        'over maxmemory: every limiter write fails with OOM now; raise maxmemory, or find what fills it (see the keys check)',
+    };
+  }
+  if (share >= NOEVICTION_WARNING_SHARE) {
+    const problem = share >= NOEVICTION_PROBLEM_SHARE;
+    return {
+      ...finding,
+      severity: problem ? 'problem' : 'warning',
+      summary: `maxmemory-policy noeviction, nearly full (${percent}): ${used}${source}`,
+      meaning: `when memory is full Redis refuses writes with OOM and ${oom}`,
+      action: `nearly full: raise maxmemory, or find what fills it (see the keys check)`,
+    };
+  }
+  return {
+    ...finding,
+    severity: 'ok',
+    summary: `maxmemory-policy noeviction: ${used} (${percent})${source}`,
+    meaning: `nothing is evicted, so limits stay exact; writes fail with OOM only once memory is full (a warning from ${NOEVICTION_WARNING_SHARE * 100}% used): alert on used memory`,
+    action: null,
   };
 }

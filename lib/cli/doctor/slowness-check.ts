@@ -192,7 +192,7 @@ export function judgeSlowness(
       meaning: off
         ? 'Redis records no latency spikes'
         : 'no spike above latency-monitor-threshold since the last reset',
-      action: off ? 'to record spikes: CONFIG SET latency-monitor-threshold 100 (ms)' : null,
+      action: off ? `to record spikes: CONFIG SET latency-monitor-threshold 100 (ms) on ${address}` : null,
     });
   } else {
     findings.push({

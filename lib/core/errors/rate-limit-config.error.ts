@@ -1,14 +1,23 @@
 import { SlidingLimitError } from './sliding-limit.error';
 
+/** The one prefix of every configuration error's message, whatever part of the package finds it. */
+const PREFIX = 'nestjs-sliding-limit: invalid configuration';
+
 /**
  * Invalid configuration: module options, limiter options or decorator arguments.
  * Thrown at construction or bootstrap, never per request. `problems` lists every problem found.
+ * The message starts `nestjs-sliding-limit: invalid configuration` (then `of <context>` when
+ * given), so that a log search finds every one of them.
  */
 export class RateLimitConfigError extends SlidingLimitError {
+  /**
+   * @param problems every problem found, each naming its option
+   * @param context what was being configured (`RateLimitModule`, `SlidingWindowLimiter`)
+   */
   constructor(
     readonly problems: readonly string[],
-    context = 'nestjs-sliding-limit',
+    context?: string,
   ) {
-    super(`${context}: invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    super(`${PREFIX}${context ? ` of ${context}` : ''}:\n  - ${problems.join('\n  - ')}`);
   }
 }
