@@ -291,7 +291,7 @@ export class SlidingWindowLimiter {
    * version for this identity, the clock, the block cache, then one call of the version's function
    * (with other decisions in a batch while calls are in flight) whose outcome the decision in flight
    * receives and turns into the caller's decision. A failure anywhere on the way reaches the failure
-   * policy through {@link DecisionInFlight.reject}, at one point. Not async: the decision in flight is
+   * policy through `DecisionInFlight.reject`, at one point. Not async: the decision in flight is
    * the path's one promise.
    */
   private decide(

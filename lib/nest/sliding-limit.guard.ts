@@ -187,7 +187,7 @@ export class SlidingLimitGuard implements CanActivate {
     return this.apply(context, plan, http.response, await this.limiter.consumeAll(rules, options));
   }
 
-  /** `apply`, for {@link Admission}: made once per guard. */
+  /** `apply`, for `Admission`: made once per guard. */
   private readonly applyDecision: ApplyDecision = (context, plan, response, decision) =>
     this.apply(context, plan, response, decision);
 
