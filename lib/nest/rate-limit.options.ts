@@ -7,7 +7,6 @@ import { describeValue } from '../core/value-checks';
 import { describeRedisUrlProblems } from '../core/redis-url';
 import type { LimiterBackend } from '../core/limiter-backend';
 import { MemoryBackend } from '../memory/memory-backend';
-import { FUNCTION_VERSIONS } from '../redis/function-versions';
 import {
   describeLimiterSettingsProblems,
   describeRedisErrorPolicyProblems,
@@ -52,9 +51,6 @@ export interface SlidingLimitOptions extends SlidingLimitRule {
 /** Where limits are kept when not in Redis: see {@link RateLimitModuleOptions.store}. */
 export type RateLimitStore = 'memory' | { type: 'memory'; maxKeys?: number };
 
-/** The function `store: 'memory'` runs when `functionName` does not say: the newest shipped. */
-const NEWEST_FUNCTION = FUNCTION_VERSIONS[FUNCTION_VERSIONS.length - 1].allowFunction;
-
 /** Keys the in-memory store keeps when `store` does not say. */
 export const DEFAULT_MEMORY_STORE_KEYS = 1_000_000;
 
@@ -92,8 +88,8 @@ export interface RateLimitModuleOptions extends LimiterSettings {
    * the same decorators, headers, stacked limits, costs and windows, exact within the process, for an
    * application that runs as one instance (a laptop, a CI job, a single container). Each instance
    * counts on its own and starts empty after a restart. At most `maxKeys` keys (default 1,000,000),
-   * the least recently used forgotten first. Runs the newest function (`sliding_allow_v3`) unless
-   * `functionName` says otherwise. Exclusive with `redis`, `client` and `backend`.
+   * the least recently used forgotten first. Runs the default function (`DEFAULT_FUNCTION_NAME`) unless
+   * `functionName` says otherwise, as on Redis. Exclusive with `redis`, `client` and `backend`.
    */
   store?: RateLimitStore;
   /** Register {@link SlidingLimitGuard} as an APP_GUARD for every route. Default `true`. */
@@ -208,9 +204,8 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
       key: raw.key,
       defaultLimit: raw.defaultLimit,
     }),
-    // The limiter applies its own defaults (keyPrefix `rl:` among them). In memory there is no
-    // deployed version to move from: the newest one, with costs and the bounded-memory window.
-    limiter: store && settings.functionName === undefined ? { ...settings, functionName: NEWEST_FUNCTION } : settings,
+    // The limiter applies its own defaults (functionName and keyPrefix `rl:` among them), in memory too.
+    limiter: settings,
   };
 }
 

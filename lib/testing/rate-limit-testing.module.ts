@@ -1,9 +1,25 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { MemoryBackend } from '../memory/memory-backend';
-import { RATE_LIMIT_RAW_OPTIONS } from '../nest/rate-limit.constants';
+import { RATE_LIMIT_OPTIONS, RATE_LIMIT_RAW_OPTIONS } from '../nest/rate-limit.constants';
 import { RateLimitModule } from '../nest/rate-limit.module';
 import type { RateLimitModuleForRootOptions } from '../nest/rate-limit.module-definition';
+import { resolveRateLimitOptions, type ResolvedRateLimitOptions } from '../nest/rate-limit.options';
 import { TestClock } from './test-clock';
+
+/** What an application's options say about where limits are kept and on which clock: what a test replaces. */
+const STORE_OPTIONS = new Set(['redis', 'client', 'backend', 'store', 'clock']);
+
+/**
+ * An application's options with its store and clock replaced by the test's and `testOptions` laid
+ * over them: every other option (functionName, global, headers, keyPrefix, errorBody, key,
+ * defaultLimit, …) is the application's. Anything but an object is passed on for the module's own
+ * checks to report.
+ */
+function onTestStore(appOptions: unknown, testOptions: object, backend: MemoryBackend, clock: TestClock): unknown {
+  if (typeof appOptions !== 'object' || appOptions === null) return appOptions;
+  const kept = Object.entries(appOptions).filter(([name]) => !STORE_OPTIONS.has(name));
+  return { ...Object.fromEntries(kept), ...testOptions, backend, clock: clock.now };
+}
 
 /**
  * Options of {@link RateLimitTestingModule.forRoot}: those of `RateLimitModule.forRoot` without the
@@ -39,7 +55,9 @@ export type RateLimitTestingOptions = Omit<RateLimitModuleForRootOptions, 'redis
  * of `@nestjs/testing`), declared here so that this package's types never require `@nestjs/testing`.
  */
 export interface OverridableTestingModule<B> {
-  overrideProvider(token: unknown): { useValue(value: unknown): B };
+  overrideProvider(token: unknown): {
+    useFactory(options: { factory: (...args: never[]) => unknown; inject?: unknown[] }): B;
+  };
 }
 
 /** What {@link RateLimitTestingModule.override} gives back: the builder, and the test's clock and store. */
@@ -56,29 +74,34 @@ export interface RateLimitTestingOverride<B> {
 export class RateLimitTestingModule {
   /**
    * Tests a whole application whose `AppModule` imports `RateLimitModule.forRoot(…)` or
-   * `forRootAsync(…)`: replaces the module's options (whatever provides them: a `ConfigService`
-   * factory, a class) with the in-memory store and a {@link TestClock}, so no Redis connection is ever
-   * opened, even by a test that forgets `app.close()`. (`overrideModule(RateLimitModule)` cannot do
-   * this: Nest matches a module to override by identity, and `forRoot()` returns a new object.)
+   * `forRootAsync(…)`: runs it on the application's own options (whatever provides them: a
+   * `ConfigService` factory, a class) with only the store and the clock replaced — the in-memory store
+   * and a {@link TestClock} — so no Redis connection is ever opened, even by a test that forgets
+   * `app.close()`. (`overrideModule(RateLimitModule)` cannot do this: Nest matches a module to
+   * override by identity, and `forRoot()` returns a new object.)
    *
    * ```ts
    * const { builder, clock } = RateLimitTestingModule.override(Test.createTestingModule({ imports: [AppModule] }));
    * const app = (await builder.compile()).createNestApplication();
    * ```
    *
-   * `options` are those of {@link RateLimitTestingModule.forRoot} (headers, defaultLimit, …); the
-   * application's own options are not read.
+   * `options` (those of {@link RateLimitTestingModule.forRoot}: headers, defaultLimit, …) are laid
+   * over the application's, for a test that wants something else.
    */
   static override<B>(
     builder: OverridableTestingModule<B>,
     options: RateLimitTestingOptions = {},
   ): RateLimitTestingOverride<B> {
-    const { startTime, isGlobal: _isGlobal, ...moduleOptions } = options;
+    const { startTime, isGlobal: _isGlobal, ...testOptions } = options;
     const clock = new TestClock(startTime);
     const backend = new MemoryBackend({ clock: clock.now });
-    const overridden = builder
-      .overrideProvider(RATE_LIMIT_RAW_OPTIONS)
-      .useValue({ ...moduleOptions, backend, clock: clock.now });
+    // The resolved options are replaced, not the raw ones, so the application's own provider of the
+    // raw options (forRoot's value, forRootAsync's factory) still runs and is read.
+    const overridden = builder.overrideProvider(RATE_LIMIT_OPTIONS).useFactory({
+      factory: (appOptions: unknown): ResolvedRateLimitOptions =>
+        resolveRateLimitOptions(onTestStore(appOptions, testOptions, backend, clock)),
+      inject: [RATE_LIMIT_RAW_OPTIONS],
+    });
     return { builder: overridden, clock, backend };
   }
 

@@ -3,6 +3,7 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { DEFAULT_FUNCTION_NAME } from 'nestjs-sliding-limit';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 
 /*
@@ -73,7 +74,7 @@ describe('NestJS and ioredis majors beside the dev ones', () => {
           { status: 200, remaining: '0', retryAfter: null },
           { status: 429, remaining: '0', retryAfter: '60' },
         ]);
-        expect(result).toMatchObject({ functionName: 'sliding_allow_v2', mode: 'function' });
+        expect(result).toMatchObject({ functionName: DEFAULT_FUNCTION_NAME, mode: 'function' });
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
