@@ -99,6 +99,7 @@ export {
 // Testing kit
 export {
   RateLimitTestingModule,
+  type CompilableTestingModule,
   type OverridableTestingModule,
   type RateLimitTestingOptions,
   type RateLimitTestingOverride,

@@ -31,8 +31,8 @@ import {
 @Injectable()
 export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplicationBootstrap {
   constructor(
-    limiter: SlidingWindowLimiter,
-    plans: SlidingLimitPlans,
+    @Optional() limiter?: SlidingWindowLimiter,
+    @Optional() plans?: SlidingLimitPlans,
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     super(limiter, plans);

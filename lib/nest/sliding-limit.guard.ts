@@ -3,6 +3,7 @@ import {
   ForbiddenException,
   Injectable,
   Logger,
+  Optional,
   ServiceUnavailableException,
   type CanActivate,
   type ExecutionContext,
@@ -18,6 +19,7 @@ import type { RateLimitRequest } from './rate-limit-key';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-limit-cost';
 import { messageOf } from '../redis/reply';
+import { missingModuleError } from './missing-module.error';
 
 /** The rule of one limit for one request's key. */
 function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
@@ -77,10 +79,19 @@ export class SlidingLimitGuard implements CanActivate {
   private readonly metUnsupported = new WeakSet<HandlerPlan>();
   private readonly warnedUnpriceable = new WeakSet<HandlerPlan>();
 
-  constructor(
-    protected readonly limiter: SlidingWindowLimiter,
-    protected readonly plans: SlidingLimitPlans,
-  ) {}
+  protected readonly limiter: SlidingWindowLimiter;
+  protected readonly plans: SlidingLimitPlans;
+
+  /**
+   * Both come from `RateLimitModule`. They are optional for Nest so that a guard used where the
+   * module is not imported fails with an error that names the module, not with Nest's generic
+   * "can't resolve dependencies".
+   */
+  constructor(@Optional() limiter?: SlidingWindowLimiter, @Optional() plans?: SlidingLimitPlans) {
+    if (!limiter || !plans) throw missingModuleError(new.target.name);
+    this.limiter = limiter;
+    this.plans = plans;
+  }
 
   canActivate(context: ExecutionContext): Promise<boolean> {
     // Not async itself: a request that needs no decision costs no promise of its own. A synchronous

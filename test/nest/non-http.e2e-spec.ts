@@ -197,6 +197,12 @@ describe('the global guard beside WsSlidingLimitGuard (socket.io)', () => {
     const socket = await start([UnguardedGateway, { provide: APP_GUARD, useClass: WsSlidingLimitGuard }]);
     for (let i = 1; i <= 4; i++) await expect(call(socket, 'say', i)).resolves.toEqual({ reply: { said: i } });
     expect(unlimitedWarnings(warn)).toEqual([]);
+    // Which start-up says, naming the gateway.
+    expect(warn.mock.calls.map(([line]) => String(line))).toContain(
+      'UnguardedGateway.say has @SlidingLimit, but no SlidingLimitGuard runs for it, so it is not limited: Nest ' +
+        'runs no global guard for WebSocket gateways; add @UseGuards(WsSlidingLimitGuard) to the gateway ' +
+        '(see docs/websockets-and-microservices.md)',
+    );
   });
 
   it('fails at bootstrap on bad @SlidingLimit arguments of a gateway, naming Gateway.method', async () => {

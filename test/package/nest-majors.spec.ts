@@ -35,7 +35,7 @@ describe('NestJS and ioredis majors beside the dev ones', () => {
   afterAll(() => rmSync(packDir, { recursive: true, force: true }));
 
   it.each(COMBINATIONS)(
-    'NestJS $nest with ioredis $ioredis: limits a route and answers 429',
+    'NestJS $nest with ioredis $ioredis: limits a route and answers 429, and says when the module is missing',
     async ({ nest, ioredis }) => {
       const dir = mkdtempSync(join(tmpdir(), `nsl-nest${nest}-`));
       try {
@@ -68,6 +68,7 @@ describe('NestJS and ioredis majors beside the dev ones', () => {
           answers: { status: number; remaining: string | null; retryAfter: string | null }[];
           functionName: string;
           mode: string;
+          warnings: string[];
         };
         expect(result.answers).toEqual([
           { status: 200, remaining: '1', retryAfter: null },
@@ -75,6 +76,10 @@ describe('NestJS and ioredis majors beside the dev ones', () => {
           { status: 429, remaining: '0', retryAfter: '60' },
         ]);
         expect(result).toMatchObject({ functionName: DEFAULT_FUNCTION_NAME, mode: 'function' });
+        // The decorator's start-up check runs on this major too.
+        expect(result.warnings).toEqual([
+          expect.stringContaining('LimitedController carries @SlidingLimit, but the application does not import'),
+        ]);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
