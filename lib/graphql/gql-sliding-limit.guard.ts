@@ -90,6 +90,7 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
     plan: HandlerPlan,
   ): never {
     if (!isGraphQLCall(context)) return super.throwRateLimited(context, decision, plan);
+    this.logRefusal(context, decision, plan);
     throw tooManyRequestsError(decision, plan);
   }
 

@@ -22,6 +22,7 @@ import type { SlidingLimitRule } from '../core/limit-rule';
 import { DEFAULT_KEY } from './rate-limit.constants';
 import { describeKeyProblems } from './key-template';
 import { describeNameProblems } from './limit-name';
+import { describeRefusalLogLevelProblems, type RateLimitRefusalLogLevel } from './refusal-log';
 
 /** Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key`. */
 export interface SlidingLimitOptions extends SlidingLimitRule {
@@ -102,6 +103,8 @@ export interface RateLimitModuleOptions extends LimiterSettings {
   key?: RateLimitKey;
   /** Limit applied to routes with no `@SlidingLimit` on handler or class (and no `@SkipRateLimit`). Default none. */
   defaultLimit?: SlidingLimitOptions;
+  /** Log each refused call (a full limit) at this level, on every transport. Default `'off'`. */
+  refusalLogLevel?: RateLimitRefusalLogLevel;
 }
 
 /** Module options after validation, with the module's own defaults applied. */
@@ -118,6 +121,7 @@ export interface ResolvedRateLimitOptions {
   errorBody: RateLimitErrorBodyStyle;
   key: RateLimitKey;
   defaultLimit?: SlidingLimitOptions;
+  refusalLogLevel: RateLimitRefusalLogLevel;
 }
 
 const NEST_DEFAULTS = {
@@ -125,6 +129,7 @@ const NEST_DEFAULTS = {
   headers: 'legacy',
   errorBody: 'nest',
   key: DEFAULT_KEY,
+  refusalLogLevel: 'off',
 } as const;
 
 const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['legacy', 'draft', 'both', 'none'];
@@ -140,6 +145,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'errorBody',
   'key',
   'defaultLimit',
+  'refusalLogLevel',
 ]);
 
 /**
@@ -186,6 +192,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   }
   if (raw.key !== undefined) problems.push(...describeKeyProblems(raw.key, 'key'));
   if (raw.defaultLimit !== undefined) problems.push(...describeLimitProblems(raw.defaultLimit, 'defaultLimit'));
+  if (raw.refusalLogLevel !== undefined) problems.push(...describeRefusalLogLevelProblems(raw.refusalLogLevel));
   const settings = pickLimiterSettings(raw as Record<string, unknown>);
   problems.push(...describeLimiterSettingsProblems(settings));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
@@ -203,6 +210,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
       errorBody: raw.errorBody,
       key: raw.key,
       defaultLimit: raw.defaultLimit,
+      refusalLogLevel: raw.refusalLogLevel,
     }),
     // The limiter applies its own defaults (functionName and keyPrefix `rl:` among them), in memory too.
     limiter: settings,

@@ -20,6 +20,7 @@ import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-limit-cost';
 import { messageOf } from '../redis/reply';
 import { missingModuleError } from './missing-module.error';
+import { refusalLine } from './refusal-log';
 
 /** The rule of one limit for one request's key. */
 function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
@@ -282,13 +283,28 @@ export class SlidingLimitGuard implements CanActivate {
   }
 
   /** Throws the 429. Override to throw a `WsException`, a GraphQL error or an `RpcException` instead. */
-  protected throwRateLimited(_context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): never {
+  protected throwRateLimited(context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): never {
+    this.logRefusal(context, decision, plan);
     const details = {
       retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),
       retryAfterMs: decision.retryAfterMs,
       limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
     };
     throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
+  }
+
+  /**
+   * Logs a refused call at the module's `refusalLogLevel` (by default, not at all). The ready guards
+   * call it from their `throwRateLimited`; an override of that hook calls it to keep the option working.
+   */
+  protected logRefusal(
+    context: ExecutionContext,
+    decision: MultiRateLimitDecision,
+    plan: HandlerPlan,
+    what?: string,
+  ): void {
+    const level = this.plans.options.refusalLogLevel;
+    if (level !== 'off') this.logger[level](refusalLine(context, decision, plan, what));
   }
 
   /**

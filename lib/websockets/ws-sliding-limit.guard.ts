@@ -59,6 +59,7 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
     plan: HandlerPlan,
   ): never {
     if (context.getType() !== 'ws') return super.throwRateLimited(context, decision, plan);
+    this.logRefusal(context, decision, plan);
     throw new WsException(tooManyRequestsPayload(decision, plan));
   }
 
