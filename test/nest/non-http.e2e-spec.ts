@@ -131,7 +131,7 @@ describe('the guards outside HTTP, called directly', () => {
     const ws = new WsSlidingLimitGuard(limiter, plans).canActivate(wsContext(ChatGateway.prototype.chat, {}));
     const wsError = await ws.catch((error: unknown) => error);
     expect(wsError).toBeInstanceOf(WsException);
-    expect((wsError as WsException).getError()).toEqual(unavailable);
+    expect((wsError as WsException).getError()).toEqual({ ...unavailable, event: 'chat' });
 
     const rpc = new RpcSlidingLimitGuard(limiter, plans).canActivate(
       rpcContext(OrdersController.prototype.create, { tenantId: 'a' }),
@@ -187,6 +187,7 @@ describe('the global guard beside WsSlidingLimitGuard (socket.io)', () => {
       retryAfter: 60,
       retryAfterMs: expect.any(Number),
       limits: [event],
+      event,
     });
     await expect(call(socket, event, 4)).resolves.toHaveProperty('exception.code', 'TOO_MANY_REQUESTS');
     expect(unlimitedWarnings(warn)).toEqual([]);
