@@ -21,6 +21,7 @@ import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-l
 import { messageOf } from '../redis/reply';
 import { missingModuleError } from './missing-module.error';
 import { refusalLine } from './refusal-log';
+import { adoptRawUser } from './request-user';
 
 /** The rule of one limit for one request's key. */
 function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
@@ -195,7 +196,9 @@ export class SlidingLimitGuard implements CanActivate {
   }
 
   /**
-   * The request and response of an HTTP call; undefined in other contexts. Override to limit
+   * The request and response of an HTTP call; undefined in other contexts. On Fastify the request
+   * takes the `user` a middleware set on the raw request, so key and cost functions see `req.user`
+   * as on Express. Override to limit
    * GraphQL (`GqlExecutionContext.create(context).getContext().req`) or WebSockets (the client).
    */
   protected getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
@@ -204,6 +207,7 @@ export class SlidingLimitGuard implements CanActivate {
     // assigns onto the context on every call.
     const request = context.getArgByIndex<RateLimitRequest | undefined>(0);
     if (typeof request !== 'object' || request === null) return undefined;
+    adoptRawUser(request);
     return { request, response: context.getArgByIndex<unknown>(1) };
   }
 
