@@ -1,6 +1,6 @@
 import { Module, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { RateLimitModule } from 'nestjs-sliding-limit';
+import { DEFAULT_FUNCTION_NAME, FUNCTION_VERSIONS, RateLimitModule } from 'nestjs-sliding-limit';
 import { AuthController } from './auth.controller';
 import { FakeAuthMiddleware } from './fake-auth.middleware';
 import { HealthController } from './health.controller';
@@ -13,12 +13,16 @@ import { SmsController } from './sms.controller';
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /**
- * The function the sample calls: RATE_LIMIT_FUNCTION when set (and not empty), else sliding_allow_v3,
- * whose costs and bounded-memory window the quota routes use. On v1 or v2 the quota routes are left
- * out, since those functions would refuse them at start-up.
+ * The function the sample calls: RATE_LIMIT_FUNCTION when set (and not empty), else the package's
+ * default. The quota routes use costs and a bounded-memory window; on a version without them (v1,
+ * v2) they are left out, since it would refuse them at start-up.
  */
-export const SAMPLE_FUNCTION = process.env.RATE_LIMIT_FUNCTION || 'sliding_allow_v3';
-const QUOTA_ROUTES = SAMPLE_FUNCTION === 'sliding_allow_v3' ? [QuotaController] : [];
+export const SAMPLE_FUNCTION = process.env.RATE_LIMIT_FUNCTION || DEFAULT_FUNCTION_NAME;
+/** Whether the function takes costs and bounded-memory windows, which the quota routes use. */
+export const SAMPLE_HAS_QUOTA = FUNCTION_VERSIONS.some(
+  (version) => version.allowFunction === SAMPLE_FUNCTION && version.weighted && version.bucketed,
+);
+const QUOTA_ROUTES = SAMPLE_HAS_QUOTA ? [QuotaController] : [];
 
 @Module({
   imports: [

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { SlidingWindowLimiter } from 'nestjs-sliding-limit';
-import { AppModule, DEFAULT_REDIS_URL } from './app.module';
+import { AppModule, DEFAULT_REDIS_URL, SAMPLE_HAS_QUOTA } from './app.module';
 
 /** One quick PING, no retries: tells "no Redis" apart from everything else before Nest starts. */
 async function redisAnswers(url: string): Promise<boolean> {
@@ -56,12 +56,12 @@ async function main(): Promise<void> {
       `  curl -i -X POST ${url}/orders -H 'x-user-id: 10086'`,
       `  curl -i ${url}/search?q=redis`,
       `  curl -i ${url}/health`,
-      ...(limiter.functionName === 'sliding_allow_v3'
+      ...(SAMPLE_HAS_QUOTA
         ? [
             `  curl -i ${url}/quota/search?q=redis -H 'x-api-key: demo'   # costs 1 of 10,000 per hour`,
             `  curl -i ${url}/quota/export -H 'x-api-key: demo'           # costs 10`,
           ]
-        : ['  (the /quota routes need sliding_allow_v3)']),
+        : ['  (the /quota routes need a function with costs and precisionMs, such as sliding_allow_v3)']),
     ].join('\n'),
   );
 }

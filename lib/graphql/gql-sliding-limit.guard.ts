@@ -31,8 +31,8 @@ import {
 @Injectable()
 export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplicationBootstrap {
   constructor(
-    limiter: SlidingWindowLimiter,
-    plans: SlidingLimitPlans,
+    @Optional() limiter?: SlidingWindowLimiter,
+    @Optional() plans?: SlidingLimitPlans,
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     super(limiter, plans);
@@ -90,6 +90,7 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
     plan: HandlerPlan,
   ): never {
     if (!isGraphQLCall(context)) return super.throwRateLimited(context, decision, plan);
+    this.logRefusal(context, decision, plan);
     throw tooManyRequestsError(decision, plan);
   }
 

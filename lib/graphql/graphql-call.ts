@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext, type GqlContextType } from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { RateLimitHttpContext } from '../nest/sliding-limit.guard';
+import { adoptRawUser } from '../nest/request-user';
 
 /**
  * What the GraphQL drivers put in the context: `req` (both drivers, by @nestjs/graphql's default
@@ -35,6 +36,8 @@ export function graphQLHttpContext(context: ExecutionContext): RateLimitHttpCont
   if (!fields) return undefined;
   const request = fields.req ?? fields.reply?.request;
   if (typeof request !== 'object' || request === null) return undefined;
+  // Mercurius's req is the Fastify request: the user a middleware set is on its raw request.
+  adoptRawUser(request);
   const response = fields.reply ?? fields.res ?? (request as { res?: unknown }).res;
   return { request, response };
 }

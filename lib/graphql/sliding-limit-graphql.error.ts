@@ -3,6 +3,7 @@ import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
 import { retryAfterSeconds } from '../nest/rate-limit-headers';
 import { TOO_MANY_REQUESTS_MESSAGE } from '../nest/too-many-requests.exception';
+import { markAsRefusal } from '../nest/rate-limit-refusal';
 
 /**
  * `extensions.code` of the errors {@link GqlSlidingLimitGuard} throws:
@@ -42,6 +43,8 @@ export class SlidingLimitGraphQLError extends GraphQLError {
   constructor(message: string, extensions: SlidingLimitGraphQLExtensions) {
     super(message, { extensions });
     this.name = 'SlidingLimitGraphQLError';
+    // An answer to the client, not a failure: RateLimitModule's filter keeps Nest from logging it.
+    markAsRefusal(this);
   }
 }
 

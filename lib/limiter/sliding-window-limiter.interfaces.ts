@@ -87,8 +87,8 @@ export interface SlidingWindowLimiterOptions {
    */
   backend?: LimiterBackend;
   /**
-   * The active function name, e.g. `sliding_allow_v1` or `sliding_allow_v2` (default).
-   * Switching between shipped versions needs no code change.
+   * The active function name, e.g. `sliding_allow_v2`. Default: `DEFAULT_FUNCTION_NAME`
+   * (`sliding_allow_v3`). Switching between shipped versions needs no code change.
    */
   functionName?: string;
   /** Sends a sticky share of keys to a candidate function. Default: none. */

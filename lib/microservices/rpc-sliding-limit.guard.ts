@@ -33,8 +33,8 @@ const requests = new WeakMap<object, RpcRateLimitRequest>();
  * {@link RateLimitErrorPayload} (`code: 'TOO_MANY_REQUESTS'`, `retryAfter`, `retryAfterMs`, `limits`).
  *
  * A message's sender receives that object as the error of `client.send()`. An event has no reply:
- * a refused event is dropped (its handler does not run) and the sender is not told; the guard logs
- * the first drop of each handler as a warning and later ones at debug level.
+ * a refused event is dropped (its handler does not run) and the sender is not told; the guard says
+ * so once per handler, as a warning, and logs each drop at the module's `refusalLogLevel`.
  *
  * HTTP calls get the plain guard's behaviour (headers, 429), so it can be the one global guard:
  * `{ provide: APP_GUARD, useClass: RpcSlidingLimitGuard }` with the module's `global: false`. Or keep
@@ -70,9 +70,10 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
     plan: HandlerPlan,
   ): never {
     if (context.getType() !== 'rpc') return super.throwRateLimited(context, decision, plan);
-    const payload = tooManyRequestsPayload(decision, plan);
-    if (isEventHandler(context)) this.logDroppedEvent(plan, payload.limits ?? []);
-    throw new RpcException(payload);
+    const event = isEventHandler(context);
+    if (event) this.warnDroppedEvents(plan);
+    this.logRefusal(context, decision, plan, event ? 'dropped an event' : undefined);
+    throw new RpcException(tooManyRequestsPayload(decision, plan));
   }
 
   protected override throwUnavailable(
@@ -102,16 +103,17 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
     throw new RpcException(unidentifiedPayload(plan));
   }
 
-  private logDroppedEvent(plan: HandlerPlan, limits: readonly string[]): void {
-    const line =
-      `${plan.route} dropped an event over its rate limit (${limits.join(', ')}); ` +
-      'events have no reply, so the sender is not told';
-    if (this.droppedEvents.has(plan)) {
-      this.logger.debug(line);
-      return;
-    }
+  /**
+   * Says once per handler that its refused events are dropped unseen by their senders: a fact of the
+   * setup worth knowing. Each drop itself is a refusal, logged only at `refusalLogLevel`.
+   */
+  private warnDroppedEvents(plan: HandlerPlan): void {
+    if (this.droppedEvents.has(plan)) return;
     this.droppedEvents.add(plan);
-    this.logger.warn(`${line}. Further drops of this handler are logged at debug level`);
+    this.logger.warn(
+      `${plan.route} drops the events over its rate limit without running; events have no reply, so the sender ` +
+        'is not told (said once per handler; set refusalLogLevel to log each drop)',
+    );
   }
 }
 

@@ -25,6 +25,8 @@ export interface RateLimitErrorPayload {
   retryAfterMs?: number;
   /** Names of the limits that were full (429 only). */
   limits?: string[];
+  /** WebSockets: the message (event) refused, so a client tells which of its messages it answers. */
+  event?: string;
 }
 
 /** The 429: which limits were full and when to retry. */

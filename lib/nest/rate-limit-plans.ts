@@ -29,15 +29,7 @@ export class SlidingLimitPlans implements OnModuleInit {
 
   onModuleInit(): void {
     const problems = new Set<string>();
-    const classes = new Set<Type>();
-    for (const wrapper of this.discovery.getControllers()) {
-      const type = classOf(wrapper);
-      if (type) classes.add(type);
-    }
-    for (const wrapper of this.discovery.getProviders()) {
-      const type = classOf(wrapper);
-      if (type && this.carriesMetadata(type)) classes.add(type);
-    }
+    const classes = classesToPlan(this.discovery, this.scanner);
     const plans: HandlerPlan[] = [];
     for (const type of classes) {
       for (const methodName of this.scanner.getAllMethodNames(type.prototype as object)) {
@@ -73,14 +65,31 @@ export class SlidingLimitPlans implements OnModuleInit {
     if (!byHandler) this.plans.set(controller, (byHandler = new Map<RouteHandler, HandlerPlan>()));
     byHandler.set(handler, plan);
   }
+}
 
-  private carriesMetadata(type: Type): boolean {
-    if (hasRateLimitMetadata(type)) return true;
-    return this.scanner.getAllMethodNames(type.prototype as object).some((name) => {
-      const method = (type.prototype as Record<string, unknown>)[name];
-      return typeof method === 'function' && hasRateLimitMetadata(method);
-    });
+/**
+ * The classes whose handlers get a plan: every controller (the module's `defaultLimit` may apply to
+ * any route), and every other provider carrying rate-limit metadata (resolvers, gateways).
+ */
+export function classesToPlan(discovery: DiscoveryService, scanner: MetadataScanner): Set<Type> {
+  const classes = new Set<Type>();
+  for (const wrapper of discovery.getControllers()) {
+    const type = classOf(wrapper);
+    if (type) classes.add(type);
   }
+  for (const wrapper of discovery.getProviders()) {
+    const type = classOf(wrapper);
+    if (type && carriesMetadata(type, scanner)) classes.add(type);
+  }
+  return classes;
+}
+
+function carriesMetadata(type: Type, scanner: MetadataScanner): boolean {
+  if (hasRateLimitMetadata(type)) return true;
+  return scanner.getAllMethodNames(type.prototype as object).some((name) => {
+    const method = (type.prototype as Record<string, unknown>)[name];
+    return typeof method === 'function' && hasRateLimitMetadata(method);
+  });
 }
 
 function classOf(wrapper: InstanceWrapper): Type | undefined {

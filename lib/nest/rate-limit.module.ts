@@ -15,6 +15,7 @@ import { RATE_LIMIT_CONNECTION, RATE_LIMIT_OPTIONS, RATE_LIMIT_RAW_OPTIONS } fro
 import { ConfigurableRateLimitModule } from './rate-limit.module-definition';
 import { resolveRateLimitOptions, type ResolvedRateLimitOptions } from './rate-limit.options';
 import { SlidingLimitGuard } from './sliding-limit.guard';
+import { GuardCoverageCheck } from './guard-coverage';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 
 /** Stands in for the guard when `global: false`; Nest needs an APP_GUARD value either way. */
@@ -47,6 +48,7 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
     },
     SlidingLimitPlans,
     SlidingLimitGuard,
+    GuardCoverageCheck,
     {
       provide: APP_GUARD,
       useFactory: (options: ResolvedRateLimitOptions, guard: SlidingLimitGuard) =>

@@ -8,7 +8,6 @@ import { describeValue } from '../core/value-checks';
 import { describeRedisUrlProblems } from '../core/redis-url';
 import type { LimiterBackend } from '../core/limiter-backend';
 import { MemoryBackend } from '../memory/memory-backend';
-import { FUNCTION_VERSIONS } from '../redis/function-versions';
 import {
   describeLimiterSettingsProblems,
   describeRedisErrorPolicyProblems,
@@ -24,6 +23,7 @@ import type { SlidingLimitRule } from '../core/limit-rule';
 import { DEFAULT_KEY } from './rate-limit.constants';
 import { describeKeyProblems } from './key-template';
 import { describeNameProblems } from './limit-name';
+import { describeRefusalLogLevelProblems, type RateLimitRefusalLogLevel } from './refusal-log';
 
 /** Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key`. */
 export interface SlidingLimitOptions extends SlidingLimitRule {
@@ -52,9 +52,6 @@ export interface SlidingLimitOptions extends SlidingLimitRule {
 
 /** Where limits are kept when not in Redis: see {@link RateLimitModuleOptions.store}. */
 export type RateLimitStore = 'memory' | { type: 'memory'; maxKeys?: number };
-
-/** The function `store: 'memory'` runs when `functionName` does not say: the newest shipped. */
-const NEWEST_FUNCTION = FUNCTION_VERSIONS[FUNCTION_VERSIONS.length - 1].allowFunction;
 
 /** Keys the in-memory store keeps when `store` does not say. */
 export const DEFAULT_MEMORY_STORE_KEYS = 1_000_000;
@@ -93,8 +90,8 @@ export interface RateLimitModuleOptions extends LimiterSettings {
    * the same decorators, headers, stacked limits, costs and windows, exact within the process, for an
    * application that runs as one instance (a laptop, a CI job, a single container). Each instance
    * counts on its own and starts empty after a restart. At most `maxKeys` keys (default 1,000,000),
-   * the least recently used forgotten first. Runs the newest function (`sliding_allow_v3`) unless
-   * `functionName` says otherwise. Exclusive with `redis`, `client` and `backend`.
+   * the least recently used forgotten first. Runs the default function (`DEFAULT_FUNCTION_NAME`) unless
+   * `functionName` says otherwise, as on Redis. Exclusive with `redis`, `client` and `backend`.
    */
   store?: RateLimitStore;
   /** Register {@link SlidingLimitGuard} as an APP_GUARD for every route. Default `true`. */
@@ -107,6 +104,8 @@ export interface RateLimitModuleOptions extends LimiterSettings {
   key?: RateLimitKey;
   /** Limit applied to routes with no `@SlidingLimit` on handler or class (and no `@SkipRateLimit`). Default none. */
   defaultLimit?: SlidingLimitOptions;
+  /** Log each refused call (a full limit) at this level, on every transport. Default `'off'`. */
+  refusalLogLevel?: RateLimitRefusalLogLevel;
 }
 
 /** Module options after validation, with the module's own defaults applied. */
@@ -123,6 +122,7 @@ export interface ResolvedRateLimitOptions {
   errorBody: RateLimitErrorBodyStyle;
   key: RateLimitKey;
   defaultLimit?: SlidingLimitOptions;
+  refusalLogLevel: RateLimitRefusalLogLevel;
 }
 
 const NEST_DEFAULTS = {
@@ -130,6 +130,7 @@ const NEST_DEFAULTS = {
   headers: 'legacy',
   errorBody: 'nest',
   key: DEFAULT_KEY,
+  refusalLogLevel: 'off',
 } as const;
 
 const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['legacy', 'draft', 'both', 'none'];
@@ -145,6 +146,7 @@ const KNOWN_OPTIONS: readonly string[] = [
   'errorBody',
   'key',
   'defaultLimit',
+  'refusalLogLevel',
 ];
 /** What other rate-limit modules call some module options (`ThrottlerModule.forRoot({ ttl, limit })`). */
 const MODULE_OPTION_ALIASES: Readonly<Record<string, string>> = {
@@ -220,6 +222,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   }
   if (raw.key !== undefined) problems.push(...describeKeyProblems(raw.key, 'key'));
   if (raw.defaultLimit !== undefined) problems.push(...describeLimitProblems(raw.defaultLimit, 'defaultLimit'));
+  if (raw.refusalLogLevel !== undefined) problems.push(...describeRefusalLogLevelProblems(raw.refusalLogLevel));
   const settings = pickLimiterSettings(raw as Record<string, unknown>);
   problems.push(...describeLimiterSettingsProblems(settings));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
@@ -237,10 +240,10 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
       errorBody: raw.errorBody,
       key: raw.key,
       defaultLimit: raw.defaultLimit,
+      refusalLogLevel: raw.refusalLogLevel,
     }),
-    // The limiter applies its own defaults (keyPrefix `rl:` among them). In memory there is no
-    // deployed version to move from: the newest one, with costs and the bounded-memory window.
-    limiter: store && settings.functionName === undefined ? { ...settings, functionName: NEWEST_FUNCTION } : settings,
+    // The limiter applies its own defaults (functionName and keyPrefix `rl:` among them), in memory too.
+    limiter: settings,
   };
 }
 

@@ -1,6 +1,7 @@
 import { SetMetadata } from '@nestjs/common';
 import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from './rate-limit.constants';
 import type { SlidingLimitOptions } from './rate-limit.options';
+import { requestModulePresenceCheck } from './module-presence';
 
 /**
  * Limits a handler, or every handler of a controller, to `limit` requests per `windowMs` for each `key`.
@@ -10,7 +11,8 @@ import type { SlidingLimitOptions } from './rate-limit.options';
  * Class and handler limits both apply; a handler limit with the same `name` replaces the class one.
  *
  * Arguments are validated when the application bootstraps (`app.init()` / `app.listen()`), and a bad
- * one fails start-up naming the controller and handler.
+ * one fails start-up naming the controller and handler. The application must import
+ * `RateLimitModule`: without it nothing is limited, and a warning at start-up says so.
  *
  * @example
  * ```ts
@@ -27,6 +29,8 @@ export function SlidingLimit(options: SlidingLimitOptions): ClassDecorator & Met
     // A copy, so later mutation of a shared options object cannot change a limit after validation.
     const copy = typeof options === 'object' && options !== null ? { ...options } : options;
     Reflect.defineMetadata(SLIDING_LIMIT_METADATA, [copy, ...existing], holder);
+    // So that an application without RateLimitModule says so at start-up instead of limiting nothing.
+    requestModulePresenceCheck(descriptor ? (target as { constructor: object }).constructor : target);
   };
 }
 

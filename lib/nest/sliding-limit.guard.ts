@@ -3,6 +3,7 @@ import {
   ForbiddenException,
   Injectable,
   Logger,
+  Optional,
   ServiceUnavailableException,
   type CanActivate,
   type ExecutionContext,
@@ -19,6 +20,9 @@ import type { KeySource } from './key-template';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-limit-cost';
 import { messageOf } from '../redis/reply';
+import { missingModuleError } from './missing-module.error';
+import { refusalLine } from './refusal-log';
+import { adoptRawUser } from './request-user';
 
 /** The rule of one limit for one request's key. */
 function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
@@ -119,10 +123,19 @@ export class SlidingLimitGuard implements CanActivate {
   private readonly metUnsupported = new WeakSet<HandlerPlan>();
   private readonly warnedUnpriceable = new WeakSet<HandlerPlan>();
 
-  constructor(
-    protected readonly limiter: SlidingWindowLimiter,
-    protected readonly plans: SlidingLimitPlans,
-  ) {}
+  protected readonly limiter: SlidingWindowLimiter;
+  protected readonly plans: SlidingLimitPlans;
+
+  /**
+   * Both come from `RateLimitModule`. They are optional for Nest so that a guard used where the
+   * module is not imported fails with an error that names the module, not with Nest's generic
+   * "can't resolve dependencies".
+   */
+  constructor(@Optional() limiter?: SlidingWindowLimiter, @Optional() plans?: SlidingLimitPlans) {
+    if (!limiter || !plans) throw missingModuleError(new.target.name);
+    this.limiter = limiter;
+    this.plans = plans;
+  }
 
   canActivate(context: ExecutionContext): Promise<boolean> {
     // Not async itself: a request that needs no decision costs no promise of its own. A synchronous
@@ -240,7 +253,9 @@ export class SlidingLimitGuard implements CanActivate {
   }
 
   /**
-   * The request and response of an HTTP call; undefined in other contexts. Override to limit
+   * The request and response of an HTTP call; undefined in other contexts. On Fastify the request
+   * takes the `user` a middleware set on the raw request, so key and cost functions see `req.user`
+   * as on Express. Override to limit
    * GraphQL (`GqlExecutionContext.create(context).getContext().req`) or WebSockets (the client).
    */
   protected getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
@@ -249,6 +264,7 @@ export class SlidingLimitGuard implements CanActivate {
     // assigns onto the context on every call.
     const request = context.getArgByIndex<RateLimitRequest | undefined>(0);
     if (typeof request !== 'object' || request === null) return undefined;
+    adoptRawUser(request);
     return { request, response: context.getArgByIndex<unknown>(1) };
   }
 
@@ -323,13 +339,28 @@ export class SlidingLimitGuard implements CanActivate {
   }
 
   /** Throws the 429. Override to throw a `WsException`, a GraphQL error or an `RpcException` instead. */
-  protected throwRateLimited(_context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): never {
+  protected throwRateLimited(context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): never {
+    this.logRefusal(context, decision, plan);
     const details = {
       retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),
       retryAfterMs: decision.retryAfterMs,
       limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
     };
     throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
+  }
+
+  /**
+   * Logs a refused call at the module's `refusalLogLevel` (by default, not at all). The ready guards
+   * call it from their `throwRateLimited`; an override of that hook calls it to keep the option working.
+   */
+  protected logRefusal(
+    context: ExecutionContext,
+    decision: MultiRateLimitDecision,
+    plan: HandlerPlan,
+    what?: string,
+  ): void {
+    const level = this.plans.options.refusalLogLevel;
+    if (level !== 'off') this.logger[level](refusalLine(context, decision, plan, what));
   }
 
   /**

@@ -8,8 +8,13 @@ import { V3_CONTRACT } from './contracts/v3.contract';
 /** Every library version this package ships, oldest first. */
 export const FUNCTION_VERSIONS: readonly FunctionContract[] = [V1_CONTRACT, V2_CONTRACT, V3_CONTRACT];
 
-/** The function called when no `functionName` is configured. */
-export const DEFAULT_FUNCTION_NAME = V2_CONTRACT.allowFunction;
+/**
+ * The function called when no `functionName` is configured, by every part of the package: the
+ * limiter on Redis, `RateLimitModule` (`store: 'memory'` included), `RateLimitTestingModule` and the
+ * sample. The newest version that takes every limit the decorators can describe (costs and
+ * bounded-memory windows); a new version becomes the default here, and only here.
+ */
+export const DEFAULT_FUNCTION_NAME = V3_CONTRACT.allowFunction;
 
 /** Names `functionName` accepts. */
 export const KNOWN_FUNCTION_NAMES: readonly string[] = FUNCTION_VERSIONS.map((v) => v.allowFunction);

@@ -1,9 +1,50 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { MemoryBackend } from '../memory/memory-backend';
-import { RATE_LIMIT_RAW_OPTIONS } from '../nest/rate-limit.constants';
+import { RATE_LIMIT_OPTIONS, RATE_LIMIT_RAW_OPTIONS } from '../nest/rate-limit.constants';
 import { RateLimitModule } from '../nest/rate-limit.module';
 import type { RateLimitModuleForRootOptions } from '../nest/rate-limit.module-definition';
+import { resolveRateLimitOptions, type ResolvedRateLimitOptions } from '../nest/rate-limit.options';
 import { TestClock } from './test-clock';
+
+/** What an application's options say about where limits are kept and on which clock: what a test replaces. */
+const STORE_OPTIONS = new Set(['redis', 'client', 'backend', 'store', 'clock']);
+
+/**
+ * `builder` with a `compile()` that fails when the override was never applied: the tested module
+ * does not import `RateLimitModule`, so the test would run with no limit at all. An object over the
+ * builder (its prototype) rather than a change of the caller's builder.
+ */
+function failingWhenNotApplied<B extends CompilableTestingModule>(builder: B, applied: () => boolean): B {
+  const checked = Object.create(builder) as B;
+  checked.compile = async (...args: never[]): Promise<unknown> => {
+    // On the object over the builder: what the test set on it later (setLogger, useMocker) is seen.
+    const compiled = await builder.compile.apply(checked, args);
+    if (applied()) return compiled;
+    await (compiled as { close?: () => Promise<void> }).close?.();
+    throw new RateLimitConfigError(
+      [
+        'RateLimitTestingModule.override found no RateLimitModule in the tested module, so nothing would be ' +
+          'limited: import RateLimitModule.forRoot(…) or forRootAsync(…) in it, or add ' +
+          'RateLimitTestingModule.forRoot() to the test’s imports instead',
+      ],
+      'RateLimitTestingModule',
+    );
+  };
+  return checked;
+}
+
+/**
+ * An application's options with its store and clock replaced by the test's and `testOptions` laid
+ * over them: every other option (functionName, global, headers, keyPrefix, errorBody, key,
+ * defaultLimit, …) is the application's. Anything but an object is passed on for the module's own
+ * checks to report.
+ */
+function onTestStore(appOptions: unknown, testOptions: object, backend: MemoryBackend, clock: TestClock): unknown {
+  if (typeof appOptions !== 'object' || appOptions === null) return appOptions;
+  const kept = Object.entries(appOptions).filter(([name]) => !STORE_OPTIONS.has(name));
+  return { ...Object.fromEntries(kept), ...testOptions, backend, clock: clock.now };
+}
 
 /**
  * Options of {@link RateLimitTestingModule.forRoot}: those of `RateLimitModule.forRoot` without the
@@ -13,6 +54,34 @@ export type RateLimitTestingOptions = Omit<RateLimitModuleForRootOptions, 'redis
   /** Where the {@link TestClock} starts, epoch ms. Default 2025-01-01T00:00:00Z. */
   startTime?: number;
 };
+
+/**
+ * What {@link RateLimitTestingModule.override} needs of a testing module builder (`Test.createTestingModule(…)`
+ * of `@nestjs/testing`), declared here so that this package's types never require `@nestjs/testing`.
+ */
+export interface OverridableTestingModule<B extends CompilableTestingModule> {
+  overrideProvider(token: unknown): {
+    useFactory(options: { factory: (...args: never[]) => unknown; inject?: unknown[] }): B;
+  };
+}
+
+/** What {@link RateLimitTestingModule.override} needs of the builder it gives back: `compile()`. */
+export interface CompilableTestingModule {
+  compile(...args: never[]): Promise<unknown>;
+}
+
+/** What {@link RateLimitTestingModule.override} gives back: the builder, and the test's clock and store. */
+export interface RateLimitTestingOverride<B> {
+  /**
+   * The builder, with the application's store replaced; go on with `.compile()`, which fails when
+   * the tested module does not import `RateLimitModule` (nothing would be limited).
+   */
+  builder: B;
+  /** The clock the limits run on; `advance()` it instead of waiting. */
+  clock: TestClock;
+  /** The in-memory store the decisions run in (`keys()`, `entries()`, `pttl()`). */
+  backend: MemoryBackend;
+}
 
 /**
  * `RateLimitModule` for your e2e tests: the same guard, headers, 429s and limiter, deciding in memory
@@ -34,52 +103,42 @@ export type RateLimitTestingOptions = Omit<RateLimitModuleForRootOptions, 'redis
  * Provides (and exports) the {@link TestClock} and the {@link MemoryBackend}, besides everything
  * `RateLimitModule` provides. Each `forRoot()` call starts with an empty store and its own clock.
  */
-/**
- * What {@link RateLimitTestingModule.override} needs of a testing module builder (`Test.createTestingModule(…)`
- * of `@nestjs/testing`), declared here so that this package's types never require `@nestjs/testing`.
- */
-export interface OverridableTestingModule<B> {
-  overrideProvider(token: unknown): { useValue(value: unknown): B };
-}
-
-/** What {@link RateLimitTestingModule.override} gives back: the builder, and the test's clock and store. */
-export interface RateLimitTestingOverride<B> {
-  /** The builder, with the application's rate-limit options replaced; go on with `.compile()`. */
-  builder: B;
-  /** The clock the limits run on; `advance()` it instead of waiting. */
-  clock: TestClock;
-  /** The in-memory store the decisions run in (`keys()`, `entries()`, `pttl()`). */
-  backend: MemoryBackend;
-}
-
 @Module({})
 export class RateLimitTestingModule {
   /**
    * Tests a whole application whose `AppModule` imports `RateLimitModule.forRoot(…)` or
-   * `forRootAsync(…)`: replaces the module's options (whatever provides them: a `ConfigService`
-   * factory, a class) with the in-memory store and a {@link TestClock}, so no Redis connection is ever
-   * opened, even by a test that forgets `app.close()`. (`overrideModule(RateLimitModule)` cannot do
-   * this: Nest matches a module to override by identity, and `forRoot()` returns a new object.)
+   * `forRootAsync(…)`: runs it on the application's own options (whatever provides them: a
+   * `ConfigService` factory, a class) with only the store and the clock replaced — the in-memory store
+   * and a {@link TestClock} — so no Redis connection is ever opened, even by a test that forgets
+   * `app.close()`. (`overrideModule(RateLimitModule)` cannot do this: Nest matches a module to
+   * override by identity, and `forRoot()` returns a new object.)
    *
    * ```ts
    * const { builder, clock } = RateLimitTestingModule.override(Test.createTestingModule({ imports: [AppModule] }));
    * const app = (await builder.compile()).createNestApplication();
    * ```
    *
-   * `options` are those of {@link RateLimitTestingModule.forRoot} (headers, defaultLimit, …); the
-   * application's own options are not read.
+   * `options` (those of {@link RateLimitTestingModule.forRoot}: headers, defaultLimit, …) are laid
+   * over the application's, for a test that wants something else.
    */
-  static override<B>(
+  static override<B extends CompilableTestingModule>(
     builder: OverridableTestingModule<B>,
     options: RateLimitTestingOptions = {},
   ): RateLimitTestingOverride<B> {
-    const { startTime, isGlobal: _isGlobal, ...moduleOptions } = options;
+    const { startTime, isGlobal: _isGlobal, ...testOptions } = options;
     const clock = new TestClock(startTime);
     const backend = new MemoryBackend({ clock: clock.now });
-    const overridden = builder
-      .overrideProvider(RATE_LIMIT_RAW_OPTIONS)
-      .useValue({ ...moduleOptions, backend, clock: clock.now });
-    return { builder: overridden, clock, backend };
+    let applied = false;
+    // The resolved options are replaced, not the raw ones, so the application's own provider of the
+    // raw options (forRoot's value, forRootAsync's factory) still runs and is read.
+    const overridden = builder.overrideProvider(RATE_LIMIT_OPTIONS).useFactory({
+      factory: (appOptions: unknown): ResolvedRateLimitOptions => {
+        applied = true;
+        return resolveRateLimitOptions(onTestStore(appOptions, testOptions, backend, clock));
+      },
+      inject: [RATE_LIMIT_RAW_OPTIONS],
+    });
+    return { builder: failingWhenNotApplied(overridden, () => applied), clock, backend };
   }
 
   static forRoot(options: RateLimitTestingOptions = {}): DynamicModule {

@@ -39,7 +39,7 @@ export class TestClock {
 
   /**
    * Sets the time, forwards or back. Going back plays a caller whose clock lags: with
-   * `sliding_allow_v2`, more than `maxClockSkewMs` behind a key's newest entry is refused
+   * `sliding_allow_v2` or later, more than `maxClockSkewMs` behind a key's newest entry is refused
    * (`ClockSkewError`, or the `onRedisError` policy). Keys that have expired stay expired.
    */
   set(ms: number): void {

@@ -7,6 +7,7 @@ import {
   unavailablePayload,
   unidentifiedPayload,
   unpriceablePayload,
+  type RateLimitErrorPayload,
 } from '../nest/rate-limit-error-payload';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { buildWsRateLimitRequest, type WsRateLimitRequest } from './ws-rate-limit-request';
@@ -22,8 +23,9 @@ const requests = new WeakMap<object, WsRateLimitRequest>();
  * `SlidingLimitGuard` for WebSocket gateways (`@nestjs/websockets`, socket.io or `ws`): enforces
  * `@SlidingLimit` on `@SubscribeMessage` handlers, keyed by the client's handshake address and what
  * {@link WsRateLimitRequest} describes. A refused message throws a `WsException` whose error is a
- * {@link RateLimitErrorPayload} (`code: 'TOO_MANY_REQUESTS'`, `retryAfter`, `retryAfterMs`, `limits`);
- * Nest's exception filter emits it to a socket.io client as an `exception` event.
+ * {@link RateLimitErrorPayload} (`code: 'TOO_MANY_REQUESTS'`, `retryAfter`, `retryAfterMs`, `limits`,
+ * and the message's name as `event`); Nest's exception filter emits it to a socket.io client as an
+ * `exception` event, and a message sent with an acknowledgement (`emitWithAck`) gets it as the answer.
  *
  * Nest applies no global guard to gateways (neither `APP_GUARD` nor `useGlobalGuards`): put
  * `@UseGuards(WsSlidingLimitGuard)` on each gateway class. The module's global guard, which limits the
@@ -59,7 +61,8 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
     plan: HandlerPlan,
   ): never {
     if (context.getType() !== 'ws') return super.throwRateLimited(context, decision, plan);
-    throw new WsException(tooManyRequestsPayload(decision, plan));
+    this.logRefusal(context, decision, plan);
+    return refuse(context, tooManyRequestsPayload(decision, plan));
   }
 
   protected override throwUnavailable(
@@ -68,16 +71,38 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
     context?: ExecutionContext,
   ): never {
     if (context?.getType() !== 'ws') return super.throwUnavailable(response, decision, context);
-    throw new WsException(unavailablePayload(decision));
+    return refuse(context, unavailablePayload(decision));
   }
 
   protected override throwUnpriceable(context: ExecutionContext, plan: HandlerPlan, reason: string): never {
     if (context.getType() !== 'ws') return super.throwUnpriceable(context, plan, reason);
-    throw new WsException(unpriceablePayload(plan));
+    return refuse(context, unpriceablePayload(plan));
   }
 
   protected override throwUnidentified(context: ExecutionContext, plan: HandlerPlan): never {
     if (context.getType() !== 'ws') return super.throwUnidentified(context, plan);
-    throw new WsException(unidentifiedPayload(plan));
+    return refuse(context, unidentifiedPayload(plan));
   }
+}
+
+/**
+ * Refuses a gateway call: the payload, with the message's name as `event`, answers the message's
+ * acknowledgement when the client asked for one (socket.io's `emitWithAck` would otherwise wait
+ * forever: the handler that would have answered does not run), and is thrown as a `WsException`,
+ * which Nest's filter emits as the `exception` event.
+ */
+function refuse(context: ExecutionContext, payload: RateLimitErrorPayload): never {
+  const pattern = context.switchToWs().getPattern();
+  const refusal: RateLimitErrorPayload = typeof pattern === 'string' ? { ...payload, event: pattern } : payload;
+  acknowledgementOf(context)?.(refusal);
+  throw new WsException(refusal);
+}
+
+/**
+ * The acknowledgement callback of a socket.io message: the IoAdapter passes it after the data
+ * (arguments `[client, data, ack, pattern]`). Absent for `ws` clients and messages sent without one.
+ */
+function acknowledgementOf(context: ExecutionContext): ((answer: unknown) => void) | undefined {
+  const ack = context.getArgByIndex<unknown>(2);
+  return typeof ack === 'function' ? (ack as (answer: unknown) => void) : undefined;
 }

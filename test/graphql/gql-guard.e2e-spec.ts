@@ -1,4 +1,5 @@
-import { MiscResolver, PostResolver } from './graphql.resolvers';
+import { MiscResolver, PostResolver, UserResolver } from './graphql.resolvers';
+import { FakeAuthModule } from '../fixtures/limits/fake-auth.middleware';
 import { codesOf, GRAPHQL_SERVERS, postGraphQL, startGraphQLApp } from './graphql-app';
 import type { TestApp } from '../support/nest-app';
 
@@ -94,6 +95,17 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform })
     const four = await page(4);
     expect(four.errors).toEqual([]);
     expect(four.headers['x-ratelimit-remaining']).toBe('0');
+  });
+
+  it('gives key and cost functions the user a middleware set, as req.user', async () => {
+    const started = (app = await startGraphQLApp({ platform, resolvers: [UserResolver], imports: [FakeAuthModule] }));
+    const me = () => started.http().post('/graphql').set('x-user-id', '10086').send({ query: '{ me }' }).expect(200);
+    const first = await me();
+    expect(first.body).toEqual({ data: { me: 'me' } });
+    expect(first.headers['x-ratelimit-remaining']).toBe('5'); // 10 less a cost of 5
+    await me();
+    const refused = (await me()).body as { errors: { extensions: { code: string } }[] };
+    expect(refused.errors.map((error) => error.extensions.code)).toEqual(['TOO_MANY_REQUESTS']);
   });
 
   it('limits a field resolver once per operation: the items of a list share one decision', async () => {

@@ -1,4 +1,4 @@
-import type { DynamicModule, Provider, Type } from '@nestjs/common';
+import type { DynamicModule, ModuleMetadata, Provider, Type } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { GraphQLModule } from '@nestjs/graphql';
@@ -29,6 +29,8 @@ export interface GraphQLAppOptions {
   fieldResolverEnhancers?: ('guards' | 'interceptors' | 'filters')[];
   /** Accept a JSON array of operations in one POST (off by default in both servers). */
   batched?: boolean;
+  /** More modules of the application (a middleware's, say). */
+  imports?: ModuleMetadata['imports'];
 }
 
 export function graphQLModule(
@@ -62,7 +64,10 @@ export function startGraphQLApp(options: GraphQLAppOptions): Promise<TestApp> {
   if (options.appGuard !== false) providers.push({ provide: APP_GUARD, useClass: GqlSlidingLimitGuard });
   return startTestApp({
     platform: options.platform,
-    imports: [graphQLModule(options.platform, options.fieldResolverEnhancers, options.batched)],
+    imports: [
+      graphQLModule(options.platform, options.fieldResolverEnhancers, options.batched),
+      ...(options.imports ?? []),
+    ],
     providers,
     options: { global: false, ...options.options },
   });

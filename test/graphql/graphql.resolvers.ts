@@ -80,3 +80,22 @@ export class MiscResolver {
     return 2;
   }
 }
+
+/**
+ * Keyed and priced by the user an auth middleware set (`FakeAuthModule`): a call costs as many units as
+ * the user id has characters, and cannot be priced (BAD_REQUEST) without a user.
+ */
+@Resolver()
+export class UserResolver {
+  @Query(() => String)
+  @SlidingLimit({
+    name: 'me',
+    limit: 10,
+    windowMs: 60_000,
+    key: (req) => (req.user as { id?: string } | undefined)?.id,
+    cost: (req) => (req.user as { id: string }).id.length,
+  })
+  me(): string {
+    return 'me';
+  }
+}

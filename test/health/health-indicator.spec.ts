@@ -55,7 +55,13 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     const client = new Redis(server.url);
     client.on('error', () => undefined);
     opened.push(client);
-    const limiter = new SlidingWindowLimiter({ client, keyPrefix: uniquePrefix('health'), logger: silent, ...options });
+    const limiter = new SlidingWindowLimiter({
+      client,
+      keyPrefix: uniquePrefix('health'),
+      functionName: 'sliding_allow_v2', // the function these tests look for
+      logger: silent,
+      ...options,
+    });
     limiters.push(limiter);
     await limiter.init();
     return { client, limiter, indicator: indicatorFor(client, limiter) };
@@ -104,6 +110,7 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     const idle = new SlidingWindowLimiter({
       client,
       logger: silent,
+      functionName: 'sliding_allow_v2',
       canary: { functionName: 'sliding_allow_v1', percent: 0 },
     });
     limiters.push(idle);
@@ -257,6 +264,7 @@ describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', 
     limiter = new SlidingWindowLimiter({
       client,
       keyPrefix: uniquePrefix('health-cluster'),
+      functionName: 'sliding_allow_v2',
       logger: silent,
       onRedisError: 'throw',
     });
@@ -350,7 +358,7 @@ describe.each(PLATFORMS)('SlidingLimitHealthIndicator in a Nest app with terminu
       imports: [TerminusModule.forRoot({ logger: false })],
       controllers: [HealthController],
       providers: [SlidingLimitHealthIndicator],
-      options: { redis: server.url },
+      options: { redis: server.url, functionName: 'sliding_allow_v2' },
     });
   });
   afterAll(async () => {

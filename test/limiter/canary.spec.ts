@@ -103,6 +103,7 @@ describe('canary split', () => {
     const limiter = new SlidingWindowLimiter({
       client: redis,
       keyPrefix: uniquePrefix('errors'),
+      functionName: 'sliding_allow_v2',
       clock: () => now,
       maxClockSkewMs: 0,
       logger: { log: () => undefined, warn: () => undefined },

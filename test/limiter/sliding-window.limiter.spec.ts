@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import {
   ClockSkewError,
+  DEFAULT_FUNCTION_NAME,
   KNOWN_FUNCTION_NAMES,
   MemoryBackend,
   RateLimitConfigError,
@@ -184,7 +185,7 @@ describe('SlidingWindowLimiter', () => {
     const limiter = limiterWith();
     await limiter.init();
     expect(limiter.mode).toBe('function');
-    expect(limiter.functionName).toBe('sliding_allow_v2');
+    expect(limiter.functionName).toBe(DEFAULT_FUNCTION_NAME);
   });
 
   it('shares one ready listener among the limiters of a client, and leaves none once they close', async () => {

@@ -11,7 +11,13 @@ describe('SlidingWindowLimiter.onDecision', () => {
   afterAll(() => redis.quit());
 
   const newLimiter = (options: Partial<ConstructorParameters<typeof SlidingWindowLimiter>[0]> = {}) =>
-    new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('listen'), report: false, ...options });
+    new SlidingWindowLimiter({
+      client: redis,
+      keyPrefix: uniquePrefix('listen'),
+      functionName: 'sliding_allow_v2', // the function the decisions name
+      report: false,
+      ...options,
+    });
 
   it('tells each listener every consume and consumeAll decision, without the keys, until it unsubscribes', async () => {
     const limiter = newLimiter();

@@ -42,6 +42,7 @@ describe.each(PLATFORMS)('RateLimitPrometheusModule on %s', (platform) => {
         platform,
         controllers: [MetricsController, QuoteController],
         imports: [RateLimitPrometheusModule.forRoot()],
+        options: { functionName: 'sliding_allow_v2' }, // the function the metrics name
       });
       expect(app.app.get(RateLimitPrometheusExport).names).toContain('sliding_limit_decisions_total');
       await app.http().get('/quotes').expect(200);
@@ -83,6 +84,7 @@ describe('RateLimitPrometheusModule options', () => {
           useFactory: (given: Registry) => ({ registry: given, prefix: 'edge_rl_' }),
         }),
       ],
+      options: { functionName: 'sliding_allow_v2' },
     });
     await app.http().get('/quotes').expect(200);
     const text = await registry.metrics();

@@ -4,7 +4,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
-import { RateLimitModule } from 'nestjs-sliding-limit';
+import { RateLimitModule, type RateLimitModuleOptions } from 'nestjs-sliding-limit';
 import { OrdersController, OrdersHttpController, receivedEvents } from '../fixtures/transports/orders.controllers';
 import { freePort } from '../support/free-port';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
@@ -38,7 +38,7 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
   });
 
   /** A hybrid application: HTTP on a free port plus the microservice on the transport. */
-  const start = async () => {
+  const start = async (options: Partial<RateLimitModuleOptions> = {}) => {
     const transport = await transportOptions();
     const moduleRef = await Test.createTestingModule({
       imports: [
@@ -46,6 +46,7 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
           redis: sharedRedisUrl(),
           keyPrefix: uniquePrefix('rpc'),
           functionName: 'sliding_allow_v3',
+          ...options,
         }),
       ],
       controllers: [OrdersController, OrdersHttpController],
@@ -117,8 +118,8 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
     for (let i = 0; i < 3; i++) await expect(send('nsl.order.free', {})).resolves.toBe('free');
   });
 
-  it('drops an event over its limit without running the handler, and says so once per handler', async () => {
-    await start();
+  it('drops an event over its limit without running the handler, says so once per handler, logs each at refusalLogLevel', async () => {
+    await start({ refusalLogLevel: 'debug' });
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const debug = jest.spyOn(Logger.prototype, 'debug').mockImplementation(() => undefined);
     const emit = (data: unknown) => firstValueFrom((client as ClientProxy).emit('nsl.order.created', data));
@@ -127,17 +128,24 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
     await emit({ tenantId: 't1', n: 2 });
     await emit({ tenantId: 't1', n: 3 });
     await emit({ tenantId: 't2', n: 4 });
+    const drops = () =>
+      debug.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('dropped an event'));
     await waitUntil(() => receivedEvents.length === 2);
-    await waitUntil(() => debug.mock.calls.some(([line]) => String(line).includes('dropped an event')));
+    await waitUntil(() => drops().length === 2); // n: 2 and n: 3
     expect(receivedEvents).toEqual([
       { tenantId: 't1', n: 1 },
       { tenantId: 't2', n: 4 },
     ]);
-    const warned = warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('dropped an event'));
+    const warned = warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('drops the events'));
     expect(warned).toEqual([
-      'OrdersController.created dropped an event over its rate limit (order-events); events have no reply, so the ' +
-        'sender is not told. Further drops of this handler are logged at debug level',
+      'OrdersController.created drops the events over its rate limit without running; events have no reply, so ' +
+        'the sender is not told (said once per handler; set refusalLogLevel to log each drop)',
     ]);
+    expect(drops()).toEqual(
+      Array(2).fill(
+        expect.stringMatching(/^OrdersController\.created \(rpc\) dropped an event over its rate limit order-events;/),
+      ),
+    );
   });
 
   it("leaves the HTTP routes of a hybrid application to the module's global guard", async () => {

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
 import Redis from 'ioredis';
 import {
+  DEFAULT_FUNCTION_NAME,
   MemoryBackend,
   RateLimitConfigError,
   RateLimitModule,
@@ -295,7 +296,7 @@ describe('RateLimitModule.forRoot options', () => {
     try {
       await app.init();
       const limiter = app.get(SlidingWindowLimiter);
-      expect([limiter.functionName, limiter.keyPrefix]).toEqual(['sliding_allow_v2', 'rl:']);
+      expect([limiter.functionName, limiter.keyPrefix]).toEqual([DEFAULT_FUNCTION_NAME, 'rl:']);
     } finally {
       await app.close();
     }
@@ -903,7 +904,12 @@ describe('direct FCALL with bad arguments', () => {
 describe('SlidingWindowLimiter arguments', () => {
   let limiter: SlidingWindowLimiter;
   beforeAll(() => {
-    limiter = new SlidingWindowLimiter({ client: redis, keyPrefix: 'limiter-args:', report: false });
+    limiter = new SlidingWindowLimiter({
+      client: redis,
+      keyPrefix: 'limiter-args:',
+      functionName: 'sliding_allow_v2',
+      report: false,
+    });
   });
   afterAll(() => limiter.close());
 
@@ -992,12 +998,12 @@ describe('SlidingWindowLimiter arguments', () => {
       'rule.precisionMs must be a whole number of milliseconds from 1 to windowMs (1000)',
     ],
     [
-      'consume: a cost on the default function (v2)',
+      'consume: a cost on sliding_allow_v2',
       (l) => l.consume('k', ok, { cost: 2 }),
       'a cost (2) needs sliding_allow_v3 or later, but this decision runs on sliding_allow_v2',
     ],
     [
-      'peek: precisionMs on the default function (v2)',
+      'peek: precisionMs on sliding_allow_v2',
       (l) => l.peek('k', { limit: 5, windowMs: 1000, precisionMs: 100 }),
       'precisionMs (the bounded-memory window) needs sliding_allow_v3 or later',
     ],

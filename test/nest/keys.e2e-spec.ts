@@ -54,6 +54,15 @@ describe.each(PLATFORMS)('keys on %s', (platform) => {
     expect(await keysOf(app)).toEqual(['order:{no-user:ip:127.0.0.1}', 'order:{user:10086}', 'order:{user:10087}']);
   });
 
+  it('gives key and cost functions the user a middleware set, as req.user', async () => {
+    app = await start();
+    const first = await app.http().get('/keys/user-fn').set('x-user-id', '10086').expect(200);
+    expect(first.headers['x-ratelimit-remaining']).toBe('5'); // 10 less a cost of 5
+    await app.http().get('/keys/user-fn').set('x-user-id', '10086').expect(200);
+    await app.http().get('/keys/user-fn').set('x-user-id', '10086').expect(429);
+    expect(await keysOf(app)).toEqual(['by-user-fn:{10086}']);
+  });
+
   it('reads route params, headers, body fields, the route and a key function', async () => {
     app = await start();
     await app.http().get('/keys/param/138').expect(200);

@@ -131,7 +131,7 @@ describe('the guards outside HTTP, called directly', () => {
     const ws = new WsSlidingLimitGuard(limiter, plans).canActivate(wsContext(ChatGateway.prototype.chat, {}));
     const wsError = await ws.catch((error: unknown) => error);
     expect(wsError).toBeInstanceOf(WsException);
-    expect((wsError as WsException).getError()).toEqual(unavailable);
+    expect((wsError as WsException).getError()).toEqual({ ...unavailable, event: 'chat' });
 
     const rpc = new RpcSlidingLimitGuard(limiter, plans).canActivate(
       rpcContext(OrdersController.prototype.create, { tenantId: 'a' }),
@@ -187,6 +187,7 @@ describe('the global guard beside WsSlidingLimitGuard (socket.io)', () => {
       retryAfter: 60,
       retryAfterMs: expect.any(Number),
       limits: [event],
+      event,
     });
     await expect(call(socket, event, 4)).resolves.toHaveProperty('exception.code', 'TOO_MANY_REQUESTS');
     expect(unlimitedWarnings(warn)).toEqual([]);
@@ -197,6 +198,12 @@ describe('the global guard beside WsSlidingLimitGuard (socket.io)', () => {
     const socket = await start([UnguardedGateway, { provide: APP_GUARD, useClass: WsSlidingLimitGuard }]);
     for (let i = 1; i <= 4; i++) await expect(call(socket, 'say', i)).resolves.toEqual({ reply: { said: i } });
     expect(unlimitedWarnings(warn)).toEqual([]);
+    // Which start-up says, naming the gateway.
+    expect(warn.mock.calls.map(([line]) => String(line))).toContain(
+      'UnguardedGateway.say has @SlidingLimit, but no SlidingLimitGuard runs for it, so it is not limited: Nest ' +
+        'runs no global guard for WebSocket gateways; add @UseGuards(WsSlidingLimitGuard) to the gateway ' +
+        '(see docs/websockets-and-microservices.md)',
+    );
   });
 
   it('fails at bootstrap on bad @SlidingLimit arguments of a gateway, naming Gateway.method', async () => {

@@ -21,7 +21,12 @@ describe('instrumentLimiter (OpenTelemetry)', () => {
   afterAll(() => redis.quit());
   beforeEach(() => {
     otel = startOtel();
-    limiter = new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('otel'), report: false });
+    limiter = new SlidingWindowLimiter({
+      client: redis,
+      keyPrefix: uniquePrefix('otel'),
+      functionName: 'sliding_allow_v2', // the function the attributes name
+      report: false,
+    });
   });
   afterEach(async () => {
     instrumentation?.close();
@@ -82,6 +87,7 @@ describe('instrumentLimiter (OpenTelemetry)', () => {
     dead.on('error', () => undefined);
     const deadLimiter = new SlidingWindowLimiter({
       client: dead,
+      functionName: 'sliding_allow_v2',
       report: false,
       timeoutMs: 50,
       onRedisError: 'allow',

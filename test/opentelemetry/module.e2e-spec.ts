@@ -28,7 +28,12 @@ async function startApp(
       RateLimitModule.forRoot(
         store === 'memory'
           ? { store: 'memory' }
-          : { redis: sharedRedisUrl(), keyPrefix: uniquePrefix('otel-nest'), report: false },
+          : {
+              redis: sharedRedisUrl(),
+              keyPrefix: uniquePrefix('otel-nest'),
+              functionName: 'sliding_allow_v2', // the function the attributes name
+              report: false,
+            },
       ),
       RateLimitOpenTelemetryModule.forRoot(options),
     ],

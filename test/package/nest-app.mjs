@@ -35,5 +35,15 @@ for (let i = 0; i < 3; i++) {
   });
 }
 const limiter = app.get(SlidingWindowLimiter);
-console.log(JSON.stringify({ answers, functionName: limiter.functionName, mode: limiter.mode }));
 await app.close();
+
+// The same controller in an application that forgot RateLimitModule: start-up must say so.
+class ForgetfulModule {}
+Module({ controllers: [LimitedController] })(ForgetfulModule);
+const warnings = [];
+const logger = { log() {}, error() {}, debug() {}, verbose() {}, warn: (line) => warnings.push(String(line)) };
+const forgetful = await NestFactory.create(ForgetfulModule, { logger });
+await forgetful.init();
+await forgetful.close();
+
+console.log(JSON.stringify({ answers, functionName: limiter.functionName, mode: limiter.mode, warnings }));

@@ -3,6 +3,7 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { DEFAULT_FUNCTION_NAME } from 'nestjs-sliding-limit';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 
 /*
@@ -34,7 +35,7 @@ describe('NestJS and ioredis majors beside the dev ones', () => {
   afterAll(() => rmSync(packDir, { recursive: true, force: true }));
 
   it.each(COMBINATIONS)(
-    'NestJS $nest with ioredis $ioredis: limits a route and answers 429',
+    'NestJS $nest with ioredis $ioredis: limits a route and answers 429, and says when the module is missing',
     async ({ nest, ioredis }) => {
       const dir = mkdtempSync(join(tmpdir(), `nsl-nest${nest}-`));
       try {
@@ -67,13 +68,18 @@ describe('NestJS and ioredis majors beside the dev ones', () => {
           answers: { status: number; remaining: string | null; retryAfter: string | null }[];
           functionName: string;
           mode: string;
+          warnings: string[];
         };
         expect(result.answers).toEqual([
           { status: 200, remaining: '1', retryAfter: null },
           { status: 200, remaining: '0', retryAfter: null },
           { status: 429, remaining: '0', retryAfter: '60' },
         ]);
-        expect(result).toMatchObject({ functionName: 'sliding_allow_v2', mode: 'function' });
+        expect(result).toMatchObject({ functionName: DEFAULT_FUNCTION_NAME, mode: 'function' });
+        // The decorator's start-up check runs on this major too.
+        expect(result.warnings).toEqual([
+          expect.stringContaining('LimitedController carries @SlidingLimit, but the application does not import'),
+        ]);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -58,9 +58,16 @@ describe('loading and recovery (own redis-server)', () => {
     opened.push(client);
     return client;
   };
-  // 'throw' surfaces every failure, which is what these tests look at (the default fails open).
+  // 'throw' surfaces every failure, which is what these tests look at (the default fails open). On
+  // v2 unless a test says otherwise: the libraries these tests inspect are v2's.
   const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) =>
-    new SlidingWindowLimiter({ client: connect(), keyPrefix: 'rl:', onRedisError: 'throw', ...options });
+    new SlidingWindowLimiter({
+      client: connect(),
+      keyPrefix: 'rl:',
+      onRedisError: 'throw',
+      functionName: 'sliding_allow_v2',
+      ...options,
+    });
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -104,7 +111,7 @@ describe('loading and recovery (own redis-server)', () => {
       },
     );
 
-    it('without init(), the first consume loads the library', async () => {
+    it('without init(), the first consume loads the library of its function', async () => {
       const limiter = limiterWith({ loadFunctions: 'auto' });
       expect(await limiter.consume('k', { limit: 2, windowMs: 1000 })).toMatchObject({ allowed: true, remaining: 1 });
       expect((await listLibraries(admin)).map((lib) => lib.name)).toEqual(['rate_limit_v2']);
@@ -266,7 +273,13 @@ describe('loading and recovery (own redis-server)', () => {
         }
         return reply;
       };
-      const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', onRedisError: 'throw', batch: false });
+      const limiter = new SlidingWindowLimiter({
+        client,
+        keyPrefix: 'rl:',
+        functionName: 'sliding_allow_v2',
+        onRedisError: 'throw',
+        batch: false,
+      });
       await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
       await limiter.init();
       await admin.call('FUNCTION', 'FLUSH');
@@ -408,6 +421,7 @@ describe('loading and recovery (own redis-server)', () => {
       const limiter = new SlidingWindowLimiter({
         client,
         keyPrefix: 'rl:',
+        functionName: 'sliding_allow_v2',
         loadFunctions: 'auto',
         logger: silentLogger(),
       });

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import Redis from 'ioredis';
+import { DEFAULT_FUNCTION_NAME, SlidingWindowLimiter } from 'nestjs-sliding-limit';
 import { AppModule } from '../../sample/app.module';
 import { startRedisServer, type RedisServer } from '../support/redis-server';
 
@@ -41,6 +42,10 @@ describe('the sample app', () => {
     const call = http().post('/auth/login');
     return body === undefined ? call : call.set('content-type', 'application/json').send(body);
   };
+
+  it('runs the package’s default function version unless RATE_LIMIT_FUNCTION names one', () => {
+    expect(app.get(SlidingWindowLimiter).functionName).toBe(DEFAULT_FUNCTION_NAME);
+  });
 
   it('login: 5 per minute per IP, then 429 with Retry-After', async () => {
     for (let i = 0; i < 5; i++) await login({ username: 'demo', password: 'demo' }).expect(200);

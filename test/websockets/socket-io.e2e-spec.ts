@@ -38,6 +38,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) 
         retryAfter: 60,
         retryAfterMs: expect.any(Number),
         limits: ['chat'],
+        event: 'chat',
       },
     });
     const { retryAfterMs } = (rejected as { exception: { retryAfterMs: number } }).exception;
@@ -121,8 +122,31 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) 
         status: 400,
         code: 'RATE_LIMIT_UNPRICEABLE',
         message: 'Rate limit of ChatGateway.priced cannot price this call',
+        event: 'priced',
       },
     });
+  });
+
+  it('answers a refused message’s ack with the error, naming the event, so emitWithAck does not hang', async () => {
+    await start();
+    const socket = await connect();
+    // A timeout far above a local round trip: without an answer, emitWithAck would wait forever.
+    const emitWithAck = (data: unknown) => socket.timeout(2000).emitWithAck('chat', data);
+    await expect(emitWithAck(1)).resolves.toEqual({ handler: 'chat', data: 1 });
+    await expect(emitWithAck(2)).resolves.toEqual({ handler: 'chat', data: 2 });
+    const exception = new Promise((resolve) => socket.once('exception', resolve));
+    const refusal = {
+      status: 429,
+      code: 'TOO_MANY_REQUESTS',
+      message: 'Too Many Requests',
+      retryAfter: 60,
+      retryAfterMs: expect.any(Number),
+      limits: ['chat'],
+      event: 'chat',
+    };
+    await expect(emitWithAck(3)).resolves.toEqual(refusal);
+    // The exception event says the same, with the event it answers.
+    await expect(exception).resolves.toEqual(refusal);
   });
 
   it('lets @SkipRateLimit handlers through', async () => {

@@ -87,6 +87,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with ws (@nestjs/platform-ws) on %
         retryAfter: 60,
         retryAfterMs: expect.any(Number),
         limits: ['chat'],
+        event: 'chat',
       },
     });
     // A second connection from the same address shares the count.

@@ -64,6 +64,7 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     const limiter = new SlidingWindowLimiter({
       client: connection,
       keyPrefix: uniquePrefix('cluster'),
+      functionName: 'sliding_allow_v2', // the library these tests inspect
       logger,
       onRedisError: 'throw',
       ...options,
