@@ -1,8 +1,9 @@
 import type { FunctionSelection } from '../core/function-selection';
-import type { LimiterBackend } from '../core/limiter-backend';
+import type { LibraryReload, LimiterBackend } from '../core/limiter-backend';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import { getFunctionContract } from '../redis/function-versions';
 import { activateVersion, canaryInEffect, FunctionRouting, type ActiveVersion } from './function-routing';
+import type { LimiterLogger } from './degraded-mode-log';
 import type { RedisCallPolicy } from './redis-call-policy';
 import type { ClockSource } from './sliding-window-limiter.interfaces';
 
@@ -18,6 +19,7 @@ export class LimiterStartup {
   /** What the limiter calls: configured until start-up, then what the routing really calls. */
   selection: FunctionSelection;
   private starting?: Promise<FunctionRouting>;
+  private readonly stopWatchingReloads: () => void;
 
   constructor(
     private readonly backend: LimiterBackend,
@@ -28,8 +30,15 @@ export class LimiterStartup {
     selection: FunctionSelection,
     /** Called once, when the first routing is in effect. */
     private readonly onStarted: () => void,
+    private readonly logger: LimiterLogger,
   ) {
     this.selection = selection;
+    this.stopWatchingReloads = backend.onReload?.((reload) => this.logReload(reload)) ?? (() => undefined);
+  }
+
+  /** Stops what start-up keeps running: its subscriptions on the store. */
+  close(): void {
+    this.stopWatchingReloads();
   }
 
   /** The stable version's contract as configured or installed, for decisions made before a routing exists. */
@@ -83,6 +92,28 @@ export class LimiterStartup {
     const canary = canaryInEffect(selection);
     if (!canary) return new FunctionRouting(stable);
     return new FunctionRouting(stable, await this.activate(canary.functionName, policy), canary.percent);
+  }
+
+  /**
+   * A server had lost a library and a call loaded it again. Expected under `auto`; under `verify`
+   * the operator loads the functions, so a server that lost them is news they need (a restart without
+   * persistence, a FUNCTION FLUSH): said at warning level, with what to do.
+   */
+  private logReload({ libraryName, functionName, nodes, policy }: LibraryReload): void {
+    const where = nodes.join(', ');
+    if (policy !== 'verify') {
+      this.logger.log(
+        `${where} had lost library ${libraryName} (a restart without persistence, or FUNCTION FLUSH); ` +
+          `reloaded it (loadFunctions 'auto'), and ${functionName} decides again`,
+      );
+      return;
+    }
+    this.logger.warn(
+      `loadFunctions is 'verify', but ${where} had lost library ${libraryName} (a restart without persistence, ` +
+        `or FUNCTION FLUSH): reloaded the bundled ${libraryName}, the library verified at start-up, so that ` +
+        `${functionName} decides again. Make the server keep its functions (appendonly or RDB persistence, ` +
+        `or load them as it starts) and find out why it lost them`,
+    );
   }
 
   private activate(functionName: string, policy: LoadFunctionsPolicy): Promise<ActiveVersion> {

@@ -111,10 +111,16 @@ export class SlidingWindowLimiter {
     // Start-up waits for the connection (no connected check); its breaker is the connection's.
     const startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breakers, () => true);
     const selection = { functionName: this.options.functionName, canary: this.options.canary };
-    this.startup = new LimiterStartup(this.backend, clock, loadFunctions, startupCalls, selection, () =>
-      this.reporter?.start(),
-    );
     const logger = this.options.logger ?? defaultLimiterLogger();
+    this.startup = new LimiterStartup(
+      this.backend,
+      clock,
+      loadFunctions,
+      startupCalls,
+      selection,
+      () => this.reporter?.start(),
+      logger,
+    );
     const members = new MemberIdSource();
     const insuranceKeys = switchSize(insurance, 'maxKeys', DEFAULT_INSURANCE_KEYS);
     if (insuranceKeys !== undefined)
@@ -269,6 +275,7 @@ export class SlidingWindowLimiter {
    */
   async close(): Promise<void> {
     this.stopListening();
+    this.startup.close();
     await this.reporter?.close();
   }
 

@@ -9,16 +9,29 @@ import { functionsUnavailableOn } from './function-support';
 import { readLibrarySource } from './lua-library';
 import { librariesOf } from './loaded-libraries';
 import { isFunctionNameTaken, isLibraryAlreadyExists } from './reply';
-import { masterNodes, nodeAddress } from './redis-nodes';
+import { isCluster, masterNodes, nodeAddress } from './redis-nodes';
 
 type LibraryState = 'loaded' | 'missing' | 'different';
 
-/** The shell commands that load a bundled library by hand, for error messages. */
-export function loadCommandFor(contract: FunctionContract): string {
+/**
+ * The shell commands that load a bundled library by hand, for error messages: with the server of
+ * `connection` when given (`--url redis://host:port`, `--cluster host:port`), never its credentials.
+ */
+export function loadCommandFor(contract: FunctionContract, connection?: RedisConnection): string {
   return (
-    `npx nestjs-sliding-limit functions load ${contract.version} ` +
+    `npx nestjs-sliding-limit functions load ${contract.version}${connection ? cliTarget(connection) : ''} ` +
     `(or redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/${contract.sourceFile})`
   );
+}
+
+/** The CLI's option naming the server of `connection`, without user or password; empty for a socket path. */
+function cliTarget(connection: RedisConnection): string {
+  if (isCluster(connection)) {
+    const [seed] = connection.nodes('master');
+    return seed ? ` --cluster ${nodeAddress(seed)}` : '';
+  }
+  const { path, tls } = connection.options;
+  return path ? '' : ` --url ${tls ? 'rediss' : 'redis'}://${nodeAddress(connection)}`;
 }
 
 /**
@@ -39,9 +52,10 @@ export class FunctionLoader {
    * Checks every master; loads the library where missing (`auto`) or fails naming the nodes
    * (`verify`); `off` trusts the server. A master that cannot run functions at all (FUNCTION renamed
    * or disabled, no Lua engine) fails with FunctionsUnavailableError, which names the fix.
+   * @returns the masters it loaded the library on (host:port): none when every master had it
    */
-  async prepare(policy: LoadFunctionsPolicy): Promise<void> {
-    if (policy === 'off') return;
+  async prepare(policy: LoadFunctionsPolicy): Promise<string[]> {
+    if (policy === 'off') return [];
     const nodes = await masterNodes(this.connection);
     const states = await Promise.all(
       nodes.map((node) => this.inspect(node).catch((error: unknown) => rethrowExplained(node, error))),
@@ -53,7 +67,7 @@ export class FunctionLoader {
       throw new FunctionCodeMismatchError(this.contract.libraryName, different.map(nodeAddress));
 
     const missing = having('missing');
-    if (missing.length === 0) return;
+    if (missing.length === 0) return [];
     if (policy === 'verify') {
       // Listing works without a Lua engine; loading would not: say so rather than "load it".
       for (const node of missing) {
@@ -64,10 +78,11 @@ export class FunctionLoader {
         this.contract.allowFunction,
         this.contract.libraryName,
         missing.map(nodeAddress),
-        loadCommandFor(this.contract),
+        loadCommandFor(this.contract, this.connection),
       );
     }
     await Promise.all(missing.map((node) => this.load(node)));
+    return missing.map(nodeAddress);
   }
 
   private async inspect(node: Redis): Promise<LibraryState> {
