@@ -2,9 +2,11 @@ import type { CanarySplit } from '../core/function-selection';
 import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { LimiterLogger } from './degraded-mode-log';
+import type { DegradedMode } from './degraded-stretch';
 import type { LimiterBackend } from '../core/limiter-backend';
 import type { SlidingLimitRule } from '../core/limit-rule';
 import type { RateLimitDecision } from '../core/decisions';
+import type { LimiterErrorKind } from '../core/call-metrics';
 
 /** Where the limiter takes "now" from. */
 export type ClockSource =
@@ -68,10 +70,27 @@ export interface DecisionEvent {
   readonly latencyMs: number | undefined;
   /** Set when Redis did not decide: see {@link RateLimitDecision.degraded}. */
   readonly degraded: RateLimitDecision['degraded'];
+  /**
+   * Why Redis did not decide, when `degraded` is set: the failure's kind as the error counters count it
+   * (`timeout`, `connection`, `function_not_loaded`, `clock_skew`, `redis` for an error reply such as
+   * OOM, `other`).
+   */
+  readonly degradedCause: LimiterErrorKind | undefined;
   /** Whether the local block cache rejected the request without a Redis call. */
   readonly blockedLocally: boolean;
   /** The limit names of {@link DecisionOptions.limitNames}, when the caller gave them. */
   readonly limitNames: readonly string[] | undefined;
+}
+
+/** What {@link SlidingWindowLimiter.status} reports: whether the limiter has started, and whether Redis decides. */
+export interface LimiterStatus {
+  /**
+   * Whether start-up (the functions loaded or verified on every master) has finished. Until it has,
+   * decisions are made by `onRedisError`.
+   */
+  started: boolean;
+  /** Set while decisions are made without Redis: the stretch of them, its latest recent enough. */
+  degraded?: DegradedMode;
 }
 
 /** Receives every decision of a limiter; see {@link SlidingWindowLimiter.onDecision}. */

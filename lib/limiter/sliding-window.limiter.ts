@@ -31,6 +31,7 @@ import type { CanarySplit, FunctionSelection } from '../core/function-selection'
 import type {
   DecisionListener,
   DecisionOptions,
+  LimiterStatus,
   SlidingWindowLimiterOptions,
 } from './sliding-window-limiter.interfaces';
 import type { KeyedSlidingLimitRule, SlidingLimitRule } from '../core/limit-rule';
@@ -244,6 +245,18 @@ export class SlidingWindowLimiter {
    */
   onDecision(listener: DecisionListener): () => void {
     return this.listeners.add(listener);
+  }
+
+  /**
+   * Whether the limiter has started, and whether decisions are made without Redis: `degraded` is set
+   * while the latest degraded decision (by `onRedisError` or the insurance) is at most `withinMs` old
+   * (default 10 s), with the stretch's start, counts by kind and latest cause. What the health
+   * indicator and the Prometheus gauge `sliding_limit_degraded` report.
+   */
+  status(withinMs?: number): LimiterStatus {
+    const degraded = this.failures.degradedMode(withinMs);
+    const started = this.startup.routing !== undefined;
+    return degraded ? { started, degraded } : { started };
   }
 
   /** Reports the state of `key` without recording anything. */

@@ -23,6 +23,7 @@ import { RedisCluster, startRedisCluster } from '../support/redis-cluster';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { testServerIdentity } from '../support/test-server';
 import { uniquePrefix } from '../support/test-redis';
+import { waitUntil } from '../support/wait-for';
 
 const root = join(__dirname, '..', '..');
 const silent = { log: () => undefined, warn: () => undefined };
@@ -193,6 +194,39 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
       opened = [];
       await own.stop();
     }
+  });
+
+  it('is down while the limiter decides without Redis (since when, how many, the last cause), up once the latest is older than degradedWindowMs', async () => {
+    // A caller clock behind a key's newest entry: v2 refuses with CLOCKSKEW, and onRedisError allows.
+    let now = 1_735_660_800_000;
+    const { indicator, limiter } = await limiterOn({ clock: () => now, maxClockSkewMs: 0 });
+    await limiter.consume('k', { limit: 10, windowMs: 60_000 });
+    now -= 5;
+    const startedAt = Date.now();
+    for (let i = 0; i < 3; i++)
+      expect((await limiter.consume('k', { limit: 10, windowMs: 60_000 })).degraded).toBe('allow');
+
+    const { rateLimit } = await indicator.isHealthy('rateLimit', { degradedWindowMs: 1000 });
+    expect(rateLimit).toMatchObject({
+      status: 'down',
+      nodes: [address],
+      functions: ['sliding_allow_v2'],
+      degraded: { decisions: 3, byKind: { allow: 3 }, lastCause: expect.stringMatching(/^CLOCKSKEW /) },
+    });
+    expect(Date.parse(rateLimit.degraded!.since)).toBeGreaterThanOrEqual(startedAt - 1);
+    expect(Date.parse(rateLimit.degraded!.latest)).toBeGreaterThanOrEqual(Date.parse(rateLimit.degraded!.since));
+    expect(rateLimit.unreachable).toBeUndefined();
+    expect(rateLimit.missing).toBeUndefined();
+    expect(rateLimit.message).toMatch(
+      /^3 decisions made without Redis since \S+ \(3 by allow\), the latest \d+\.\d s ago: CLOCKSKEW /,
+    );
+    // 0 leaves degraded decisions out of the check.
+    expect((await indicator.isHealthy('rateLimit', { degradedWindowMs: 0 })).rateLimit.status).toBe('up');
+
+    await waitUntil(
+      async () => (await indicator.isHealthy('rateLimit', { degradedWindowMs: 300 })).rateLimit.status === 'up',
+    );
+    expect(Date.now() - Date.parse(rateLimit.degraded!.latest)).toBeGreaterThanOrEqual(300);
   });
 
   it('a frozen server (SIGSTOP) is down within the timeout, naming it; up again after SIGCONT', async () => {
