@@ -10,6 +10,7 @@ export type {
   DecisionOptions,
   LimiterStatus,
   RedisErrorPolicy,
+  StartupFailure,
   SlidingWindowLimiterOptions,
 } from './limiter/sliding-window-limiter.interfaces';
 export { DEGRADED_WINDOW_MS, type DegradedMode } from './limiter/degraded-stretch';

@@ -20,6 +20,7 @@ import { readServerInfo } from '../redis/server-info';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { DEGRADED_WINDOW_MS, type DegradedMode } from '../limiter/degraded-stretch';
 import type { FallbackKind } from '../core/call-metrics';
+import type { RedisConnection } from '../core/redis-connection';
 
 /** How long one health check may wait for a node, by default: below a Kubernetes probe's 1 s default. */
 export const DEFAULT_HEALTH_TIMEOUT_MS = 500;
@@ -75,6 +76,11 @@ export type SlidingLimitHealthDetails = {
   unreachable?: { node: string; error: string }[];
   /** Functions a master lacks, one entry per master and function. */
   missing?: { node: string; functionName: string; libraryName: string }[];
+  /**
+   * Set while the limiter has not started (its functions loaded or verified) after an attempt failed:
+   * it tries again in the background, and decisions follow `onRedisError` meanwhile. The check is down.
+   */
+  startup?: { since: string; attempts: number; lastError: string };
   /**
    * Set while decisions are made without Redis (within `degradedWindowMs`), e.g. by a Redis that
    * answers PING but refuses every write (out of memory): the check is then down.
@@ -151,10 +157,14 @@ export class SlidingLimitHealthIndicator {
     const session = this.indicatorService().check(key);
     const details = await this.inspect(options.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS);
     const windowMs = options.degradedWindowMs ?? DEGRADED_WINDOW_MS;
-    const degraded = windowMs > 0 ? this.limiter.status(windowMs).degraded : undefined;
-    if (degraded) details.degraded = degradedDetails(degraded);
-    const healthy = details.unreachable === undefined && details.missing === undefined && !degraded;
-    return healthy ? session.up(details) : session.down(degraded ? down(details) : details);
+    const { startup, degraded } = this.limiter.status(windowMs);
+    if (startup) {
+      const { sinceMs, attempts, lastError } = startup;
+      details.startup = { since: new Date(sinceMs).toISOString(), attempts, lastError: lastError.message };
+    }
+    if (degraded && windowMs > 0) details.degraded = degradedDetails(degraded);
+    const healthy = !details.unreachable && !details.missing && !details.startup && !details.degraded;
+    return healthy ? session.up(details) : session.down(down(details, this.connection.client));
   }
 
   private async inspect(timeoutMs: number): Promise<SlidingLimitHealthDetails> {
@@ -182,7 +192,7 @@ export class SlidingLimitHealthIndicator {
     try {
       nodes = await withTimeout(masterNodes(client), timeoutMs);
     } catch (error) {
-      return down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error: messageOf(error) }] });
+      return down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error: messageOf(error) }] }, client);
     }
     const reports = await Promise.all(nodes.map((node) => this.inspectNode(node, contracts, timeoutMs)));
     reports.sort((a, b) => a.node.localeCompare(b.node, undefined, { numeric: true }));
@@ -203,7 +213,7 @@ export class SlidingLimitHealthIndicator {
     if (reports.length === 0) unreachable.push({ node: 'cluster', error: 'no master is known' });
     if (unreachable.length > 0) details.unreachable = unreachable;
     if (missing.length > 0) details.missing = missing;
-    return details.unreachable || details.missing ? down(details) : details;
+    return details.unreachable || details.missing ? down(details, client) : details;
   }
 
   /** The contracts of the active function and of the canary (in that order), each once. */
@@ -285,8 +295,12 @@ function degradedDetails({ sinceMs, lastMs, decisions, lastCause }: DegradedMode
 }
 
 /** `details` with a message naming every problem and its fix. */
-function down(details: SlidingLimitHealthDetails): SlidingLimitHealthDetails {
+function down(details: SlidingLimitHealthDetails, connection?: RedisConnection): SlidingLimitHealthDetails {
   const problems: string[] = [];
+  if (details.startup) {
+    const { since, attempts, lastError } = details.startup;
+    problems.push(`the limiter has not started: ${lastError} (retrying since ${since}, ${attempts} attempts)`);
+  }
   if (details.degraded) {
     const { since, latest, decisions, byKind, lastCause } = details.degraded;
     const kinds = Object.entries(byKind).map(([kind, count]) => `${count} by ${kind}`);
@@ -306,7 +320,7 @@ function down(details: SlidingLimitHealthDetails): SlidingLimitHealthDetails {
   for (const [functionName, nodes] of byFunction) {
     const contract = findFunctionContract(functionName) as FunctionContract;
     problems.push(
-      `${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract)}`,
+      `${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract, connection)}`,
     );
   }
   return { ...details, message: problems.join('; ') };

@@ -82,6 +82,16 @@ export interface DecisionEvent {
   readonly limitNames: readonly string[] | undefined;
 }
 
+/** A start-up that has not succeeded yet, as {@link LimiterStatus} reports it. */
+export interface StartupFailure {
+  /** When the first attempt failed (or was waited for in vain), epoch ms. */
+  sinceMs: number;
+  /** Attempts made so far, the one in flight included. */
+  attempts: number;
+  /** Why the latest failed: its kind (as the error counters count it) and message. */
+  lastError: { kind: LimiterErrorKind; message: string };
+}
+
 /** What {@link SlidingWindowLimiter.status} reports: whether the limiter has started, and whether Redis decides. */
 export interface LimiterStatus {
   /**
@@ -89,6 +99,11 @@ export interface LimiterStatus {
    * decisions are made by `onRedisError`.
    */
   started: boolean;
+  /**
+   * Set while start-up has failed and is tried again in the background (every second, and whenever
+   * the connection is ready): since when, how many attempts, and why the latest failed.
+   */
+  startup?: StartupFailure;
   /** Set while decisions are made without Redis: the stretch of them, its latest recent enough. */
   degraded?: DegradedMode;
 }

@@ -56,8 +56,6 @@ function withoutKeys(rules: readonly SlidingLimitRule[]): SlidingLimitRule[] {
 /** Consecutive unavailability failures that open the circuit breaker, and how long it stays open. */
 const BREAKER_THRESHOLD = 3;
 const BREAKER_COOLDOWN_MS = 1000;
-/** Start-up (loading or verifying functions) may take longer than a decision. */
-const MIN_STARTUP_TIMEOUT_MS = 2000;
 
 /**
  * Exact sliding-window-log rate limiting on Redis.
@@ -68,8 +66,8 @@ const MIN_STARTUP_TIMEOUT_MS = 2000;
  * a canary can send a sticky share of keys to a candidate, and {@link SlidingWindowLimiter.use} switches at runtime.
  * When Redis cannot decide (timeout, connection down) the `onRedisError` policy does, and the
  * application never waits on a dead or frozen server for much longer than `timeoutMs` per attempt
- * (at most 1.25 × `timeoutMs`; the first decisions before start-up has finished: up to 1.25 ×
- * `max(timeoutMs, 2 s)`).
+ * (at most 1.25 × `timeoutMs`, the first decision before start-up has finished included; once a
+ * start-up attempt has failed, decisions do not wait for it while it is tried again in the background).
  *
  * Provided by `RateLimitModule`, or constructed directly:
  * ```ts
@@ -109,15 +107,13 @@ export class SlidingWindowLimiter {
     // A reconnect ends the pause at once instead of after the cool-down.
     this.stopListening = this.backend.onReady(() => breakers.resetAll());
     this.calls = new RedisCallPolicy(timeoutMs, 1, breakers, () => this.backend.isConnected());
-    // Start-up waits for the connection (no connected check); its breaker is the connection's.
-    const startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breakers, () => true);
     const selection = { functionName: this.options.functionName, canary: this.options.canary };
     const logger = this.options.logger ?? defaultLimiterLogger();
     this.startup = new LimiterStartup(
       this.backend,
       clock,
       loadFunctions,
-      startupCalls,
+      timeoutMs,
       selection,
       () => this.reporter?.start(),
       logger,
@@ -174,12 +170,13 @@ export class SlidingWindowLimiter {
    * Detects the execution mode and loads or verifies the Lua on every master, per `loadFunctions`.
    * Idempotent. Called by the Nest module at bootstrap; without Nest the first call does it lazily,
    * but calling it at start-up makes `loadFunctions: 'verify'` fail fast. Bounded in time: when Redis
-   * does not answer within about `max(timeoutMs, 2 s)` (at most 1.25 × that) it rejects with a {@link RedisUnavailableError}
-   * (and keeps trying in the background; decisions meanwhile follow `onRedisError`).
+   * does not answer within `max(timeoutMs, 2 s)` it rejects with a {@link RedisUnavailableError}
+   * and keeps trying in the background (every second, and whenever the connection is ready);
+   * decisions meanwhile follow `onRedisError` at once, and {@link SlidingWindowLimiter.status} says so.
    */
   async init(): Promise<void> {
     try {
-      await this.startup.start();
+      await this.startup.init();
     } catch (error) {
       throw translated(error);
     }
@@ -248,15 +245,19 @@ export class SlidingWindowLimiter {
   }
 
   /**
-   * Whether the limiter has started, and whether decisions are made without Redis: `degraded` is set
+   * Whether the limiter has started (`startup` says why not, once an attempt has failed), and whether
+   * decisions are made without Redis: `degraded` is set
    * while the latest degraded decision (by `onRedisError` or the insurance) is at most `withinMs` old
    * (default 10 s), with the stretch's start, counts by kind and latest cause. What the health
    * indicator and the Prometheus gauge `sliding_limit_degraded` report.
    */
   status(withinMs?: number): LimiterStatus {
+    const status: LimiterStatus = { started: this.startup.routing !== undefined };
+    const startup = this.startup.failing;
+    if (startup) status.startup = startup;
     const degraded = this.failures.degradedMode(withinMs);
-    const started = this.startup.routing !== undefined;
-    return degraded ? { started, degraded } : { started };
+    if (degraded) status.degraded = degraded;
+    return status;
   }
 
   /** Reports the state of `key` without recording anything. */

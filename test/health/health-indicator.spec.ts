@@ -136,7 +136,8 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     expect(rateLimit.unreachable).toBeUndefined();
     expect(rateLimit.message).toBe(
       `sliding_allow_v1 (library rate_limit_v1) is not loaded on ${address}; load it on each: ` +
-        'npx nestjs-sliding-limit functions load v1 (or redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/rate_limit_v1.lua)',
+        `npx nestjs-sliding-limit functions load v1 --url redis://${address} ` +
+        '(or redis-cli -x FUNCTION LOAD < node_modules/nestjs-sliding-limit/dist/redis/lua/rate_limit_v1.lua)',
     );
   });
 
