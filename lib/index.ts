@@ -8,6 +8,7 @@ export type {
   DecisionEvent,
   DecisionListener,
   DecisionOptions,
+  FunctionNeeds,
   LimiterStatus,
   RedisErrorPolicy,
   StartupFailure,

@@ -3,6 +3,7 @@ import type { LimiterBackend } from '../core/limiter-backend';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import { getFunctionContract } from '../redis/function-versions';
 import { activateVersion, canaryInEffect, FunctionRouting, type ActiveVersion } from './function-routing';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { RedisUnavailableError } from '../core/errors/redis-unavailable.error';
 import { scrubSecrets } from '../core/redact';
 import { errorKindOf, isUnanswered } from '../redis/error-kind';
@@ -10,7 +11,8 @@ import { messageOf } from '../redis/reply';
 import type { LimiterLogger } from './degraded-mode-log';
 import { logReload, logStarted, logStartupFailed } from './startup-log';
 import { withTimeout } from './with-timeout';
-import type { ClockSource, StartupFailure } from './sliding-window-limiter.interfaces';
+import type { ClockSource, FunctionNeeds, StartupFailure } from './sliding-window-limiter.interfaces';
+import { describeUnmetNeeds } from './version-capabilities';
 
 /** Start-up (loading or verifying functions) may take longer than a decision: `init()` waits at least this long. */
 export const MIN_STARTUP_TIMEOUT_MS = 2000;
@@ -38,6 +40,7 @@ export class LimiterStartup {
   private closed = false;
   private readonly startupTimeoutMs: number;
   private readonly stopWatching: (() => void)[];
+  private readonly needs = new Set<() => FunctionNeeds>();
 
   constructor(
     private readonly backend: LimiterBackend,
@@ -165,10 +168,36 @@ export class LimiterStartup {
    * `auto`); the current routing stays when that fails.
    */
   async switchTo(selection: FunctionSelection): Promise<void> {
+    const problems = this.describeUnmetNeeds(selection);
+    if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter.use');
     await this.ready();
     // 'off' trusts the server at start-up, but a switch is only safe once checked.
     const policy: LoadFunctionsPolicy = this.loadFunctions === 'auto' ? 'auto' : 'verify';
     this.install(await this.build(selection, policy));
+  }
+
+  /**
+   * Registers what the limiter's callers need of its functions, read at each switch; returns the
+   * function that removes it.
+   */
+  addNeeds(needs: () => FunctionNeeds): () => void {
+    // A wrapper: the same function registered twice is two registrations, removed one by one.
+    const entry = () => needs();
+    this.needs.add(entry);
+    return () => this.needs.delete(entry);
+  }
+
+  /** What the registered needs ask of `selection`'s functions (a canary only while it takes traffic). */
+  private describeUnmetNeeds(selection: FunctionSelection): string[] {
+    const canary = canaryInEffect(selection);
+    const targets: [string, string][] = [['functionName', selection.functionName]];
+    if (canary) targets.push(['canary.functionName', canary.functionName]);
+    const problems: string[] = [];
+    for (const needs of this.needs) {
+      const asked = needs();
+      for (const [role, name] of targets) problems.push(...describeUnmetNeeds(getFunctionContract(name), role, asked));
+    }
+    return problems;
   }
 
   /** Puts a routing in effect; `selection` then reports what it really calls. */

@@ -108,6 +108,17 @@ export interface LimiterStatus {
   degraded?: DegradedMode;
 }
 
+/**
+ * What callers of a limiter need of the function versions it calls, by who needs it (names for the
+ * message, e.g. routes `Controller.handler`); see {@link SlidingWindowLimiter.addFunctionNeeds}.
+ */
+export interface FunctionNeeds {
+  /** Who decides requests with a cost other than 1 (`sliding_allow_v3` or later). */
+  weighted?: readonly string[];
+  /** Who decides rules with `precisionMs`, the bounded-memory window (`sliding_allow_v3` or later). */
+  bucketed?: readonly string[];
+}
+
 /** Receives every decision of a limiter; see {@link SlidingWindowLimiter.onDecision}. */
 export type DecisionListener = (event: DecisionEvent) => void;
 

@@ -31,6 +31,7 @@ import type { CanarySplit, FunctionSelection } from '../core/function-selection'
 import type {
   DecisionListener,
   DecisionOptions,
+  FunctionNeeds,
   LimiterStatus,
   SlidingWindowLimiterOptions,
 } from './sliding-window-limiter.interfaces';
@@ -185,9 +186,11 @@ export class SlidingWindowLimiter {
   /**
    * Switches the functions this limiter calls, without a restart: `use('sliding_allow_v1')` for a
    * rollback, `use({ functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2',
-   * percent: 10 } })` for a canary. The new functions are verified on every master first (and loaded
-   * there when `loadFunctions` is `auto`); if that fails, the current selection stays in effect and
-   * the error says why.
+   * percent: 10 } })` for a canary. A version that cannot decide what callers declared they need
+   * ({@link SlidingWindowLimiter.addFunctionNeeds}: the Nest module's routes with a cost or
+   * `precisionMs`) is refused with a {@link RateLimitConfigError}. The new functions are verified on
+   * every master first (and loaded there when `loadFunctions` is `auto`); if that fails, the current
+   * selection stays in effect and the error says why.
    */
   async use(selection: string | FunctionSelection): Promise<void> {
     const wanted = typeof selection === 'string' ? { functionName: selection } : selection;
@@ -199,6 +202,17 @@ export class SlidingWindowLimiter {
     await this.startup.switchTo(wanted);
     // Operators check the reports before deleting a version: show the switch at once.
     await this.reporter?.reportNow().catch(() => undefined);
+  }
+
+  /**
+   * Declares what callers of this limiter need of its functions — who decides with a cost other than
+   * 1, who with `precisionMs` — so that {@link SlidingWindowLimiter.use} refuses a switch (or a
+   * canary) to a version that cannot decide them, with a {@link RateLimitConfigError} naming them,
+   * before anything changes. `needs` is read at each switch. The Nest module registers its routes.
+   * @returns a function that removes the registration
+   */
+  addFunctionNeeds(needs: () => FunctionNeeds): () => void {
+    return this.startup.addNeeds(needs);
   }
 
   /**

@@ -69,6 +69,7 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
     private readonly limiter: SlidingWindowLimiter,
     @Inject(RATE_LIMIT_CONNECTION) private readonly connection: RateLimitConnection,
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
+    private readonly plans: SlidingLimitPlans,
   ) {
     super();
   }
@@ -87,6 +88,8 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
           'counts on its own, and counts start empty after a restart',
       );
     }
+    // limiter.use() refuses a version the routes cannot run on (a cost, precisionMs), naming them.
+    this.limiter.addFunctionNeeds(() => this.plans.functionNeeds());
     try {
       await this.limiter.init();
     } catch (error) {
