@@ -7,8 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Controller, Get } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { TerminusModule } from '@nestjs/terminus';
 import Redis, { Cluster } from 'ioredis';
 import {
   SlidingLimitHealthIndicator,
@@ -18,6 +17,7 @@ import {
   type SlidingWindowLimiterOptions,
 } from '../../lib';
 import { nodeAddress } from '../../lib/redis/redis-nodes';
+import { HealthController } from '../fixtures/health/health.controller';
 import { startTestApp, PLATFORMS, type TestApp } from '../support/nest-app';
 import { RedisCluster, startRedisCluster } from '../support/redis-cluster';
 import { RedisServer, startRedisServer } from '../support/redis-server';
@@ -356,20 +356,6 @@ describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', 
     expect((await indicator.isHealthy()).rateLimit.status).toBe('up');
   });
 });
-
-@Controller('health')
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly rateLimit: SlidingLimitHealthIndicator,
-  ) {}
-
-  @Get()
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.rateLimit.isHealthy()]);
-  }
-}
 
 describe.each(PLATFORMS)('SlidingLimitHealthIndicator in a Nest app with terminus (%s)', (platform) => {
   let server: RedisServer;

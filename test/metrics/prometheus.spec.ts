@@ -8,18 +8,8 @@ import ts from 'typescript';
 import { RateLimitConfigError, SlidingWindowLimiter } from '../../lib';
 import { LATENCY_BUCKETS_MS } from '../../lib/core/latency-histogram';
 import { registerPrometheusMetrics } from '../../lib/metrics/prometheus';
+import { samples } from '../support/prometheus-samples';
 import { connectShared, uniquePrefix } from '../support/test-redis';
-
-/** `name{labels} value` lines of an exposition, as a map from `name{labels}` to the value. */
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const at = line.lastIndexOf(' ');
-    map.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return map;
-}
 
 describe('Prometheus export', () => {
   let redis: Redis;

@@ -13,6 +13,7 @@ import {
   SlidingWindowLimiterOptions,
 } from '../../lib';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../support/redis-server';
+import { recordingLogger } from '../support/recording-logger';
 import { sleep } from '../support/sleep';
 import { startTraffic, type TrafficCall } from '../support/traffic';
 import { rejectionOf } from '../support/rejection';
@@ -597,17 +598,6 @@ describe('loading and recovery (own redis-server)', () => {
     );
   });
 });
-
-/** A logger that keeps its lines, for the tests that check what was logged. */
-function recordingLogger() {
-  const lines = { logs: [] as string[], warnings: [] as string[], errors: [] as string[] };
-  return {
-    ...lines,
-    log: (message: string) => lines.logs.push(message),
-    warn: (message: string) => lines.warnings.push(message),
-    error: (message: string) => lines.errors.push(message),
-  };
-}
 
 /** A logger that keeps degraded-mode messages out of the test output. */
 function silentLogger() {

@@ -6,7 +6,7 @@
  * request is let through by `onRedisError: 'allow'`, while PING and FUNCTION LIST still answer.
  */
 import { Controller, Get } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { TerminusModule } from '@nestjs/terminus';
 import Redis from 'ioredis';
 import { Registry } from 'prom-client';
 import {
@@ -16,7 +16,9 @@ import {
   SlidingWindowLimiter,
   type DecisionEvent,
 } from '../../../lib';
+import { HealthController } from '../../fixtures/health/health.controller';
 import { PLATFORMS, startTestApp, type TestApp } from '../../support/nest-app';
+import { samples } from '../../support/prometheus-samples';
 import { startRedisServer, type RedisServer } from '../../support/redis-server';
 
 @Controller('oom')
@@ -34,20 +36,6 @@ class OomController {
   }
 }
 
-@Controller('health')
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly rateLimit: SlidingLimitHealthIndicator,
-  ) {}
-
-  @Get()
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.rateLimit.isHealthy()]);
-  }
-}
-
 /**
  * Fills Redis past its `maxmemory` (noeviction): 4 MB of values, then a limit of 1 MB. Filling up to
  * the limit alone is not enough: Redis refuses a write only while it is over the limit, and the
@@ -58,17 +46,6 @@ async function fillPastMaxmemory(client: Redis): Promise<void> {
   for (let i = 0; i < 256; i++) await client.set(`fill:${i}`, value);
   await client.config('SET', 'maxmemory', '1mb');
   await expect(client.set('one-more', 'x')).rejects.toThrow(/^OOM command not allowed/);
-}
-
-/** `name{labels} value` lines of an exposition, as a map from `name{labels}` to the value. */
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const at = line.lastIndexOf(' ');
-    map.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return map;
 }
 
 describe.each(PLATFORMS)('a Redis out of memory that refuses every write (%s)', (platform) => {

@@ -31,6 +31,7 @@ import { resolveRateLimitOptions } from '../../../lib/nest/rate-limit.options';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../../support/redis-server';
 import { librarySource } from '../../support/lua-functions';
 import { listLibraries } from '../../support/redis-inspect';
+import { recordingLogger } from '../../support/recording-logger';
 import { sleep } from '../../support/sleep';
 import { startTraffic } from '../../support/traffic';
 import { waitFor } from '../../support/wait-for';
@@ -44,16 +45,6 @@ const RECOVERY_BOUND_MS = 1000;
 
 const silent = { log: () => undefined, warn: () => undefined };
 
-/** A logger that keeps its lines, for the tests that check what was logged. */
-function recordingLogger() {
-  const lines = { logs: [] as string[], warnings: [] as string[], errors: [] as string[] };
-  return {
-    ...lines,
-    log: (message: string) => lines.logs.push(message),
-    warn: (message: string) => lines.warnings.push(message),
-    error: (message: string) => lines.errors.push(message),
-  };
-}
 const keys = Array.from({ length: 16 }, (_, i) => `recovery:${i}`);
 
 /** The module on `url`, started as an application starts it (init() loads or verifies the functions). */
@@ -168,18 +159,8 @@ describe('recovery after Redis stops and restarts, on the connection the module 
       }
     },
   );
-});
 
-describe("recovery under loadFunctions: 'verify' after Redis restarts empty, on the connection the module opens", () => {
-  let server: RedisServer | undefined;
-  let moduleRef: TestingModule | undefined;
-  afterEach(async () => {
-    await moduleRef?.close();
-    await server?.stop();
-    moduleRef = server = undefined;
-  });
-
-  it('the verified library is reloaded by itself: Redis decides again within a second, and the reload is logged', async () => {
+  it("under loadFunctions: 'verify', restarted empty: the verified library is reloaded by itself: Redis decides again within a second, and the reload is logged", async () => {
     server = await startRedisServer();
     const port = server.port;
     // What 'verify' expects: an operator loaded the library before the application started.

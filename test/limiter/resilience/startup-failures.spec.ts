@@ -6,12 +6,14 @@
  * health check down).
  */
 import { Controller, Get } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { TerminusModule } from '@nestjs/terminus';
 import Redis from 'ioredis';
 import { SlidingLimit, SlidingLimitHealthIndicator, SlidingWindowLimiter } from '../../../lib';
+import { HealthController } from '../../fixtures/health/health.controller';
 import { freePort } from '../../support/free-port';
 import { startTestApp, type TestApp } from '../../support/nest-app';
 import { startRedisServer, startRedisServerOnPort, type RedisServer } from '../../support/redis-server';
+import { recordingLogger } from '../../support/recording-logger';
 import { reconnectingClient } from '../../support/test-redis';
 import { waitFor } from '../../support/wait-for';
 
@@ -22,31 +24,6 @@ class LimitedController {
   get() {
     return { ok: true };
   }
-}
-
-@Controller('health')
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly rateLimit: SlidingLimitHealthIndicator,
-  ) {}
-
-  @Get()
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.rateLimit.isHealthy()]);
-  }
-}
-
-/** A logger that keeps its lines. */
-function recordingLogger() {
-  const lines = { logs: [] as string[], warnings: [] as string[], errors: [] as string[] };
-  return {
-    ...lines,
-    log: (message: string) => lines.logs.push(message),
-    warn: (message: string) => lines.warnings.push(message),
-    error: (message: string) => lines.errors.push(message),
-  };
 }
 
 async function timed<T>(call: () => Promise<T>): Promise<{ value: T; ms: number }> {
