@@ -8,16 +8,20 @@ export type {
   DecisionEvent,
   DecisionListener,
   DecisionOptions,
+  FunctionNeeds,
+  LimiterStatus,
   RedisErrorPolicy,
+  StartupFailure,
   SlidingWindowLimiterOptions,
 } from './limiter/sliding-window-limiter.interfaces';
+export { DEGRADED_WINDOW_MS, type DegradedMode } from './limiter/degraded-stretch';
 export type { ExecutionMode, LoadFunctionsPolicy } from './core/lua-runner';
 export type { KeyedSlidingLimitRule, SlidingLimitRule } from './core/limit-rule';
 export type { MultiRateLimitDecision, RateLimitDecision, RateLimitState } from './core/decisions';
 export type { RedisConnection } from './core/redis-connection';
 export type { LimiterLogger } from './limiter/degraded-mode-log';
-export type { FunctionCallMetrics, LimiterErrorKind } from './core/call-metrics';
-export type { LimiterBackend, KeyCommands } from './core/limiter-backend';
+export type { FallbackKind, FunctionCallMetrics, LimiterErrorKind } from './core/call-metrics';
+export type { LimiterBackend, KeyCommands, LibraryReload } from './core/limiter-backend';
 
 // Operations: metrics and instance reports
 export {

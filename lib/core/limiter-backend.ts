@@ -26,4 +26,23 @@ export interface LimiterBackend {
   onReady(listener: () => void): () => void;
   /** A runner for one function version, made ready per `policy` (load, verify or trust). */
   runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner>;
+  /**
+   * Calls `listener` whenever a runner loaded its library again on a server that had lost it;
+   * returns a function that stops it. Absent: the store never loses its Lua (memory).
+   */
+  onReload?(listener: (reload: LibraryReload) => void): () => void;
+}
+
+/**
+ * A library loaded again, after a call found its function missing on a server that had lost it (a
+ * restart without persistence, `FUNCTION FLUSH`, a new master): what the limiter logs.
+ */
+export interface LibraryReload {
+  readonly libraryName: string;
+  /** The function the call asked for. */
+  readonly functionName: string;
+  /** The masters it was loaded on, as host:port. */
+  readonly nodes: readonly string[];
+  /** The limiter's `loadFunctions` under which it was reloaded: `auto` or `verify`. */
+  readonly policy: LoadFunctionsPolicy;
 }

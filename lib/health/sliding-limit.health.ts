@@ -19,6 +19,8 @@ import { isCluster, masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { messageOf } from '../redis/reply';
 import { readServerInfo } from '../redis/server-info';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import { DEGRADED_WINDOW_MS, type DegradedMode } from '../limiter/degraded-stretch';
+import type { FallbackKind } from '../core/call-metrics';
 
 /** How long one health check may wait for a node, by default: below a Kubernetes probe's 1 s default. */
 export const DEFAULT_HEALTH_TIMEOUT_MS = 500;
@@ -30,6 +32,26 @@ export interface SlidingLimitHealthOptions {
    * in parallel), in milliseconds. Default {@link DEFAULT_HEALTH_TIMEOUT_MS}.
    */
   timeoutMs?: number;
+  /**
+   * Down while the limiter makes decisions without Redis (by `onRedisError` or the insurance): the
+   * latest at most this many milliseconds ago. Default {@link DEGRADED_WINDOW_MS} (10 s); 0 leaves
+   * degraded decisions out of the check.
+   */
+  degradedWindowMs?: number;
+}
+
+/** A stretch of decisions made without Redis, as the indicator reports it. */
+export interface SlidingLimitHealthDegraded {
+  /** When the first of them was made (ISO 8601). */
+  since: string;
+  /** When the latest was made (ISO 8601). */
+  latest: string;
+  /** How many were made since `since`. */
+  decisions: number;
+  /** The same, by how they were made: `allow` / `deny` (the `onRedisError` policy), `insurance`. */
+  byKind: Partial<Record<FallbackKind, number>>;
+  /** Why Redis did not make the latest (the error's message). */
+  lastCause: string;
 }
 
 /** What the indicator reports beside `status`. */
@@ -54,6 +76,16 @@ export type SlidingLimitHealthDetails = {
   unreachable?: { node: string; error: string }[];
   /** Functions a master lacks, one entry per master and function. */
   missing?: { node: string; functionName: string; libraryName: string }[];
+  /**
+   * Set while the limiter has not started (its functions loaded or verified) after an attempt failed:
+   * it tries again in the background, and decisions follow `onRedisError` meanwhile. The check is down.
+   */
+  startup?: { since: string; attempts: number; lastError: string };
+  /**
+   * Set while decisions are made without Redis (within `degradedWindowMs`), e.g. by a Redis that
+   * answers PING but refuses every write (out of memory): the check is then down.
+   */
+  degraded?: SlidingLimitHealthDegraded;
   /** What is wrong and how to fix it (set when down), or why nothing was checked. */
   message?: string;
 };
@@ -124,8 +156,15 @@ export class SlidingLimitHealthIndicator {
   ): Promise<SlidingLimitHealthResult<Key>> {
     const session = this.indicatorService().check(key);
     const details = await this.inspect(options.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS);
-    const healthy = details.unreachable === undefined && details.missing === undefined;
-    return healthy ? session.up(details) : session.down(details);
+    const windowMs = options.degradedWindowMs ?? DEGRADED_WINDOW_MS;
+    const { startup, degraded } = this.limiter.status(windowMs);
+    if (startup) {
+      const { sinceMs, attempts, lastError } = startup;
+      details.startup = { since: new Date(sinceMs).toISOString(), attempts, lastError: lastError.message };
+    }
+    if (degraded && windowMs > 0) details.degraded = degradedDetails(degraded);
+    const healthy = !details.unreachable && !details.missing && !details.startup && !details.degraded;
+    return healthy ? session.up(details) : session.down(down(details, this.connection.client));
   }
 
   private async inspect(timeoutMs: number): Promise<SlidingLimitHealthDetails> {
@@ -240,9 +279,39 @@ async function missingOn(node: Redis, contracts: readonly FunctionContract[]): P
   return contracts.filter((_, i) => !loaded[i]);
 }
 
+/** A stretch of degraded decisions as the indicator reports it. */
+function degradedDetails({ sinceMs, lastMs, decisions, lastCause }: DegradedMode): SlidingLimitHealthDegraded {
+  const byKind: Partial<Record<FallbackKind, number>> = {};
+  let total = 0;
+  for (const [kind, count] of Object.entries(decisions) as [FallbackKind, number][]) {
+    if (count === 0) continue;
+    byKind[kind] = count;
+    total += count;
+  }
+  return {
+    since: new Date(sinceMs).toISOString(),
+    latest: new Date(lastMs).toISOString(),
+    decisions: total,
+    byKind,
+    lastCause: lastCause.message,
+  };
+}
+
 /** `details` with a message naming every problem and its fix (commands naming `connection`'s servers). */
-function down(details: SlidingLimitHealthDetails, connection: RedisConnection): SlidingLimitHealthDetails {
+function down(details: SlidingLimitHealthDetails, connection: RedisConnection | undefined): SlidingLimitHealthDetails {
   const problems: string[] = [];
+  if (details.startup) {
+    const { since, attempts, lastError } = details.startup;
+    problems.push(`the limiter has not started: ${lastError} (retrying since ${since}, ${attempts} attempts)`);
+  }
+  if (details.degraded) {
+    const { since, latest, decisions, byKind, lastCause } = details.degraded;
+    const kinds = Object.entries(byKind).map(([kind, count]) => `${count} by ${kind}`);
+    const ago = ((Date.now() - Date.parse(latest)) / 1000).toFixed(1);
+    problems.push(
+      `${decisions} decisions made without Redis since ${since} (${kinds.join(', ')}), the latest ${ago} s ago: ${lastCause}`,
+    );
+  }
   if (details.unreachable) {
     problems.push(
       `Redis unreachable: ${details.unreachable.map((entry) => `${entry.node} (${entry.error})`).join(', ')}`,
@@ -254,7 +323,7 @@ function down(details: SlidingLimitHealthDetails, connection: RedisConnection): 
   for (const [functionName, nodes] of byFunction) {
     const contract = findFunctionContract(functionName) as FunctionContract;
     problems.push(
-      `${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${loadCommandFor(contract, connection)}`,
+      `${functionName} (library ${contract.libraryName}) is not loaded on ${nodes.join(', ')}; load it on each: ${connection ? loadCommandFor(contract, connection) : 'npx nestjs-sliding-limit functions load ' + contract.version}`,
     );
   }
   return { ...details, message: problems.join('; ') };

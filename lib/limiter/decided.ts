@@ -1,4 +1,5 @@
 import type { CallOutcome } from '../core/function-contract';
+import type { LimiterErrorKind } from '../core/call-metrics';
 import type { RateLimitDecision } from '../core/decisions';
 
 /**
@@ -9,6 +10,8 @@ import type { RateLimitDecision } from '../core/decisions';
 export type Decided = CallOutcome & {
   functionName: string;
   degraded?: RateLimitDecision['degraded'];
+  /** Why Redis did not decide, when `degraded` is set. */
+  degradedCause?: LimiterErrorKind;
   latencyMs?: number;
   blockedLocally?: boolean;
 };

@@ -58,6 +58,7 @@ export class DecisionListeners {
       retryAfterMs,
       latencyMs: decided.latencyMs,
       degraded: decided.degraded,
+      degradedCause: decided.degradedCause,
       blockedLocally: decided.blockedLocally === true,
       limitNames: options?.limitNames,
     };

@@ -1,10 +1,29 @@
 import type { FallbackKind } from '../core/call-metrics';
+import { FunctionCodeMismatchError } from '../core/errors/function-code-mismatch.error';
+import { FunctionNameTakenError } from '../core/errors/function-name-taken.error';
+import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
+import { FunctionsUnavailableError } from '../core/errors/functions-unavailable.error';
 import { messageOf } from '../redis/reply';
 
 /** Where the limiter reports degraded mode: Nest's `Logger` fits, so does `console`. */
 export interface LimiterLogger {
   log(message: string): void;
   warn(message: string): void;
+  /** For what does not mend itself (a function missing on the server); `warn` when absent. */
+  error?(message: string): void;
+}
+
+/**
+ * Failures that last until someone acts: the function is missing and will not be loaded (`off`, or a
+ * reload that failed), other code under the library's name, a server that cannot run functions.
+ */
+function needsOperator(cause: unknown): boolean {
+  return (
+    cause instanceof FunctionNotLoadedError ||
+    cause instanceof FunctionsUnavailableError ||
+    cause instanceof FunctionCodeMismatchError ||
+    cause instanceof FunctionNameTakenError
+  );
 }
 
 /**
@@ -28,7 +47,8 @@ export class DegradedModeLog {
     const now = this.now();
     if (this.since === undefined) {
       this.since = this.lastSummaryAt = now;
-      this.logger.warn(
+      this.say(
+        cause,
         `Redis did not decide (${messageOf(cause)}); deciding by ${kind} until it does. ` +
           `A summary follows every ${Math.round(this.intervalMs / 1000)} s while this lasts.`,
       );
@@ -36,7 +56,8 @@ export class DegradedModeLog {
     this.sinceSummary[kind]++;
     this.total++;
     if (now - this.lastSummaryAt >= this.intervalMs) {
-      this.logger.warn(
+      this.say(
+        cause,
         `Still without Redis after ${seconds(now - this.since)} s: ${this.summary()} in the last ${seconds(now - this.lastSummaryAt)} s (last cause: ${messageOf(cause)})`,
       );
       this.lastSummaryAt = now;
@@ -53,6 +74,12 @@ export class DegradedModeLog {
     this.since = undefined;
     this.total = 0;
     this.sinceSummary = { allow: 0, deny: 0, insurance: 0 };
+  }
+
+  /** A warning; an error, naming the fix, when the cause lasts until someone acts. */
+  private say(cause: unknown, message: string): void {
+    if (this.logger.error && needsOperator(cause)) this.logger.error(message);
+    else this.logger.warn(message);
   }
 
   private summary(): string {

@@ -6,7 +6,9 @@ import { scrubSecrets } from '../core/redact';
 import { errorKindOf } from '../redis/error-kind';
 import { isClockSkew } from '../redis/reply';
 import type { Decided } from './decided';
+import type { FallbackKind } from '../core/call-metrics';
 import { DegradedModeLog, type LimiterLogger } from './degraded-mode-log';
+import { DegradedStretch, type DegradedMode } from './degraded-stretch';
 import { policyOutcome } from './fallback-outcomes';
 import type { ActiveVersion } from './function-routing';
 import type { Insurance } from './insurance';
@@ -26,6 +28,7 @@ export function translated(error: unknown): unknown {
  */
 export class FailurePolicy {
   private readonly degradedLog: DegradedModeLog;
+  private readonly stretch = new DegradedStretch();
 
   constructor(
     private readonly defaultPolicy: RedisErrorPolicy,
@@ -61,17 +64,23 @@ export class FailurePolicy {
     const error = translated(caught);
     const contract = (version ?? this.stableVersion()).contract;
     const functionName = contract.allowFunction;
-    this.metrics.recordError(functionName, errorKindOf(error), latencyMs);
+    const degradedCause = errorKindOf(error);
+    this.metrics.recordError(functionName, degradedCause, latencyMs);
     const policy = this.policyFor(options);
     if (policy === 'throw') throw error;
     if (policy === 'allow' && this.insurance) {
-      const outcome = await this.insurance.decide(contract, keys, rules, options?.cost ?? 1);
-      this.metrics.recordFallback(functionName, 'insurance');
-      this.degradedLog.fallback('insurance', error);
-      return { allowed: outcome.allowed, limits: outcome.limits, functionName, degraded: 'insurance', latencyMs };
+      const { allowed, limits } = await this.insurance.decide(contract, keys, rules, options?.cost ?? 1);
+      this.recordDegraded(functionName, 'insurance', error);
+      return { allowed, limits, functionName, degraded: 'insurance', degradedCause, latencyMs };
     }
-    this.metrics.recordFallback(functionName, policy);
-    return { ...this.byPolicy(rules, policy, error), degraded: policy, functionName, latencyMs };
+    this.recordDegraded(functionName, policy, error);
+    const { allowed, limits } = policyOutcome(rules, policy, this.denyRetryAfterMs);
+    return { allowed, limits, functionName, degraded: policy, degradedCause, latencyMs };
+  }
+
+  /** The current stretch of degraded decisions, when the latest is at most `withinMs` old. */
+  degradedMode(withinMs?: number): DegradedMode | undefined {
+    return this.stretch.report(withinMs);
   }
 
   /**
@@ -107,7 +116,14 @@ export class FailurePolicy {
     return options?.onRedisError ?? this.defaultPolicy;
   }
 
-  /** The outcome `policy` gives `rules` when Redis could not decide, logged as a degraded decision. */
+  /** One decision made without Redis: counted, logged (once per interval) and part of the stretch. */
+  private recordDegraded(functionName: string, kind: FallbackKind, error: unknown): void {
+    this.metrics.recordFallback(functionName, kind);
+    this.degradedLog.fallback(kind, error);
+    this.stretch.record(kind, error);
+  }
+
+  /** The outcome `policy` gives a peek when Redis could not decide, logged as degraded mode. */
   private byPolicy(rules: readonly SlidingLimitRule[], policy: 'allow' | 'deny', error: unknown): CallOutcome {
     this.degradedLog.fallback(policy, error);
     return policyOutcome(rules, policy, this.denyRetryAfterMs);

@@ -155,9 +155,12 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     (typeof logger !== 'object' ||
       logger === null ||
       typeof logger.warn !== 'function' ||
-      typeof logger.log !== 'function')
+      typeof logger.log !== 'function' ||
+      (logger.error !== undefined && typeof logger.error !== 'function'))
   ) {
-    problems.push(`${path}logger must have log(message) and warn(message) methods, got ${describeValue(logger)}`);
+    problems.push(
+      `${path}logger must have log(message) and warn(message) methods (and error(message), if any), got ${describeValue(logger)}`,
+    );
   }
   return problems;
 }

@@ -2,9 +2,11 @@ import type { CanarySplit } from '../core/function-selection';
 import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { LimiterLogger } from './degraded-mode-log';
+import type { DegradedMode } from './degraded-stretch';
 import type { LimiterBackend } from '../core/limiter-backend';
 import type { SlidingLimitRule } from '../core/limit-rule';
 import type { RateLimitDecision } from '../core/decisions';
+import type { LimiterErrorKind } from '../core/call-metrics';
 
 /** Where the limiter takes "now" from. */
 export type ClockSource =
@@ -68,10 +70,53 @@ export interface DecisionEvent {
   readonly latencyMs: number | undefined;
   /** Set when Redis did not decide: see {@link RateLimitDecision.degraded}. */
   readonly degraded: RateLimitDecision['degraded'];
+  /**
+   * Why Redis did not decide, when `degraded` is set: the failure's kind as the error counters count it
+   * (`timeout`, `connection`, `function_not_loaded`, `clock_skew`, `redis` for an error reply such as
+   * OOM, `other`).
+   */
+  readonly degradedCause: LimiterErrorKind | undefined;
   /** Whether the local block cache rejected the request without a Redis call. */
   readonly blockedLocally: boolean;
   /** The limit names of {@link DecisionOptions.limitNames}, when the caller gave them. */
   readonly limitNames: readonly string[] | undefined;
+}
+
+/** A start-up that has not succeeded yet, as {@link LimiterStatus} reports it. */
+export interface StartupFailure {
+  /** When the first attempt failed (or was waited for in vain), epoch ms. */
+  sinceMs: number;
+  /** Attempts made so far, the one in flight included. */
+  attempts: number;
+  /** Why the latest failed: its kind (as the error counters count it) and message. */
+  lastError: { kind: LimiterErrorKind; message: string };
+}
+
+/** What {@link SlidingWindowLimiter.status} reports: whether the limiter has started, and whether Redis decides. */
+export interface LimiterStatus {
+  /**
+   * Whether start-up (the functions loaded or verified on every master) has finished. Until it has,
+   * decisions are made by `onRedisError`.
+   */
+  started: boolean;
+  /**
+   * Set while start-up has failed and is tried again in the background (every second, and whenever
+   * the connection is ready): since when, how many attempts, and why the latest failed.
+   */
+  startup?: StartupFailure;
+  /** Set while decisions are made without Redis: the stretch of them, its latest recent enough. */
+  degraded?: DegradedMode;
+}
+
+/**
+ * What callers of a limiter need of the function versions it calls, by who needs it (names for the
+ * message, e.g. routes `Controller.handler`); see {@link SlidingWindowLimiter.addFunctionNeeds}.
+ */
+export interface FunctionNeeds {
+  /** Who decides requests with a cost other than 1 (`sliding_allow_v3` or later). */
+  weighted?: readonly string[];
+  /** Who decides rules with `precisionMs`, the bounded-memory window (`sliding_allow_v3` or later). */
+  bucketed?: readonly string[];
 }
 
 /** Receives every decision of a limiter; see {@link SlidingWindowLimiter.onDecision}. */

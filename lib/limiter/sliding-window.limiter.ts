@@ -31,6 +31,8 @@ import type { CanarySplit, FunctionSelection } from '../core/function-selection'
 import type {
   DecisionListener,
   DecisionOptions,
+  FunctionNeeds,
+  LimiterStatus,
   SlidingWindowLimiterOptions,
 } from './sliding-window-limiter.interfaces';
 import type { KeyedSlidingLimitRule, SlidingLimitRule } from '../core/limit-rule';
@@ -45,8 +47,6 @@ import { RedisBackend } from '../redis/redis-backend';
 /** Consecutive unavailability failures that open the circuit breaker, and how long it stays open. */
 const BREAKER_THRESHOLD = 3;
 const BREAKER_COOLDOWN_MS = 1000;
-/** Start-up (loading or verifying functions) may take longer than a decision. */
-const MIN_STARTUP_TIMEOUT_MS = 2000;
 
 /**
  * Exact sliding-window-log rate limiting on Redis.
@@ -57,8 +57,8 @@ const MIN_STARTUP_TIMEOUT_MS = 2000;
  * a canary can send a sticky share of keys to a candidate, and {@link SlidingWindowLimiter.use} switches at runtime.
  * When Redis cannot decide (timeout, connection down) the `onRedisError` policy does, and the
  * application never waits on a dead or frozen server for much longer than `timeoutMs` per attempt
- * (at most 1.25 × `timeoutMs`; the first decisions before start-up has finished: up to 1.25 ×
- * `max(timeoutMs, 2 s)`).
+ * (at most 1.25 × `timeoutMs`, the first decision before start-up has finished included; once a
+ * start-up attempt has failed, decisions do not wait for it while it is tried again in the background).
  *
  * Provided by `RateLimitModule`, or constructed directly:
  * ```ts
@@ -100,13 +100,17 @@ export class SlidingWindowLimiter {
     // A reconnect ends the pause at once instead of after the cool-down.
     this.stopListening = this.backend.onReady(() => breakers.resetAll());
     this.calls = new RedisCallPolicy(timeoutMs, 1, breakers, () => this.backend.isConnected());
-    // Start-up waits for the connection (no connected check); its breaker is the connection's.
-    const startupCalls = new RedisCallPolicy(Math.max(timeoutMs, MIN_STARTUP_TIMEOUT_MS), 0, breakers, () => true);
     const selection = { functionName: this.options.functionName, canary: this.options.canary };
-    this.startup = new LimiterStartup(this.backend, clock, loadFunctions, startupCalls, selection, () =>
-      this.reporter?.start(),
-    );
     const logger = this.options.logger ?? defaultLimiterLogger();
+    this.startup = new LimiterStartup(
+      this.backend,
+      clock,
+      loadFunctions,
+      timeoutMs,
+      selection,
+      () => this.reporter?.start(),
+      logger,
+    );
     const members = new MemberIdSource();
     const insuranceKeys = switchSize(insurance, 'maxKeys', DEFAULT_INSURANCE_KEYS);
     if (insuranceKeys !== undefined)
@@ -163,12 +167,13 @@ export class SlidingWindowLimiter {
    * Detects the execution mode and loads or verifies the Lua on every master, per `loadFunctions`.
    * Idempotent. Called by the Nest module at bootstrap; without Nest the first call does it lazily,
    * but calling it at start-up makes `loadFunctions: 'verify'` fail fast. Bounded in time: when Redis
-   * does not answer within about `max(timeoutMs, 2 s)` (at most 1.25 × that) it rejects with a {@link RedisUnavailableError}
-   * (and keeps trying in the background; decisions meanwhile follow `onRedisError`).
+   * does not answer within `max(timeoutMs, 2 s)` it rejects with a {@link RedisUnavailableError}
+   * and keeps trying in the background (every second, and whenever the connection is ready);
+   * decisions meanwhile follow `onRedisError` at once, and {@link SlidingWindowLimiter.status} says so.
    */
   async init(): Promise<void> {
     try {
-      await this.startup.start();
+      await this.startup.init();
     } catch (error) {
       throw translated(error);
     }
@@ -177,9 +182,11 @@ export class SlidingWindowLimiter {
   /**
    * Switches the functions this limiter calls, without a restart: `use('sliding_allow_v1')` for a
    * rollback, `use({ functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2',
-   * percent: 10 } })` for a canary. The new functions are verified on every master first (and loaded
-   * there when `loadFunctions` is `auto`); if that fails, the current selection stays in effect and
-   * the error says why.
+   * percent: 10 } })` for a canary. A version that cannot decide what callers declared they need
+   * ({@link SlidingWindowLimiter.addFunctionNeeds}: the Nest module's routes with a cost or
+   * `precisionMs`) is refused with a {@link RateLimitConfigError}. The new functions are verified on
+   * every master first (and loaded there when `loadFunctions` is `auto`); if that fails, the current
+   * selection stays in effect and the error says why.
    */
   async use(selection: string | FunctionSelection): Promise<void> {
     const wanted = typeof selection === 'string' ? { functionName: selection } : selection;
@@ -191,6 +198,17 @@ export class SlidingWindowLimiter {
     await this.startup.switchTo(wanted);
     // Operators check the reports before deleting a version: show the switch at once.
     await this.reporter?.reportNow().catch(() => undefined);
+  }
+
+  /**
+   * Declares what callers of this limiter need of its functions — who decides with a cost other than
+   * 1, who with `precisionMs` — so that {@link SlidingWindowLimiter.use} refuses a switch (or a
+   * canary) to a version that cannot decide them, with a {@link RateLimitConfigError} naming them,
+   * before anything changes. `needs` is read at each switch. The Nest module registers its routes.
+   * @returns a function that removes the registration
+   */
+  addFunctionNeeds(needs: () => FunctionNeeds): () => void {
+    return this.startup.addNeeds(needs);
   }
 
   /**
@@ -236,6 +254,22 @@ export class SlidingWindowLimiter {
     return this.listeners.add(listener);
   }
 
+  /**
+   * Whether the limiter has started (`startup` says why not, once an attempt has failed), and whether
+   * decisions are made without Redis: `degraded` is set
+   * while the latest degraded decision (by `onRedisError` or the insurance) is at most `withinMs` old
+   * (default 10 s), with the stretch's start, counts by kind and latest cause. What the health
+   * indicator and the Prometheus gauge `sliding_limit_degraded` report.
+   */
+  status(withinMs?: number): LimiterStatus {
+    const status: LimiterStatus = { started: this.startup.routing !== undefined };
+    const startup = this.startup.failing;
+    if (startup) status.startup = startup;
+    const degraded = this.failures.degradedMode(withinMs);
+    if (degraded) status.degraded = degraded;
+    return status;
+  }
+
   /** Reports the state of `key` without recording anything. */
   async peek(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitState> {
     checkDecisionArguments(key, rule, options);
@@ -265,6 +299,7 @@ export class SlidingWindowLimiter {
    */
   async close(): Promise<void> {
     this.stopListening();
+    this.startup.close();
     await this.reporter?.close();
   }
 

@@ -1,6 +1,7 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import type { FunctionContract } from '../core/function-contract';
 import { isBucketed, type SlidingLimitRule } from '../core/limit-rule';
+import type { FunctionNeeds } from './sliding-window-limiter.interfaces';
 
 /** The first shipped version with costs and the bounded-memory window, named in the messages. */
 const WEIGHTED_FUNCTION = 'sliding_allow_v3';
@@ -36,4 +37,30 @@ export function isSupported(contract: FunctionContract, rules: readonly SlidingL
 export function checkSupported(contract: FunctionContract, rules: readonly SlidingLimitRule[], cost: number): void {
   const problems = describeUnsupported(contract, rules, cost);
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
+}
+
+/**
+ * What `needs` asks of `contract` that it cannot do, one line per need naming who needs it: the
+ * reasons a switch to it is refused. `role` names the option it would become (`functionName`,
+ * `canary.functionName`).
+ */
+export function describeUnmetNeeds(contract: FunctionContract, role: string, needs: FunctionNeeds): string[] {
+  const unmet: [readonly string[] | undefined, string][] = [
+    [contract.weighted ? undefined : needs.weighted, 'a cost other than 1'],
+    [contract.bucketed ? undefined : needs.bucketed, 'precisionMs (the bounded-memory window)'],
+  ];
+  const problems: string[] = [];
+  for (const [who, what] of unmet) {
+    if (!who || who.length === 0) continue;
+    problems.push(
+      `${role} ${contract.allowFunction} cannot decide ${what}, which ${listed(who)} ` +
+        `${who.length === 1 ? 'uses: it needs' : 'use: they need'} ${WEIGHTED_FUNCTION} or later`,
+    );
+  }
+  return problems;
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(names: readonly string[]): string {
+  return names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }

@@ -5,6 +5,7 @@ import { describeValue } from '../core/value-checks';
 import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
 import type { FunctionCallMetrics } from '../core/call-metrics';
+import { DEGRADED_WINDOW_MS } from '../limiter/degraded-stretch';
 
 /**
  * The parts of a prom-client `Registry` this export needs. Structural, so that these declarations
@@ -57,8 +58,11 @@ const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) =>
  * - `sliding_limit_errors_total{function,kind}`: failed calls by kind (`timeout`, `connection`, …)
  * - `sliding_limit_blocked_locally_total{function}`: rejections answered by the local block cache
  *   (included in the rejected decisions)
- * - `sliding_limit_fallbacks_total{function,kind}`: decisions made without Redis after a failed
- *   call (`allow` / `deny` by the `onRedisError` policy, `insurance`)
+ * - `sliding_limit_degraded_decisions_total{function,kind}`: decisions made without Redis after a
+ *   failed call (`allow` / `deny` by the `onRedisError` policy, `insurance`); also exported under its
+ *   former name `sliding_limit_fallbacks_total` (deprecated, removed in 1.0)
+ * - `sliding_limit_degraded`: a gauge, 1 while the limiter decides without Redis (a degraded decision
+ *   in the last 10 s), else 0
  * - `sliding_limit_call_duration_seconds{function}`: a histogram of call latency
  *
  * One limiter per registry and prefix: a second registration under the same names throws.
@@ -146,14 +150,33 @@ export function registerPrometheusMetrics(
     ['function'],
     (m, inc) => inc({ function: m.functionName }, m.blockedLocally ?? 0),
   );
+  const degradedByKind = (m: FunctionCallMetrics, inc: (labels: Labels, value: number) => void) => {
+    for (const [kind, count] of Object.entries(m.fallbacks ?? {}))
+      inc({ function: m.functionName, kind }, Number(count));
+  };
   snapshotCounter(
-    'fallbacks',
+    'degraded_decisions',
     'Decisions made without Redis (after a failed call) per function name and kind: allow, deny or insurance.',
     ['function', 'kind'],
-    (m, inc) => {
-      for (const [kind, count] of Object.entries(m.fallbacks ?? {}))
-        inc({ function: m.functionName, kind }, Number(count));
-    },
+    degradedByKind,
+  );
+  snapshotCounter(
+    'fallbacks',
+    'Deprecated: the same as degraded_decisions, under its former name (removed in 1.0).',
+    ['function', 'kind'],
+    degradedByKind,
+  );
+  register(
+    `${prefix}degraded`,
+    (name) =>
+      new prom.Gauge({
+        name,
+        help: `1 while the limiter decides without Redis (a degraded decision in the last ${DEGRADED_WINDOW_MS / 1000} s), else 0.`,
+        registers,
+        collect() {
+          this.set(limiter.status().degraded ? 1 : 0);
+        },
+      }),
   );
   const Histogram = precomputedHistogramClass(prom);
   register(`${prefix}call_duration_seconds`, (name) => new Histogram(name, limiter, registers));

@@ -1,4 +1,5 @@
 import type { LimiterSettings } from '../limiter/limiter-options';
+import type { FunctionNeeds } from '../limiter/sliding-window-limiter.interfaces';
 import { DEFAULT_FUNCTION_NAME, findFunctionContract } from '../redis/function-versions';
 import type { HandlerPlan } from './limit-plan';
 
@@ -28,8 +29,8 @@ export function describeVersionProblems(plans: readonly HandlerPlan[], settings:
     if (!contract) continue;
     for (const plan of plans) {
       const needs: string[] = [];
-      if (!contract.weighted && (plan.costFunction || (plan.decisionOptions?.cost ?? 1) !== 1)) needs.push('a cost');
-      if (!contract.bucketed && plan.limits.some((limit) => limit.precisionMs !== undefined)) needs.push('precisionMs');
+      if (!contract.weighted && isWeighted(plan)) needs.push('a cost');
+      if (!contract.bucketed && isBucketedPlan(plan)) needs.push('precisionMs');
       if (needs.length > 0) {
         problems.push(
           `${plan.route}: ${needs.join(' and ')} needs sliding_allow_v3 or later, but ${role} is ${name}; ` +
@@ -39,6 +40,27 @@ export function describeVersionProblems(plans: readonly HandlerPlan[], settings:
     }
   }
   return problems;
+}
+
+/** What the plans need of the limiter's functions, by route: told to the limiter, which checks each `use()`. */
+export function functionNeedsOf(plans: Iterable<HandlerPlan>): FunctionNeeds {
+  const weighted: string[] = [];
+  const bucketed: string[] = [];
+  for (const plan of plans) {
+    if (isWeighted(plan)) weighted.push(plan.route);
+    if (isBucketedPlan(plan)) bucketed.push(plan.route);
+  }
+  return { weighted, bucketed };
+}
+
+/** Whether a plan's requests can weigh more than 1. */
+function isWeighted(plan: HandlerPlan): boolean {
+  return plan.costFunction !== undefined || (plan.decisionOptions?.cost ?? 1) !== 1;
+}
+
+/** Whether one of a plan's limits is a bounded-memory window. */
+function isBucketedPlan(plan: HandlerPlan): boolean {
+  return plan.limits.some((limit) => limit.precisionMs !== undefined);
 }
 
 /**

@@ -18,6 +18,7 @@ export const HEADER = {
   policy: 'ratelimit-policy',
   rateLimit: 'ratelimit',
   retryAfter: 'retry-after',
+  degraded: 'x-ratelimit-degraded',
 } as const;
 
 interface NamedRule {

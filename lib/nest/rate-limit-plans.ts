@@ -6,7 +6,8 @@ import { RATE_LIMIT_OPTIONS } from './rate-limit.constants';
 import type { RateLimitKey } from './rate-limit-key';
 import type { ResolvedRateLimitOptions } from './rate-limit.options';
 import type { CompiledKey } from './key-template';
-import { describeBigLogs, describeShortWindows, describeVersionProblems } from './plan-checks';
+import { describeBigLogs, describeShortWindows, describeVersionProblems, functionNeedsOf } from './plan-checks';
+import type { FunctionNeeds } from '../limiter/sliding-window-limiter.interfaces';
 import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan, type RouteHandler } from './limit-plan';
 
 /**
@@ -20,6 +21,8 @@ export class SlidingLimitPlans implements OnModuleInit {
   private readonly logger = new Logger('SlidingLimitPlans');
   private readonly plans = new WeakMap<Type, Map<RouteHandler, HandlerPlan>>();
   private readonly compiledKeys = new Map<RateLimitKey, CompiledKey>();
+  /** Every plan built, in order: what the routes need of the limiter's functions is read from them. */
+  private readonly built: HandlerPlan[] = [];
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: ResolvedRateLimitOptions,
@@ -60,7 +63,13 @@ export class SlidingLimitPlans implements OnModuleInit {
     return result.plan;
   }
 
+  /** What the routes need of the limiter's functions (a cost, precisionMs), by route. */
+  functionNeeds(): FunctionNeeds {
+    return functionNeedsOf(this.built);
+  }
+
   private store(controller: Type, handler: RouteHandler, plan: HandlerPlan): void {
+    this.built.push(plan);
     let byHandler = this.plans.get(controller);
     if (!byHandler) this.plans.set(controller, (byHandler = new Map<RouteHandler, HandlerPlan>()));
     byHandler.set(handler, plan);

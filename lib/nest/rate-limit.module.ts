@@ -71,6 +71,7 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
     private readonly limiter: SlidingWindowLimiter,
     @Inject(RATE_LIMIT_CONNECTION) private readonly connection: RateLimitConnection,
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
+    private readonly plans: SlidingLimitPlans,
   ) {
     super();
   }
@@ -78,8 +79,9 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
   /**
    * Runs after the providers' hooks (decorator validation), so `loadFunctions: 'verify'` fails
    * `app.init()`. A Redis that does not answer at start-up stops the application only under
-   * `verify`: otherwise it starts, decisions follow `onRedisError`, and the functions are loaded
-   * once Redis answers — a rate limiter must not keep an application down.
+   * `verify`: otherwise it starts, decisions follow `onRedisError` at once (the limiter logs it, and
+   * its status and the health check say so), and start-up finishes in the background once Redis
+   * answers — a rate limiter must not keep an application down.
    */
   async onModuleInit(): Promise<void> {
     if (this.options.store === 'memory') {
@@ -88,13 +90,13 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
           'counts on its own, and counts start empty after a restart',
       );
     }
+    // limiter.use() refuses a version the routes cannot run on (a cost, precisionMs), naming them.
+    this.limiter.addFunctionNeeds(() => this.plans.functionNeeds());
     try {
       await this.limiter.init();
     } catch (error) {
+      // The limiter has said so in its log, and keeps trying in the background.
       if (!(error instanceof RedisUnavailableError) || this.options.limiter.loadFunctions === 'verify') throw error;
-      this.logger.warn(
-        `Redis did not answer at start-up (${error.message}); starting anyway, decisions follow onRedisError until it does`,
-      );
     }
   }
 

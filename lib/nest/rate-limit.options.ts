@@ -100,6 +100,12 @@ export interface RateLimitModuleOptions extends LimiterSettings {
   headers?: RateLimitHeaderStyle;
   /** 429 body. Default `'nest'`. */
   errorBody?: RateLimitErrorBodyStyle;
+  /**
+   * When Redis did not decide a request (the `onRedisError` policy or the insurance limiter did),
+   * say so on its response: `X-RateLimit-Degraded: allow` (or `deny` on the 503, `insurance`). For
+   * clients and proxies that should know the limit was not enforced by Redis. Default `false`.
+   */
+  degradedHeader?: boolean;
   /** Key of limits that name none. Default `'ip'`. */
   key?: RateLimitKey;
   /** Limit applied to routes with no `@SlidingLimit` on handler or class (and no `@SkipRateLimit`). Default none. */
@@ -120,6 +126,7 @@ export interface ResolvedRateLimitOptions {
   global: boolean;
   headers: RateLimitHeaderStyle;
   errorBody: RateLimitErrorBodyStyle;
+  degradedHeader: boolean;
   key: RateLimitKey;
   defaultLimit?: SlidingLimitOptions;
   refusalLogLevel: RateLimitRefusalLogLevel;
@@ -129,6 +136,7 @@ const NEST_DEFAULTS = {
   global: true,
   headers: 'legacy',
   errorBody: 'nest',
+  degradedHeader: false,
   key: DEFAULT_KEY,
   refusalLogLevel: 'off',
 } as const;
@@ -144,6 +152,7 @@ const KNOWN_OPTIONS: readonly string[] = [
   'global',
   'headers',
   'errorBody',
+  'degradedHeader',
   'key',
   'defaultLimit',
   'refusalLogLevel',
@@ -220,6 +229,9 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   if (raw.errorBody !== undefined && !ERROR_BODY_STYLES.includes(raw.errorBody)) {
     problems.push(`errorBody must be one of ${ERROR_BODY_STYLES.join(', ')}, got ${describeValue(raw.errorBody)}`);
   }
+  if (raw.degradedHeader !== undefined && typeof raw.degradedHeader !== 'boolean') {
+    problems.push(`degradedHeader must be true or false, got ${describeValue(raw.degradedHeader)}`);
+  }
   if (raw.key !== undefined) problems.push(...describeKeyProblems(raw.key, 'key'));
   if (raw.defaultLimit !== undefined) problems.push(...describeLimitProblems(raw.defaultLimit, 'defaultLimit'));
   if (raw.refusalLogLevel !== undefined) problems.push(...describeRefusalLogLevelProblems(raw.refusalLogLevel));
@@ -238,6 +250,7 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
       global: raw.global,
       headers: raw.headers,
       errorBody: raw.errorBody,
+      degradedHeader: raw.degradedHeader,
       key: raw.key,
       defaultLimit: raw.defaultLimit,
       refusalLogLevel: raw.refusalLogLevel,

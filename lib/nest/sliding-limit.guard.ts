@@ -11,6 +11,7 @@ import {
 import { TooManyRequestsException } from './too-many-requests.exception';
 import type { KeyedSlidingLimitRule } from '../core/limit-rule';
 import type { MultiRateLimitDecision } from '../core/decisions';
+import type { FallbackKind as DegradedKind } from '../core/call-metrics';
 import type { CompiledLimit, HandlerPlan } from './limit-plan';
 import { tooManyRequestsBody } from './rate-limit-error-body';
 import { HEADER, rateLimitHeaders, retryAfterSeconds, writeHeaders, type HeaderEntry } from './rate-limit-headers';
@@ -90,6 +91,13 @@ class Admission {
     return this.applyDecision(this.context, this.plan, this.response, decision);
   }
 }
+
+/** The `degradedHeader` of each kind of degraded decision, made once. */
+const DEGRADED_HEADERS: Readonly<Record<DegradedKind, readonly HeaderEntry[]>> = {
+  allow: [[HEADER.degraded, 'allow']],
+  deny: [[HEADER.degraded, 'deny']],
+  insurance: [[HEADER.degraded, 'insurance']],
+};
 
 /** What canActivate answers when nothing needs deciding: one settled promise, shared. */
 const ALLOWED = Promise.resolve(true);
@@ -241,6 +249,8 @@ export class SlidingLimitGuard implements CanActivate {
   ): boolean {
     if (decision.degraded) {
       // Redis did not decide: no counts to report, and a denial is the server's fault, not the client's.
+      if (response !== undefined && this.plans.options.degradedHeader)
+        this.setHeaders(response, DEGRADED_HEADERS[decision.degraded]);
       if (!decision.allowed) this.throwUnavailable(response, decision, context);
       return true;
     }

@@ -32,7 +32,7 @@ export const OTEL_ATTRIBUTES = {
   functionVersion: 'rate_limit.function.version',
   /** `allowed` or `rejected` (the decisions counter). */
   outcome: 'rate_limit.outcome',
-  /** The kind of a failed call (the errors counter). */
+  /** The kind of a failed call (the errors counter; on a span, why a degraded decision was not Redis'). */
   errorType: 'error.type',
   /** How a decision was made without Redis: `allow`, `deny` (the failure policy) or `insurance`. */
   degraded: 'rate_limit.degraded',

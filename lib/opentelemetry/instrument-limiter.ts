@@ -65,7 +65,8 @@ const BOUNDS_SECONDS = LATENCY_BUCKETS_MS.filter((ms, i) => i % 4 === 0 && Numbe
  * - the histogram `rate_limit.call.duration` (seconds), recorded per decision through
  *   `SlidingWindowLimiter.onDecision`: OpenTelemetry has no asynchronous histogram;
  * - the decision on the active span: `rate_limit.allowed`, `rate_limit.limit_names`,
- *   `rate_limit.function.name` / `.version`, `rate_limit.degraded`, `rate_limit.cost`,
+ *   `rate_limit.function.name` / `.version`, `rate_limit.degraded` (and `error.type`: why Redis did
+ *   not decide), `rate_limit.cost`,
  *   `rate_limit.remaining`, `rate_limit.retry_after_ms` — never a key.
  *
  * One limiter per meter provider: two would report the same series.
@@ -163,7 +164,11 @@ function recordOnActiveSpan(event: DecisionEvent, rejectionEvent: boolean): void
   // The limiter has checked them: one string per limit, or none.
   const names = event.limitNames;
   if (names) attributes[A.limitNames] = names.slice();
-  if (event.degraded) attributes[A.degraded] = event.degraded;
+  if (event.degraded) {
+    attributes[A.degraded] = event.degraded;
+    // Why Redis did not decide: the kind the errors counter counts it under.
+    if (event.degradedCause) attributes[A.errorType] = event.degradedCause;
+  }
   if (event.blockedLocally) attributes[A.blockedLocally] = true;
   span.setAttributes(attributes);
   if (event.allowed || !rejectionEvent) return;

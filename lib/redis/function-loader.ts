@@ -45,9 +45,10 @@ export class FunctionLoader {
    * Checks every master; loads the library where missing (`auto`) or fails naming the nodes
    * (`verify`); `off` trusts the server. A master that cannot run functions at all (FUNCTION renamed
    * or disabled, no Lua engine) fails with FunctionsUnavailableError, which names the fix.
+   * @returns the masters it loaded the library on (host:port): none when every master had it
    */
-  async prepare(policy: LoadFunctionsPolicy): Promise<void> {
-    if (policy === 'off') return;
+  async prepare(policy: LoadFunctionsPolicy): Promise<string[]> {
+    if (policy === 'off') return [];
     const nodes = await masterNodes(this.connection);
     const states = await Promise.all(
       nodes.map((node) => this.inspect(node).catch((error: unknown) => rethrowExplained(node, error))),
@@ -58,7 +59,7 @@ export class FunctionLoader {
     if (different.length > 0) throw this.mismatch(different);
 
     const missing = having('missing');
-    if (missing.length === 0) return;
+    if (missing.length === 0) return [];
     if (policy === 'verify') {
       // Listing works without a Lua engine; loading would not: say so rather than "load it".
       for (const node of missing) {
@@ -73,6 +74,7 @@ export class FunctionLoader {
       );
     }
     await Promise.all(missing.map((node) => this.load(node)));
+    return missing.map(nodeAddress);
   }
 
   private mismatch(nodes: readonly Redis[]): FunctionCodeMismatchError {

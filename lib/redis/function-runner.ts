@@ -1,18 +1,24 @@
+import calculateSlot from 'cluster-key-slot';
 import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
+import type { LibraryReload } from '../core/limiter-backend';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
 import { FunctionLoader, loadCommandFor } from './function-loader';
 import type { LuaRunner } from '../core/lua-runner';
+import { isCluster, nodeAddress } from './redis-nodes';
 import { isFunctionNotFound } from './reply';
 
 /** Reloads (each followed by a retry) one call may wait for before it reports the function missing. */
 const MAX_RELOADS = 2;
 
 /**
- * Runs the library as Redis Functions (FCALL / FCALL_RO). Under `loadFunctions: 'auto'` a
- * "Function not found" (Redis restarted empty, FUNCTION FLUSH, a new master) reloads the library
- * and retries with the same arguments, so the same request id: a retry can never count twice.
+ * Runs the library as Redis Functions (FCALL / FCALL_RO). A "Function not found" (Redis restarted
+ * empty, FUNCTION FLUSH, a new master) reloads the library and retries with the same arguments, so
+ * the same request id: a retry can never count twice. It reloads under `loadFunctions: 'auto'` and
+ * under `'verify'`, where start-up has verified that the servers run exactly this bundled library:
+ * loading it again restores what was verified, never another version. Under `'off'` (trust the
+ * server, whose code was never checked) nothing is loaded.
  */
 export class FunctionRunner implements LuaRunner {
   readonly mode = 'function';
@@ -23,12 +29,14 @@ export class FunctionRunner implements LuaRunner {
     private readonly connection: RedisConnection,
     private readonly contract: FunctionContract,
     private readonly policy: LoadFunctionsPolicy,
+    /** Told of every reload that loaded the library somewhere. */
+    private readonly onReload: (reload: LibraryReload) => void = () => undefined,
   ) {
     this.loader = new FunctionLoader(connection, contract);
   }
 
-  prepare(policy: LoadFunctionsPolicy): Promise<void> {
-    return this.loader.prepare(policy);
+  async prepare(policy: LoadFunctionsPolicy): Promise<void> {
+    await this.loader.prepare(policy);
   }
 
   /** The FCALL (FCALL_RO) as it is: the decision path makes one per decision, so no async frame here. */
@@ -43,7 +51,7 @@ export class FunctionRunner implements LuaRunner {
       : this.connection.fcall(functionName, keys.length, ...keys, ...args);
   }
 
-  /** A "Function not found": reloaded and retried under `auto`, else reported as a missing library. */
+  /** A "Function not found": reloaded and retried (not under `off`), else reported as a missing library. */
   recover(
     error: unknown,
     functionName: string,
@@ -55,8 +63,8 @@ export class FunctionRunner implements LuaRunner {
   }
 
   /**
-   * When the function is missing (`auto`): reload and retry, twice at most — a second FUNCTION FLUSH
-   * can land between a reload and its retry; else fail, naming the library and the fix.
+   * When the function is missing: reload and retry, twice at most — a second FUNCTION FLUSH can land
+   * between a reload and its retry; else (and always under `off`) fail, naming the node and the fix.
    */
   private async reloadAndRetry(
     functionName: string,
@@ -64,8 +72,8 @@ export class FunctionRunner implements LuaRunner {
     args: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> {
-    for (let reloads = 0; this.policy === 'auto' && reloads < MAX_RELOADS; reloads++) {
-      await this.reload();
+    for (let reloads = 0; this.policy !== 'off' && reloads < MAX_RELOADS; reloads++) {
+      await this.reload(functionName);
       try {
         return await this.run(functionName, keys, args, readOnly);
       } catch (retryError) {
@@ -75,14 +83,26 @@ export class FunctionRunner implements LuaRunner {
     throw new FunctionNotLoadedError(
       functionName,
       this.contract.libraryName,
-      [`the node serving key ${keys[0]}`],
+      [this.nodeServing(keys[0])],
       loadCommandFor(this.contract, this.connection),
     );
   }
 
   /** One reload at a time, shared by every call that hit the missing function meanwhile. */
-  private reload(): Promise<void> {
-    this.reloading ??= this.loader.prepare('auto').finally(() => (this.reloading = undefined));
+  private reload(functionName: string): Promise<void> {
+    this.reloading ??= this.loader
+      .prepare('auto')
+      .then((nodes) => {
+        if (nodes.length > 0)
+          this.onReload({ libraryName: this.contract.libraryName, functionName, nodes, policy: this.policy });
+      })
+      .finally(() => (this.reloading = undefined));
     return this.reloading;
+  }
+
+  /** host:port of the master serving `key`, as the slot map knows it. */
+  private nodeServing(key: string): string {
+    if (!isCluster(this.connection)) return nodeAddress(this.connection);
+    return this.connection.slots[calculateSlot(key)]?.[0] ?? `the node serving key ${key}`;
   }
 }

@@ -1,6 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
-import type { KeyCommands, LimiterBackend } from '../core/limiter-backend';
+import type { KeyCommands, LibraryReload, LimiterBackend } from '../core/limiter-backend';
 import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
@@ -19,6 +19,11 @@ export class RedisBackend implements LimiterBackend {
   readonly commands: KeyCommands;
   readonly clustered: boolean;
   private functionsAvailable?: boolean;
+  private readonly reloadListeners = new Set<(reload: LibraryReload) => void>();
+  /** Hands a runner's reload to every listener. */
+  private readonly reloaded = (reload: LibraryReload): void => {
+    for (const listener of [...this.reloadListeners]) listener(reload);
+  };
 
   constructor(
     private readonly client: RedisConnection,
@@ -48,9 +53,16 @@ export class RedisBackend implements LimiterBackend {
     return onClientReady(this.client, listener);
   }
 
+  onReload(listener: (reload: LibraryReload) => void): () => void {
+    // A wrapper: the same function subscribed twice is two subscriptions.
+    const entry = (reload: LibraryReload) => listener(reload);
+    this.reloadListeners.add(entry);
+    return () => this.reloadListeners.delete(entry);
+  }
+
   async runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner> {
     const runner = (await this.useFunctions())
-      ? new FunctionRunner(this.client, contract, this.loadFunctions)
+      ? new FunctionRunner(this.client, contract, this.loadFunctions, this.reloaded)
       : new ScriptRunner(this.client, contract);
     await runner.prepare(policy);
     return runner;

@@ -7,8 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Controller, Get } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { TerminusModule } from '@nestjs/terminus';
 import Redis, { Cluster } from 'ioredis';
 import {
   SlidingLimitHealthIndicator,
@@ -18,11 +17,13 @@ import {
   type SlidingWindowLimiterOptions,
 } from '../../lib';
 import { nodeAddress } from '../../lib/redis/redis-nodes';
+import { HealthController } from '../fixtures/health/health.controller';
 import { startTestApp, PLATFORMS, type TestApp } from '../support/nest-app';
 import { RedisCluster, startRedisCluster } from '../support/redis-cluster';
 import { RedisServer, startRedisServer } from '../support/redis-server';
 import { testServerIdentity } from '../support/test-server';
 import { uniquePrefix } from '../support/test-redis';
+import { waitUntil } from '../support/wait-for';
 
 const root = join(__dirname, '..', '..');
 const silent = { log: () => undefined, warn: () => undefined };
@@ -203,6 +204,39 @@ describe('SlidingLimitHealthIndicator: standalone Redis', () => {
     }
   });
 
+  it('is down while the limiter decides without Redis (since when, how many, the last cause), up once the latest is older than degradedWindowMs', async () => {
+    // A caller clock behind a key's newest entry: v2 refuses with CLOCKSKEW, and onRedisError allows.
+    let now = 1_735_660_800_000;
+    const { indicator, limiter } = await limiterOn({ clock: () => now, maxClockSkewMs: 0 });
+    await limiter.consume('k', { limit: 10, windowMs: 60_000 });
+    now -= 5;
+    const startedAt = Date.now();
+    for (let i = 0; i < 3; i++)
+      expect((await limiter.consume('k', { limit: 10, windowMs: 60_000 })).degraded).toBe('allow');
+
+    const { rateLimit } = await indicator.isHealthy('rateLimit', { degradedWindowMs: 1000 });
+    expect(rateLimit).toMatchObject({
+      status: 'down',
+      nodes: [address],
+      functions: ['sliding_allow_v2'],
+      degraded: { decisions: 3, byKind: { allow: 3 }, lastCause: expect.stringMatching(/^CLOCKSKEW /) },
+    });
+    expect(Date.parse(rateLimit.degraded!.since)).toBeGreaterThanOrEqual(startedAt - 1);
+    expect(Date.parse(rateLimit.degraded!.latest)).toBeGreaterThanOrEqual(Date.parse(rateLimit.degraded!.since));
+    expect(rateLimit.unreachable).toBeUndefined();
+    expect(rateLimit.missing).toBeUndefined();
+    expect(rateLimit.message).toMatch(
+      /^3 decisions made without Redis since \S+ \(3 by allow\), the latest \d+\.\d s ago: CLOCKSKEW /,
+    );
+    // 0 leaves degraded decisions out of the check.
+    expect((await indicator.isHealthy('rateLimit', { degradedWindowMs: 0 })).rateLimit.status).toBe('up');
+
+    await waitUntil(
+      async () => (await indicator.isHealthy('rateLimit', { degradedWindowMs: 300 })).rateLimit.status === 'up',
+    );
+    expect(Date.now() - Date.parse(rateLimit.degraded!.latest)).toBeGreaterThanOrEqual(300);
+  });
+
   it('a frozen server (SIGSTOP) is down within the timeout, naming it; up again after SIGCONT', async () => {
     const { indicator } = await limiterOn();
     server.process.kill('SIGSTOP');
@@ -330,20 +364,6 @@ describe('SlidingLimitHealthIndicator: Redis Cluster (3 masters + 3 replicas)', 
     expect((await indicator.isHealthy()).rateLimit.status).toBe('up');
   });
 });
-
-@Controller('health')
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly rateLimit: SlidingLimitHealthIndicator,
-  ) {}
-
-  @Get()
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.rateLimit.isHealthy()]);
-  }
-}
 
 describe.each(PLATFORMS)('SlidingLimitHealthIndicator in a Nest app with terminus (%s)', (platform) => {
   let server: RedisServer;

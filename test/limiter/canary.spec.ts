@@ -33,6 +33,8 @@ describe('canary split', () => {
         functionName: 'sliding_allow_v1',
         canary: { functionName: 'sliding_allow_v2', percent },
       });
+      // Started first: 10,000 decisions at once on a cold limiter wait for start-up at most timeoutMs.
+      await limiter.init();
       const keys = Array.from({ length: 10_000 }, (_, i) => `user:${i}`);
       const first = await Promise.all(keys.map((key) => limiter.consume(key, rule)));
       const toCanary = first.filter((d) => d.functionName === 'sliding_allow_v2').length;

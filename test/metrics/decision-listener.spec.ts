@@ -46,6 +46,7 @@ describe('SlidingWindowLimiter.onDecision', () => {
       retryAfterMs: 0,
       latencyMs: expect.any(Number),
       degraded: undefined,
+      degradedCause: undefined,
       blockedLocally: false,
       limitNames: undefined,
     });
@@ -91,9 +92,10 @@ describe('SlidingWindowLimiter.onDecision', () => {
     await expect(limiter.consume('k', { limit: 1, windowMs: 1000 }, { onRedisError: 'throw' })).rejects.toThrow();
 
     expect(decision).toMatchObject({ allowed: false, degraded: 'deny' });
-    expect(events.map((e) => [e.allowed, e.degraded])).toEqual([
-      [false, 'deny'],
-      [true, 'allow'],
+    // Each with why Redis did not decide: nothing listens on the port.
+    expect(events.map((e) => [e.allowed, e.degraded, e.degradedCause])).toEqual([
+      [false, 'deny', 'connection'],
+      [true, 'allow', 'connection'],
     ]);
     expect(events[0].latencyMs).toEqual(expect.any(Number));
     expect(warnings.filter((w) => w.includes('listener threw'))).toEqual([expect.stringContaining('listener bug')]);

@@ -8,18 +8,8 @@ import ts from 'typescript';
 import { RateLimitConfigError, SlidingWindowLimiter } from '../../lib';
 import { LATENCY_BUCKETS_MS } from '../../lib/core/latency-histogram';
 import { registerPrometheusMetrics } from '../../lib/metrics/prometheus';
+import { samples } from '../support/prometheus-samples';
 import { connectShared, uniquePrefix } from '../support/test-redis';
-
-/** `name{labels} value` lines of an exposition, as a map from `name{labels}` to the value. */
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const at = line.lastIndexOf(' ');
-    map.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return map;
-}
 
 describe('Prometheus export', () => {
   let redis: Redis;
@@ -57,7 +47,9 @@ describe('Prometheus export', () => {
       'sliding_limit_decisions_total',
       'sliding_limit_errors_total',
       'sliding_limit_blocked_locally_total',
+      'sliding_limit_degraded_decisions_total',
       'sliding_limit_fallbacks_total',
+      'sliding_limit_degraded',
       'sliding_limit_call_duration_seconds',
     ]);
 
@@ -115,14 +107,18 @@ describe('Prometheus export', () => {
     expect(
       [...values.keys()].some((name) => name.startsWith('sliding_limit_errors_total{function="sliding_allow_v1"')),
     ).toBe(false);
+    // Degraded decisions by kind, under the name and the deprecated one; the clock-skew refusals failed open.
     for (const m of snapshot) {
-      const exported = [...values].filter(([name]) =>
-        name.startsWith(`sliding_limit_fallbacks_total{function="${m.functionName}"`),
-      );
-      expect(Object.fromEntries(exported.map(([name, value]) => [/kind="([^"]+)"/.exec(name)![1], value]))).toEqual(
-        m.fallbacks ?? {},
-      );
+      for (const metric of ['sliding_limit_degraded_decisions_total', 'sliding_limit_fallbacks_total']) {
+        const exported = [...values].filter(([name]) => name.startsWith(`${metric}{function="${m.functionName}"`));
+        expect(Object.fromEntries(exported.map(([name, value]) => [/kind="([^"]+)"/.exec(name)![1], value]))).toEqual(
+          m.fallbacks ?? {},
+        );
+      }
     }
+    expect(v2Keys.fallbacks?.allow).toBe(v2Keys.errors.clock_skew);
+    // The gauge: those degraded decisions were made moments ago.
+    expect(values.get('sliding_limit_degraded')).toBe(1);
 
     // Scrape time, not registration time: a new call shows in the next scrape.
     const decision = await limiter.consume('a-new-key', { limit: 1000, windowMs: 60_000 });
@@ -141,7 +137,9 @@ describe('Prometheus export', () => {
       'edge_rl_decisions',
       'edge_rl_errors',
       'edge_rl_blocked_locally',
+      'edge_rl_degraded_decisions',
       'edge_rl_fallbacks',
+      'edge_rl_degraded',
       'edge_rl_call_duration_seconds',
     ]);
     const text = await registry.metrics();

@@ -102,7 +102,11 @@ describe('instrumentLimiter (OpenTelemetry)', () => {
         span.end();
       });
       expect(decisions.map((d) => d.degraded)).toEqual(['allow', 'allow', 'allow', 'deny']);
-      expect(otel.spans()[0].attributes).toMatchObject({ 'rate_limit.allowed': false, 'rate_limit.degraded': 'deny' });
+      expect(otel.spans()[0].attributes).toMatchObject({
+        'rate_limit.allowed': false,
+        'rate_limit.degraded': 'deny',
+        'error.type': 'connection',
+      });
 
       const metrics = await otel.collect();
       expect(valueOf(metrics, 'rate_limit.degraded_decisions', { ...V2, 'rate_limit.degraded': 'allow' })).toBe(3);

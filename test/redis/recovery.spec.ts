@@ -13,6 +13,7 @@ import {
   SlidingWindowLimiterOptions,
 } from '../../lib';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../support/redis-server';
+import { recordingLogger } from '../support/recording-logger';
 import { sleep } from '../support/sleep';
 import { startTraffic, type TrafficCall } from '../support/traffic';
 import { rejectionOf } from '../support/rejection';
@@ -66,6 +67,7 @@ describe('loading and recovery (own redis-server)', () => {
       keyPrefix: 'rl:',
       onRedisError: 'throw',
       functionName: 'sliding_allow_v2',
+      logger: silentLogger(),
       ...options,
     });
 
@@ -316,20 +318,78 @@ describe('loading and recovery (own redis-server)', () => {
       limiter.close();
     });
 
-    it.each(['verify', 'off'] as const)(
-      "with '%s' nothing is reloaded: consume fails with FunctionNotLoadedError",
-      async (loadFunctions) => {
-        await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
-        const limiter = limiterWith({ loadFunctions });
+    it.each<Version>(['v1', 'v2'])(
+      "%s with 'verify': the library verified at start-up is reloaded as bundled (that one only), the call counted once, and a warning says so",
+      async (version) => {
+        await admin.call('FUNCTION', 'LOAD', BUNDLED[version]);
+        const logger = recordingLogger();
+        const limiter = limiterWith({ functionName: FUNCTION_OF[version], loadFunctions: 'verify', logger });
         await limiter.init();
-        expect((await limiter.consume('k', { limit: 5, windowMs: 1000 })).allowed).toBe(true);
+        expect((await limiter.consume('k', { limit: 5, windowMs: 60_000 })).allowed).toBe(true);
 
         await admin.call('FUNCTION', 'FLUSH');
+        await admin.del('rl:k');
 
-        await expect(limiter.consume('k', { limit: 5, windowMs: 1000 })).rejects.toThrow(FunctionNotLoadedError);
-        expect(await listLibraries(admin)).toEqual([]);
+        expect(await limiter.consume('k', { limit: 5, windowMs: 60_000 })).toMatchObject({
+          allowed: true,
+          remaining: 4,
+          functionName: FUNCTION_OF[version],
+        });
+        expect(await admin.zcard('rl:k')).toBe(1);
+        expect(await listLibraries(admin)).toEqual([
+          { name: LIBRARY_OF[version], functions: expect.any(Array), code: BUNDLED[version] },
+        ]);
+        expect(logger.warnings).toEqual([
+          `loadFunctions is 'verify', but ${address} had lost library ${LIBRARY_OF[version]} (a restart without ` +
+            `persistence, or FUNCTION FLUSH): reloaded the bundled ${LIBRARY_OF[version]}, the library verified at ` +
+            `start-up, so that ${FUNCTION_OF[version]} decides again. Make the server keep its functions (appendonly ` +
+            'or RDB persistence, or load them as it starts) and find out why it lost them',
+        ]);
+        await limiter.close();
       },
     );
+
+    it("with 'verify', a library of that name with other code in place of the lost one is left alone: FunctionCodeMismatchError", async () => {
+      await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
+      const limiter = limiterWith({ loadFunctions: 'verify', logger: recordingLogger() });
+      await limiter.init();
+      await admin.call('FUNCTION', 'FLUSH');
+      await admin.call('FUNCTION', 'LOAD', IMPOSTOR_V2.replace('sliding_allow_v2', 'sliding_other_v2'));
+
+      await expect(limiter.consume('k', { limit: 5, windowMs: 1000 })).rejects.toThrow(FunctionCodeMismatchError);
+      expect((await listLibraries(admin)).map((library) => library.functions)).toEqual([['sliding_other_v2']]);
+    });
+
+    it("with 'auto' the reload is logged at log level, naming the node", async () => {
+      const logger = recordingLogger();
+      const limiter = limiterWith({ loadFunctions: 'auto', logger });
+      await limiter.init();
+      await admin.call('FUNCTION', 'FLUSH');
+
+      expect((await limiter.consume('k', { limit: 5, windowMs: 1000 })).allowed).toBe(true);
+      expect(logger.logs).toEqual([
+        `${address} had lost library rate_limit_v2 (a restart without persistence, or FUNCTION FLUSH); ` +
+          "reloaded it (loadFunctions 'auto'), and sliding_allow_v2 decides again",
+      ]);
+      expect(logger.warnings).toEqual([]);
+    });
+
+    it("with 'off' nothing is reloaded: consume fails with FunctionNotLoadedError naming the node and the command with --url", async () => {
+      await admin.call('FUNCTION', 'LOAD', BUNDLED.v2);
+      const limiter = limiterWith({ loadFunctions: 'off' });
+      await limiter.init();
+      expect((await limiter.consume('k', { limit: 5, windowMs: 1000 })).allowed).toBe(true);
+
+      await admin.call('FUNCTION', 'FLUSH');
+
+      const error = await rejectionOf(limiter.consume('k', { limit: 5, windowMs: 1000 }));
+      expect(error).toBeInstanceOf(FunctionNotLoadedError);
+      expect((error as FunctionNotLoadedError).nodes).toEqual([address]);
+      expect((error as Error).message).toContain(
+        `load it with: npx nestjs-sliding-limit functions load v2 --url redis://${address} (or redis-cli`,
+      );
+      expect(await listLibraries(admin)).toEqual([]);
+    });
   });
 
   describe('the retry after a lost function or script is the same request', () => {

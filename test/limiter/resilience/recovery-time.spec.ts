@@ -18,8 +18,8 @@
  * A failover is measured in failover-recovery.spec.ts (it needs a cluster).
  */
 import { Test, type TestingModule } from '@nestjs/testing';
-import type Redis from 'ioredis';
-import { RateLimitModule, SlidingWindowLimiter } from '../../../lib';
+import Redis from 'ioredis';
+import { RateLimitModule, SlidingWindowLimiter, type RateLimitModuleOptions } from '../../../lib';
 import { RATE_LIMIT_CONNECTION } from '../../../lib/nest/rate-limit.constants';
 import {
   closeRateLimitConnection,
@@ -29,6 +29,9 @@ import {
 } from '../../../lib/nest/rate-limit-connection';
 import { resolveRateLimitOptions } from '../../../lib/nest/rate-limit.options';
 import { RedisServer, startRedisServer, startRedisServerOnPort } from '../../support/redis-server';
+import { librarySource } from '../../support/lua-functions';
+import { listLibraries } from '../../support/redis-inspect';
+import { recordingLogger } from '../../support/recording-logger';
 import { sleep } from '../../support/sleep';
 import { startTraffic } from '../../support/traffic';
 import { waitFor } from '../../support/wait-for';
@@ -41,14 +44,16 @@ import { waitFor } from '../../support/wait-for';
 const RECOVERY_BOUND_MS = 1000;
 
 const silent = { log: () => undefined, warn: () => undefined };
+
 const keys = Array.from({ length: 16 }, (_, i) => `recovery:${i}`);
 
-/** The module on `url`, started as an application starts it (init() loads the functions). */
+/** The module on `url`, started as an application starts it (init() loads or verifies the functions). */
 async function startModule(
   url: string,
+  options: Partial<RateLimitModuleOptions> = {},
 ): Promise<{ moduleRef: TestingModule; limiter: SlidingWindowLimiter; client: Redis }> {
   const moduleRef = await Test.createTestingModule({
-    imports: [RateLimitModule.forRoot({ redis: url, keyPrefix: 'rl:', logger: silent, report: false })],
+    imports: [RateLimitModule.forRoot({ redis: url, keyPrefix: 'rl:', logger: silent, report: false, ...options })],
   }).compile();
   moduleRef.useLogger(false);
   await moduleRef.init();
@@ -154,6 +159,52 @@ describe('recovery after Redis stops and restarts, on the connection the module 
       }
     },
   );
+
+  it("under loadFunctions: 'verify', restarted empty: the verified library is reloaded by itself: Redis decides again within a second, and the reload is logged", async () => {
+    server = await startRedisServer();
+    const port = server.port;
+    // What 'verify' expects: an operator loaded the library before the application started.
+    const admin = new Redis(server.url);
+    await admin.call('FUNCTION', 'LOAD', librarySource('v2'));
+    admin.disconnect();
+    const logged = recordingLogger();
+    const started = await startModule(server.url, { loadFunctions: 'verify', logger: logged });
+    moduleRef = started.moduleRef;
+    const traffic = startTraffic(started.limiter, keys, { concurrency: 4, pauseMs: 2, now: () => performance.now() });
+
+    await sleep(200);
+    const stoppedAt = performance.now();
+    await server.stop();
+    await sleep(1000 - (performance.now() - stoppedAt));
+    const spawnedAt = performance.now();
+    server = await startRedisServerOnPort(port);
+    const answeringAt = performance.now();
+    const { firstDecidedAt, calls, degraded } = await traffic.stopAfterFirstDecision(spawnedAt, {
+      timeoutMs: 10_000,
+      settleMs: 300,
+    });
+    process.stdout.write(
+      `recovery, loadFunctions 'verify', restarted empty after 1 s: first decision by Redis ` +
+        `${ms(firstDecidedAt - answeringAt)} after it answered; ${degraded.length} degraded calls\n`,
+    );
+
+    expect(calls.filter((call) => call.error !== undefined)).toEqual([]);
+    expect(calls.filter((call) => call.degraded === undefined && call.endedAt < stoppedAt).length).toBeGreaterThan(0);
+    expect(firstDecidedAt - answeringAt).toBeLessThan(RECOVERY_BOUND_MS);
+    expect(degraded.filter((call) => call.startedAt > firstDecidedAt)).toEqual([]);
+    // The library verified at start-up, as bundled, and nothing else.
+    const check = new Redis(server.url, { protocol: 2 });
+    try {
+      expect(await listLibraries(check)).toEqual([
+        expect.objectContaining({ name: 'rate_limit_v2', code: librarySource('v2') }),
+      ]);
+    } finally {
+      check.disconnect();
+    }
+    expect(logged.warnings.filter((line) => line.includes('reloaded'))).toEqual([
+      expect.stringContaining(`loadFunctions is 'verify'`),
+    ]);
+  });
 });
 
 describe('recovery after Redis is frozen (SIGSTOP) and resumes, on the connection the module opens', () => {

@@ -1,0 +1,10 @@
+/** `name{labels} value` lines of a Prometheus exposition, as a map from `name{labels}` to the value. */
+export function samples(text: string): Map<string, number> {
+  const map = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line.trim() === '') continue;
+    const at = line.lastIndexOf(' ');
+    map.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return map;
+}
