@@ -285,8 +285,9 @@ local function record_log(lim, now_ms, member, cost)
     redis.call('ZADD', key, unpack(args))
     k = last + 1
   end
+  -- Rounded up: a key written by v3 may hold fractional times.
   state.ahead = state.ahead or now_ms
-  redis.call('PEXPIRE', key, digits(state.ahead + lim.window - now_ms))
+  redis.call('PEXPIRE', key, digits(math.ceil(state.ahead + lim.window - now_ms)))
   state.count = state.count + cost
   return cost
 end
@@ -295,7 +296,7 @@ end
 local function log_retry_after(lim, now_ms, count, cost, limit)
   local entry = redis.call('ZRANGEBYSCORE', lim.key, '(' .. lim.state.cutoff_text, '+inf', 'WITHSCORES', 'LIMIT',
                            count + cost - limit - 1, 1)
-  return tonumber(entry[2]) + lim.window - now_ms
+  return math.ceil(tonumber(entry[2]) + lim.window - now_ms)
 end
 
 ----------------------------------------------------------------------------------------- bucketed
@@ -528,7 +529,7 @@ local function record_buckets(key, state, now_ms, window, member, cost)
   local name = digits(index)
   local count_text
   if state.counts == nil and newest_before and index <= newest_before then
-    redis.call('HINCRBY', key, name, cost)
+    redis.call('HINCRBY', key, name, digits(cost))
     add_count(state, index, cost)
   else
     add_count(state, index, cost)
@@ -665,7 +666,7 @@ local function append_limit(reply, at, lim, allowed, now_ms, cost)
       if state.precision then
         reset_ms = until_bucket_leaves(state.newest, now_ms, lim.window, state.precision)
       else
-        reset_ms = (state.ahead or newest_score(lim.key)) + lim.window - now_ms
+        reset_ms = math.ceil((state.ahead or newest_score(lim.key)) + lim.window - now_ms)
       end
     end
     reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] =
