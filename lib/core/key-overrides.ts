@@ -163,9 +163,23 @@ export function parseOverride(
   } else {
     throw new UnexpectedReplyError(`HGETALL ${overrideKey} (no valid override: delete it)`, fields);
   }
-  const stored: StoredOverride = { key, override, createdAt: Number(createdAt) || 0 };
-  if (note !== undefined) stored.note = note;
-  if (by !== undefined) stored.by = by;
+  return storedOverride(key, override, { note, by }, Number(createdAt) || 0, pttl);
+}
+
+/** An override as `get` answers it; `pttl` as PTTL answers (-1: no expiry). */
+export function storedOverride(
+  key: string,
+  override: KeyOverride,
+  options: Pick<OverrideSetOptions, 'note' | 'by'> | undefined,
+  createdAt: number,
+  pttl: number,
+): StoredOverride {
+  // Only what is stored: a caller's object may carry more.
+  const clean: KeyOverride =
+    override.action === 'limit' ? { action: 'limit', limit: override.limit } : { action: override.action };
+  const stored: StoredOverride = { key, override: clean, createdAt };
+  if (options?.note !== undefined) stored.note = options.note;
+  if (options?.by !== undefined) stored.by = options.by;
   if (pttl >= 0) stored.expiresInMs = pttl;
   return stored;
 }

@@ -54,6 +54,14 @@ export function limitedKeyOf(overrideKey: string): string | undefined {
   return undefined;
 }
 
+/** Problems of a key prefix (the limiter's rule: braces would become every key's hash tag). */
+export function describeKeyPrefixProblems(keyPrefix: unknown): string[] {
+  if (typeof keyPrefix === 'string' && !/[{}]/.test(keyPrefix)) return [];
+  return [
+    `keyPrefix must be a string without { or }, got ${typeof keyPrefix === 'string' ? JSON.stringify(keyPrefix) : typeof keyPrefix}`,
+  ];
+}
+
 /** `text` with the characters of Redis' glob syntax escaped, to match itself only. */
 export function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
