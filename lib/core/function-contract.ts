@@ -1,4 +1,3 @@
-import type { OverrideAction } from './key-overrides';
 import type { SlidingLimitRule } from './limit-rule';
 
 /** The `now_ms` argument that asks a function to read the server's clock (TIME) itself. */
@@ -34,7 +33,7 @@ export interface LimitOutcome {
    */
   effectiveLimit?: number;
   /** The override that applied to this key, when one did (versions with `overrides`). */
-  override?: OverrideAction;
+  override?: 'limit' | 'exempt' | 'block';
   /** True for a shadow limit (`mode: 'shadow'`): it never refuses; `allowed` says whether it had room. */
   shadow?: boolean;
   /** For a shadow limit: whether it would have refused this request, which the enforced limits admitted. */

@@ -127,8 +127,12 @@ export interface SlidingLimitRule {
    * `sliding_allow_v3`.
    */
   precisionMs?: number;
-  /** `shadow`: observe this limit without enforcing it ({@link LimitMode}). Default `enforced`. Needs `sliding_allow_v4`. */
-  mode?: LimitMode;
+  /**
+   * `shadow`: observe this limit without enforcing it. It never refuses; it reports what it would
+   * have refused, its key counting what the enforced limits admit and it has room for (the
+   * experiment "this limit added to the enforced ones"). Default `enforced`. Needs `sliding_allow_v4`.
+   */
+  mode?: 'enforced' | 'shadow';
   /**
    * `false`: this limit ignores per-key overrides, and `sliding_allow_v4` reads no override key for
    * it (one Redis command less per decision). Default `true` on versions that read overrides.

@@ -534,6 +534,11 @@ export class RateLimitV4Model {
     return cost;
   }
 
+  /** A log's newest time: read already when after now_ms, else its last entry's (the window holds some). */
+  private newestOf(lim: Limit, state: LogState): number {
+    return state.ahead ?? (this.commands.newestScore(lim.key as string) as number);
+  }
+
   /** The Lua's `append_limit`: seven integers from reply[at]. */
   private appendLimit(reply: number[], at: number, lim: Limit, allowed: number, nowMs: number, cost: number): void {
     let values: number[];
@@ -556,7 +561,7 @@ export class RateLimitV4Model {
       }
       if (count > 0) {
         resetMs = state.log
-          ? Math.ceil((state.ahead ?? (this.commands.newestScore(lim.key as string) as number)) + lim.window - nowMs)
+          ? Math.ceil(this.newestOf(lim, state) + lim.window - nowMs)
           : untilBucketLeaves(state.newest as number, nowMs, lim.window, state.precision);
       }
       values = [lim.room ? 1 : 0, count, Math.max(limit - count, 0), retryAfterMs, resetMs];

@@ -117,7 +117,7 @@ export class RedisOverridesStore implements OverrideStore {
     const [[hashError, hash], [, pttl]] = results;
     if (hashError)
       throw new UnexpectedReplyError(`HGETALL ${overrideKey} (not an override: delete it)`, hashError.message);
-    const fields = toRecord(hash, `HGETALL ${overrideKey}`) as Record<string, unknown>;
+    const fields = toRecord(hash, `HGETALL ${overrideKey}`);
     if (Object.keys(fields).length === 0) return undefined;
     const texts: Record<string, string> = {};
     for (const [field, value] of Object.entries(fields)) texts[field] = toText(value);
