@@ -2,6 +2,7 @@ import { formatLuaInteger, luaToNumber } from './lua-values';
 import { INVALID_ARGUMENTS, clockSkewError, decodeDecisions, isWhole, resolveNow } from './model-arguments';
 import type { ModelCommands } from './model-commands';
 import { ModelReplyError, WRONGTYPE } from './model-reply-error';
+import { RECENT_IDS, RECENT_IDS_BYTES, holdsId, isValidMember, withRecentId } from './recent-ids';
 
 /*
  * `rate_limit_v4.lua` in plain TypeScript, function by function (the same names, camel-cased); the
@@ -12,8 +13,6 @@ const MAX_TIME_MS = 1e15;
 const MAX_LIMIT = 1e15;
 const MAX_SUB_WINDOWS = 1000;
 const MAX_LOG_COST = 10_000;
-const RECENT_IDS = 8;
-const RECENT_IDS_BYTES = 64;
 const SCAN_STEP = 8;
 const OVERRIDE_KINDS: Record<string, number> = { limit: 1, exempt: 2, block: 3 };
 const EXEMPT = 2;
@@ -81,11 +80,6 @@ function whole(n: number | undefined, min: number, max: number): number | undefi
 /** The Lua's `number`: a decoded JSON value when it is a number. */
 function numberOf(value: unknown): number | undefined {
   return typeof value === 'number' ? value : undefined;
-}
-
-function isValidMember(member: unknown): member is string {
-  // The Lua's '[%s#]': C isspace (space, \t, \n, \v, \f, \r) and '#'.
-  return typeof member === 'string' && member !== '' && !/[ \t\n\v\f\r#]/.test(member);
 }
 
 function newLimit(
@@ -183,27 +177,6 @@ function readBuckets(fields: readonly string[], nowMs: number, window: number, p
     }
   }
   return state;
-}
-
-function idsHold(ids: string, member: string): boolean {
-  return ` ${ids} `.includes(` ${member} `);
-}
-
-/** The Lua's `with_id`, on bytes as Lua strings are. */
-function withId(oldIds: string, member: string): string {
-  const old = Buffer.from(oldIds);
-  const budget = RECENT_IDS_BYTES - Buffer.byteLength(member) - 1;
-  let cut = 0;
-  let from = 0;
-  for (let kept = 1; kept < RECENT_IDS; kept++) {
-    const space = old.indexOf(' ', from);
-    const stop = space === -1 ? old.length : space;
-    if (stop <= from || stop > budget) break;
-    cut = stop;
-    if (space === -1) break;
-    from = space + 1;
-  }
-  return cut > 0 ? `${member} ${old.subarray(0, cut).toString()}` : member;
 }
 
 function isWrongType(error: unknown): boolean {
@@ -462,7 +435,7 @@ export class RateLimitV4Model {
       addCount(state, index, cost);
       countText = digits(state.counts ? (state.counts.get(index) as number) : cost);
     }
-    state.ids = withId(state.ids, member);
+    state.ids = withRecentId(state.ids, member);
     if (state.rewrite) return this.writeBuckets(key, state, nowMs, window);
     if (state.gone) this.commands.hdel(key, state.gone);
     if (countText !== undefined) this.commands.hset(key, name, countText);
@@ -518,7 +491,7 @@ export class RateLimitV4Model {
       const state = lim.state as KeyState;
       lim.retried = state.log
         ? this.commands.zscore(lim.key as string, member) !== undefined
-        : idsHold(state.ids, member);
+        : holdsId(state.ids, member);
     }
     return lim.retried;
   }

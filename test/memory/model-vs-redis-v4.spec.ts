@@ -4,19 +4,21 @@ import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
 import { readLibrarySource, toScript } from '../../lib/redis/lua-library';
 import { ensureLibraries } from '../support/lua-functions';
 import { useOwnRedisServer } from '../support/own-redis';
-import { VirtualTimeRedis, type TtlObservation } from '../support/virtual-time-redis';
+import { VirtualTimeRedis } from '../support/virtual-time-redis';
 import {
   T0,
   checkParameters,
+  checkTtls,
   compareCall,
-  discardIfExpiredInRealTime,
-  errorText,
+  expectSameKeys,
   garbage,
   jsonField,
   mixed,
   nextTime,
-  sameTtl,
+  precisionOf,
+  settle,
   timeMove,
+  windowMsArb,
   type TimeMove,
 } from './redis-comparison';
 
@@ -59,43 +61,6 @@ const scripts = new Map<string, string>(
     ['rate_limit_v3.lua', 'sliding_peek_v3'] as const,
   ].map(([file, fn]) => [fn, toScript(readLibrarySource(file), fn).source]),
 );
-
-/** Every key under `pattern`: the same keys, types, entries and fields (in order when compact) in Redis and the model. */
-async function expectSameKeys(client: VirtualTimeRedis, model: SlidingWindowModel, pattern: string): Promise<void> {
-  const keys = (await client.keys(pattern)).sort();
-  expect(keys).toEqual(model.keys());
-  for (const key of keys) {
-    const type = await client.type(key);
-    expect({ key, type }).toEqual({ key, type: model.type(key) });
-    if (type === 'zset') {
-      const flat = (await client.zrange(key, 0, '-1', 'WITHSCORES')) as string[];
-      const entries = [];
-      for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i], score: Number(flat[i + 1]) + 0 });
-      expect({ key, entries }).toEqual({
-        key,
-        entries: model.entries(key).map(({ member, score }) => ({ member, score: score + 0 })),
-      });
-    } else {
-      const fields = ((await client.call('HGETALL', key)) as unknown[]).map(String);
-      const pairs: [string, string][] = [];
-      for (let i = 0; i < fields.length; i += 2) pairs.push([fields[i], fields[i + 1]]);
-      if ((await client.object('ENCODING', key)) === 'listpack') {
-        expect({ key, fields: pairs }).toEqual({ key, fields: model.hash(key) });
-      } else {
-        expect({ key, fields: pairs.sort() }).toEqual({ key, fields: model.hash(key).sort() });
-      }
-    }
-  }
-}
-
-/** A call's reply, or its error text, so both sides compare with toEqual. */
-async function settle(call: () => Promise<unknown>): Promise<{ reply?: unknown; error?: string }> {
-  try {
-    return { reply: await call() };
-  } catch (error) {
-    return { error: errorText(error) };
-  }
-}
 
 // ------------------------------------------------------------------------------------------------
 // 1. Raw calls: random ARGV, garbage included
@@ -157,7 +122,16 @@ function limitsFor(keys: string[], clean: boolean) {
 }
 
 type RawAction =
-  | { kind: 'call'; fn: string; keys: string[]; args: string[]; readOnly: boolean; decisions?: number }
+  | {
+      kind: 'call';
+      fn: string;
+      keys: string[];
+      args: string[];
+      readOnly: boolean;
+      decisions?: number;
+      /** Delete the (override) key first, so that the call makes a fresh sorted set of it. */
+      fresh?: boolean;
+    }
   /** An override hash written on both sides (no TTL: Redis' keys are persisted after each call). */
   | { kind: 'override'; key: string; fields: string[] }
   | { kind: 'del'; key: string };
@@ -242,12 +216,15 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
     .constantFrom(...RAW_KEYS)
     .chain((key) => fc.constantFrom(rawName(key), rawOverride(key)).map((k) => ({ kind: 'del' as const, key: k })));
   // A log written where an override belongs: reading it as an override is WRONGTYPE, on both sides.
+  // (On a fresh key: a call recording in an override hash would give it a TTL, which Redis'
+  // VirtualTimeRedis then persists and the model does not, and a block's Retry-After reads it.)
   const misplaced = fc.tuple(fc.constantFrom(...RAW_KEYS), MEMBERS).map(([key, m]) => ({
     kind: 'call' as const,
     fn: 'sliding_allow_v4',
     keys: [rawOverride(key)],
     args: [String(T0), m, '1000', '1', '1000', '5', '0', '0'],
     readOnly: false,
+    fresh: true,
   }));
   return fc.oneof(
     { weight: 1, arbitrary: misplaced },
@@ -255,7 +232,7 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
     { weight: 2, arbitrary: peek },
     { weight: 3, arbitrary: batch },
     { weight: 2, arbitrary: v3 },
-    { weight: 2, arbitrary: override },
+    { weight: 3, arbitrary: override },
     { weight: 1, arbitrary: del },
   );
 }
@@ -263,7 +240,7 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
 const freeForm: fc.Arbitrary<RawAction> = fc
   .record({
     fn: fc.constantFrom(...V4_FUNCTIONS),
-    keys: fc.array(fc.constantFrom(...RAW_KEYS.map(rawName), rawOverride('a')), { maxLength: 3 }),
+    keys: fc.array(fc.constantFrom(...RAW_KEYS.map(rawName)), { maxLength: 3 }),
     args: fc.array(fc.oneof(TIMES, LOG_WINDOWS, FLAGS.map(String), MEMBERS, garbage), { maxLength: 12 }),
   })
   .map((call) => ({ kind: 'call' as const, ...call, readOnly: call.fn === 'sliding_peek_v4' }));
@@ -300,6 +277,7 @@ async function runRawActions(actions: RawAction[], viaScript: boolean, coverage:
       expect({ context, deleted: await plain.del(action.key) }).toEqual({ context, deleted: model.del(action.key) });
       continue;
     }
+    if (action.fresh) expect(await plain.del(action.keys[0])).toBe(model.del(action.keys[0]));
     const script = viaScript ? scripts.get(action.fn) : undefined;
     const answer = await compareCall(rawRedis, model, action, action.keys, context, script);
     if (answer.reply) {
@@ -342,7 +320,7 @@ describe.each([
       fc.asyncProperty(fc.array(rawAction, { minLength: 1, maxLength: 25 }), (actions) =>
         runRawActions(actions, viaScript, coverage),
       ),
-      checkParameters(viaScript ? 120 : 250),
+      checkParameters(viaScript ? 200 : 300),
     );
     for (const [kind, count] of Object.entries(coverage)) {
       expect({ kind, reached: count > 0 }).toEqual({ kind, reached: true });
@@ -364,20 +342,6 @@ interface KeyRule {
 
 const KEY_POOL = 4;
 const keyIndex = fc.nat(KEY_POOL - 1);
-const windowMsArb = fc.oneof(
-  fc.integer({ min: 1, max: 20 }),
-  fc.integer({ min: 1, max: 5000 }),
-  fc.integer({ min: 5000, max: 100_000 }),
-);
-
-/** Precisions a window takes (at most 1000 sub-windows), its divisors more often than the rest. */
-function precisionOf(windowMs: number): fc.Arbitrary<number> {
-  const smallest = Math.ceil(windowMs / 1000);
-  const divisors = [];
-  for (let p = smallest; p <= windowMs; p++) if (windowMs % p === 0) divisors.push(p);
-  return fc.oneof(fc.constantFrom(...divisors), fc.integer({ min: smallest, max: windowMs }));
-}
-
 const keyRule: fc.Arbitrary<KeyRule> = fc.oneof(
   fc.record({
     windowMs: windowMsArb,
@@ -649,7 +613,7 @@ async function runScenario(
     );
     const fromModel = await settle(() => Promise.resolve(model.call(call.fn, call.keys, args, readOnly)));
     expect({ context, call, ...fromRedis }).toEqual({ context, call, ...fromModel });
-    checkTtls(redis.takeObservations(), model, redisNow, context);
+    checkTtls(redis, redis.takeObservations(), model, redisNow, context);
     for (const key of new Set(call.keys)) {
       expect({ context, key, exists: (await redis.exists(key)) === 1 }).toEqual({
         context,
@@ -727,30 +691,6 @@ function leaveTimes(model: SlidingWindowModel, key: string, rule: KeyRule): numb
   return [];
 }
 
-/** The TTL each call left in Redis equals the model's. */
-function checkTtls(observations: TtlObservation[], model: SlidingWindowModel, redisNowMs: number, context: string) {
-  for (const { key, pttl, spanMs } of observations) {
-    const modelPttl = model.pttl(key);
-    discardIfExpiredInRealTime(pttl, modelPttl, spanMs);
-    if (modelPttl === -2) {
-      redis.expiresAt.delete(key);
-      continue;
-    }
-    if (pttl === -1) {
-      // The call set no TTL: the key keeps the expiry it had (none for an override), in both.
-      expect({ context, key, expiresAt: redis.expiresAt.get(key) }).toEqual({
-        context,
-        key,
-        expiresAt: modelPttl === -1 ? undefined : redisNowMs + modelPttl,
-      });
-      continue;
-    }
-    const matches = sameTtl(BigInt(pttl), BigInt(modelPttl), spanMs);
-    expect({ context, key, pttl: matches ? modelPttl : pttl }).toEqual({ context, key, pttl: modelPttl });
-    redis.expiresAt.set(key, redisNowMs + modelPttl);
-  }
-}
-
 describe('v4 sequences with modes, precisions and overrides, on the test’s clock', () => {
   it('get the same replies, keys, fields and TTLs from the model as from Redis at every step', async () => {
     const coverage: Coverage = {
@@ -823,7 +763,7 @@ class Twin {
     );
     const fromModel = await settle(() => Promise.resolve(this.model.call(fn, keys, texts, readOnly)));
     expect({ context, ...fromRedis }).toEqual({ context, ...fromModel });
-    checkTtls(redis.takeObservations(), this.model, this.nowMs, context);
+    checkTtls(redis, redis.takeObservations(), this.model, this.nowMs, context);
     if (fromModel.error) throw new Error(`${context}: ${fromModel.error}`);
     return fromModel.reply as number[];
   }

@@ -326,17 +326,13 @@ local function add_count(state, index, count)
   end
 end
 
--- A bucketed key's state: its count, its oldest and newest sub-windows, its ids and precision; the
--- sub-windows that left (`gone`); `counts` per sub-window when read whole, with `rewrite` when
--- re-bucketed; t, o and n as stored when read from them. Sized once (see new_limit).
-local function buckets(count, oldest, newest, ids, precision, counts)
-  return { count = count, oldest = oldest, newest = newest, ids = ids, precision = precision, gone = false,
-           counts = counts, indexes = counts and {}, rewrite = false, ahead = nil, stored_oldest = nil,
-           stored_newest = nil }
-end
-
+-- A bucketed key's state: its count, oldest and newest sub-windows, ids and precision; the names of
+-- the sub-windows that left (`gone`); `counts` per sub-window (and their `indexes`) when read whole,
+-- `rewrite` when re-bucketed; t, o and n as stored when read from them (`stored_oldest`, ..). Only
+-- the fields in use are made: each costs a table insertion.
 local function empty_buckets(precision)
-  return buckets(0, nil, nil, '', precision, {})
+  return { count = 0, ids = '', precision = precision, counts = {}, indexes = {}, oldest = nil, newest = nil,
+           rewrite = false, gone = nil, ahead = nil }
 end
 
 -- The precision a hash of precision `stored` is counted in by a limit of (window, precision): its
@@ -436,8 +432,8 @@ local function read_hash(key, now_ms, window, precision)
     return empty_buckets(precision > 0 and precision or math.ceil(window / MAX_SUB_WINDOWS))
   end
   if total and oldest and newest and stored and stored * MAX_SUB_WINDOWS >= window then
-    local state = buckets(total, oldest, newest, meta[5] or '', stored, nil)
-    state.stored_oldest, state.stored_newest = oldest, newest
+    local state = { count = total, oldest = oldest, newest = newest, ids = meta[5] or '', precision = stored,
+                    stored_oldest = oldest, stored_newest = newest, gone = nil }
     local first = math.floor((now_ms - window + 1) / stored)
     if oldest < first then
       expire_sub_windows(key, state, first)
