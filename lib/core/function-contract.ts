@@ -12,6 +12,12 @@ export interface AllowCall {
   maxClockSkewMs: number;
   /** What the request weighs in every limit; 1 when absent. Only versions with `weighted` take another. */
   cost?: number;
+  /**
+   * Read the per-key overrides of these keys in the call (versions with `overrides`): the call's
+   * KEYS are then `allowKeys(call)` (or `batch.keys`), the override keys after the limit keys.
+   * Default false: no override is read, and KEYS are `keys`.
+   */
+  overrides?: boolean;
 }
 
 /** What a function reply says about one limit. */
@@ -21,6 +27,17 @@ export interface LimitOutcome {
   remaining: number;
   retryAfterMs: number;
   resetMs: number;
+  /**
+   * The limit that applied to this key (versions with `overrides`): an override's limit, 0 when the
+   * key is blocked, the rule's otherwise. What `X-RateLimit-Limit` should say.
+   */
+  effectiveLimit?: number;
+  /** The override that applied to this key, when one did (versions with `overrides`). */
+  override?: 'limit' | 'exempt' | 'block';
+  /** True for a shadow limit (`mode: 'shadow'`): it never refuses; `allowed` says whether it had room. */
+  shadow?: boolean;
+  /** For a shadow limit: whether it would have refused this request, which the enforced limits admitted. */
+  wouldRefuse?: boolean;
 }
 
 /** A function reply, decoded. */
@@ -36,8 +53,10 @@ export interface CallOutcome {
 export interface BatchFunction {
   /** What FCALL takes. */
   readonly name: string;
-  /** ARGV of one call; its KEYS are the calls' keys, concatenated in the same order. */
+  /** ARGV of one call; its KEYS are the calls' keys, concatenated in the same order (or `keys`). */
   arguments(calls: readonly AllowCall[]): (string | number)[];
+  /** KEYS of one call when they are more than the calls' keys (versions with `overrides`). */
+  keys?(calls: readonly AllowCall[]): string[];
   /** The outcome of every call, in order. */
   parseReply(reply: unknown, calls: readonly AllowCall[]): CallOutcome[];
 }
@@ -71,16 +90,29 @@ export interface FunctionContract {
   readonly weighted: boolean;
   /** Whether rules may set `precisionMs` (the bounded-memory sliding window). */
   readonly bucketed: boolean;
+  /** Whether rules may set `mode: 'shadow'`. */
+  readonly shadowLimits?: boolean;
+  /**
+   * Whether the functions read per-key overrides in the same call: their KEYS are then the limit
+   * keys followed by override keys (`allowKeys`, `peekKeys`, `batch.keys` give them).
+   */
+  readonly overrides?: boolean;
 
   /** When the version has one, the function the limiter batches decisions with. */
   readonly batch?: BatchFunction;
 
   allowArguments(call: AllowCall): (string | number)[];
+  /** KEYS of an allow call when they are more than `call.keys` (versions with `overrides`). */
+  allowKeys?(call: AllowCall): string[];
   parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[], cost?: number): CallOutcome;
+  /** ARGV of a peek; given the `keys`, a version with `overrides` reads them (KEYS: `peekKeys`). */
   peekArguments?(
     nowMs: number | typeof SERVER_TIME,
     rules: readonly SlidingLimitRule[],
     cost?: number,
+    keys?: readonly string[],
   ): (string | number)[];
+  /** KEYS of a peek that reads overrides (`peekArguments` given the keys): the override keys follow. */
+  peekKeys?(keys: readonly string[], rules: readonly SlidingLimitRule[]): string[];
   parsePeekReply?(reply: unknown, rules: readonly SlidingLimitRule[], cost?: number): CallOutcome;
 }

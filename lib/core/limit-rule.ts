@@ -17,7 +17,7 @@ export function describeRuleProblems(rule: unknown, label: string): string[] {
   if (typeof rule !== 'object' || rule === null) {
     return [`${label} must be an object with limit and windowMs, got ${describeValue(rule)}`];
   }
-  const { limit, windowMs, precisionMs } = rule as Record<string, unknown>;
+  const { limit, windowMs, precisionMs, mode, overrides } = rule as Record<string, unknown>;
   const problems: string[] = [];
   const maxLimit = precisionMs === undefined ? MAX_LIMIT : MAX_BUCKETED_LIMIT;
   if (!isWholeNumberIn(limit, 1, maxLimit)) {
@@ -36,7 +36,17 @@ export function describeRuleProblems(rule: unknown, label: string): string[] {
         'leave it out for the exact log',
     );
   }
+  if (!isValidMode(mode)) {
+    problems.push(`${label}.mode must be 'enforced' or 'shadow', got ${describeValue(mode)}`);
+  }
+  if (overrides !== undefined && typeof overrides !== 'boolean') {
+    problems.push(`${label}.overrides must be true or false, got ${describeValue(overrides)}`);
+  }
   return problems;
+}
+
+function isValidMode(mode: unknown): mode is LimitMode | undefined {
+  return mode === undefined || mode === 'enforced' || mode === 'shadow';
 }
 
 const BIG_LIMIT_HINT = ` (the log keeps one entry per request; set precisionMs for a bounded-memory window up to ${MAX_BUCKETED_LIMIT})`;
@@ -48,8 +58,9 @@ function isValidPrecision(precisionMs: unknown, windowMs: number): boolean {
 /** True for a valid rule; cheap enough for every request. */
 export function isValidRule(rule: unknown): rule is SlidingLimitRule {
   if (typeof rule !== 'object' || rule === null) return false;
-  const { limit, windowMs, precisionMs } = rule as Record<string, unknown>;
+  const { limit, windowMs, precisionMs, mode, overrides } = rule as Record<string, unknown>;
   if (!isWholeNumberIn(windowMs, 1, MAX_WINDOW_MS)) return false;
+  if (!isValidMode(mode) || (overrides !== undefined && typeof overrides !== 'boolean')) return false;
   if (precisionMs === undefined) return isWholeNumberIn(limit, 1, MAX_LIMIT);
   return isWholeNumberIn(limit, 1, MAX_BUCKETED_LIMIT) && isValidPrecision(precisionMs, windowMs);
 }
@@ -84,6 +95,19 @@ export function isBucketed(rule: SlidingLimitRule): boolean {
   return rule.precisionMs !== undefined;
 }
 
+/** Whether a rule is a shadow limit (`mode: 'shadow'`). */
+export function isShadow(rule: SlidingLimitRule): boolean {
+  return rule.mode === 'shadow';
+}
+
+/**
+ * How a limit acts: `enforced` (the default) refuses what has no room; `shadow` never refuses and
+ * reports what it would have refused, its key counting the requests the enforced limits admit and
+ * it has room for (the experiment "this limit added to the enforced ones"). Shadow needs
+ * `sliding_allow_v4`.
+ */
+export type LimitMode = 'enforced' | 'shadow';
+
 /**
  * One limit: at most `limit` requests (or units of cost) in any window of `windowMs` milliseconds.
  */
@@ -103,6 +127,17 @@ export interface SlidingLimitRule {
    * `sliding_allow_v3`.
    */
   precisionMs?: number;
+  /**
+   * `shadow`: observe this limit without enforcing it. It never refuses; it reports what it would
+   * have refused, its key counting what the enforced limits admit and it has room for (the
+   * experiment "this limit added to the enforced ones"). Default `enforced`. Needs `sliding_allow_v4`.
+   */
+  mode?: 'enforced' | 'shadow';
+  /**
+   * `false`: this limit ignores per-key overrides, and `sliding_allow_v4` reads no override key for
+   * it (one Redis command less per decision). Default `true` on versions that read overrides.
+   */
+  overrides?: boolean;
 }
 
 /** A limit applied to one key, as passed to {@link SlidingWindowLimiter.consumeAll}. */

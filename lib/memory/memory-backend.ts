@@ -3,6 +3,7 @@ import { describeValue } from '../core/value-checks';
 import type { KeyCommands, LimiterBackend } from '../core/limiter-backend';
 import type { FunctionContract } from '../core/function-contract';
 import type { LoadFunctionsPolicy, LuaRunner } from '../core/lua-runner';
+import { settle } from './settle';
 import { SlidingWindowModel, type ModelEntry } from './sliding-window-model';
 
 /** Options of {@link MemoryBackend}. */
@@ -124,17 +125,5 @@ export class MemoryRunner implements LuaRunner {
     readOnly: boolean,
   ): Promise<unknown> {
     return settle(() => this.model.call(functionName, keys, args.map(String), readOnly));
-  }
-}
-
-/**
- * The model's answer as a promise, as a Redis reply would come: run now (the model is synchronous),
- * a throw (an error reply) becoming a rejection.
- */
-function settle<T>(compute: () => T): Promise<T> {
-  try {
-    return Promise.resolve(compute());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

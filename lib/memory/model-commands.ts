@@ -153,6 +153,18 @@ export class ModelCommands {
     this.store.pexpire(key, ms);
   }
 
+  /** EXISTS key …: how many of them exist (a key named twice counts twice). */
+  exists(keys: readonly string[]): number {
+    let count = 0;
+    for (const key of keys) if (this.store.typeOf(key) !== undefined) count++;
+    return count;
+  }
+
+  /** PTTL: ms left, -1 without TTL, -2 when the key does not exist. */
+  pttl(key: string): number {
+    return this.store.pttl(key);
+  }
+
   /** DEL: 1 when the key existed. */
   del(key: string): number {
     return this.store.delete(key) ? 1 : 0;

@@ -13,17 +13,15 @@ import {
 } from './model-arguments';
 import type { ModelCommands } from './model-commands';
 import { ModelReplyError, WRONGTYPE } from './model-reply-error';
+import { RECENT_IDS, RECENT_IDS_BYTES, holdsId, isValidMember, withRecentId } from './recent-ids';
 
 /** The Lua's MAX_SUB_WINDOWS: at most this many sub-windows per bucketed window. */
 const MAX_SUB_WINDOWS = 1000;
 /** The Lua's MAX_LIMIT: limits (so counts) stay below 1e17, which Redis would receive as `1e+17`. */
 const MAX_LIMIT = 1e15;
 const MAX_LOG_COST = 10_000;
-/** The Lua's RECENT_IDS and RECENT_IDS_BYTES: the request ids a bucketed key remembers, newest first. */
-const RECENT_IDS = 8;
 /** The Lua's RETRY_SCAN_STEP: sub-windows read per HMGET when a fast-path state looks for its retry time. */
 const RETRY_SCAN_STEP = 8;
-const RECENT_IDS_BYTES = 64;
 
 /** One (window_ms, limit, precision_ms) triple; precision 0 (or -0) is the log. */
 interface Limit {
@@ -580,21 +578,8 @@ export class RateLimitV3Model {
         formatLuaInt(state.counts !== undefined ? (state.counts.get(index) as number) : cost),
       );
     }
-    // The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES: the ids kept
-    // behind the new one are a prefix of the old list, found by its spaces (the Lua's string.find).
-    const old = Buffer.from(state.ids);
-    const budget = RECENT_IDS_BYTES - Buffer.byteLength(member) - 1;
-    let cut = 0;
-    let from = 0;
-    for (let kept = 1; kept < RECENT_IDS; kept++) {
-      const space = old.indexOf(' ', from);
-      const stop = space === -1 ? old.length : space;
-      if (stop <= from || stop > budget) break;
-      cut = stop;
-      if (space === -1) break;
-      from = space + 1;
-    }
-    state.ids = cut > 0 ? `${member} ${old.subarray(0, cut).toString()}` : member;
+    // The newest ids first; the oldest fall off past RECENT_IDS or RECENT_IDS_BYTES.
+    state.ids = withRecentId(state.ids, member);
     // The total, the bound (o) and the newest (n), written as they change (read_limit's fast path).
     this.commands.hset(key, 'ids', state.ids);
     this.commands.hset(key, 't', formatLuaInt(state.total));
@@ -686,7 +671,7 @@ function newestStart(state: BucketState, nowMs: number): number | undefined {
 }
 
 function bucketRecorded(state: BucketState, member: string): boolean {
-  return ` ${state.ids} `.includes(` ${member} `);
+  return holdsId(state.ids, member);
 }
 
 /** The Lua's `is_valid_limit`: whether (window_ms, limit, precision_ms) is a valid limit for a request of `cost`. */
@@ -720,11 +705,6 @@ function isValidLimit(
 
 function isValidCost(cost: number | undefined): cost is number {
   return cost !== undefined && cost >= 1 && isWhole(cost) && cost <= MAX_TIME_MS;
-}
-
-function isValidMember(member: unknown): member is string {
-  // The Lua's '[%s#]': C isspace (space, \t, \n, \v, \f, \r) and '#'.
-  return typeof member === 'string' && member !== '' && !/[ \t\n\v\f\r#]/.test(member);
 }
 
 /** The Lua's `parse_limits`: n triples from args[first]; undefined when one is invalid. */

@@ -5,6 +5,7 @@ import { ModelReplyError } from './model-reply-error';
 import { slidingAllowV1 } from './rate-limit-v1-model';
 import { RateLimitV2Model } from './rate-limit-v2-model';
 import { RateLimitV3Model } from './rate-limit-v3-model';
+import { RateLimitV4Model } from './rate-limit-v4-model';
 
 export { ModelReplyError } from './model-reply-error';
 
@@ -25,7 +26,7 @@ export interface SlidingWindowModelOptions {
 type ModelFunction = (keys: readonly string[], args: readonly string[]) => number[];
 
 /**
- * The function libraries `rate_limit_v1.lua`, `rate_limit_v2.lua` and `rate_limit_v3.lua` in plain
+ * The function libraries `rate_limit_v1.lua` … `rate_limit_v4.lua` in plain
  * TypeScript: the same functions, taking the same KEYS and ARGV (strings) and giving the same integer
  * replies and the same error replies, leaving the same keys (sorted sets for the log, hashes for v3's
  * bucketed window) with the same TTLs. Each function follows its Lua line by line, one file per
@@ -52,6 +53,7 @@ export class SlidingWindowModel {
     const commands = (this.commands = new ModelCommands(this.store, clock));
     const v2 = new RateLimitV2Model(commands);
     const v3 = new RateLimitV3Model(commands);
+    const v4 = new RateLimitV4Model(commands);
     const writes = (run: ModelFunction) => ({ run, readOnly: false });
     this.functions = {
       sliding_allow_v1: writes((keys, args) => slidingAllowV1(commands, keys, args)),
@@ -61,6 +63,9 @@ export class SlidingWindowModel {
       sliding_allow_v3: writes((keys, args) => v3.slidingAllow(keys, args)),
       sliding_allow_many_v3: writes((keys, args) => v3.slidingAllowMany(keys, args)),
       sliding_peek_v3: { run: (keys, args) => v3.slidingPeek(keys, args), readOnly: true },
+      sliding_allow_v4: writes((keys, args) => v4.slidingAllow(keys, args)),
+      sliding_allow_many_v4: writes((keys, args) => v4.slidingAllowMany(keys, args)),
+      sliding_peek_v4: { run: (keys, args) => v4.slidingPeek(keys, args), readOnly: true },
     };
   }
 
@@ -97,6 +102,25 @@ export class SlidingWindowModel {
   /** TIME: `[seconds, microseconds]` of the model's clock, as strings. */
   time(): [string, string] {
     return this.commands.time();
+  }
+
+  /** Redis' clock in ms: the model's clock, never going back (what keys expire by). */
+  nowMs(): number {
+    return this.store.now();
+  }
+
+  /**
+   * HSET key field value …: sets fields of a hash, created when missing (an override hash, say).
+   * @throws ModelReplyError WRONGTYPE when the key holds a sorted set
+   */
+  hset(key: string, fieldsAndValues: readonly string[]): void {
+    for (let i = 0; i + 1 < fieldsAndValues.length; i += 2)
+      this.commands.hset(key, fieldsAndValues[i], fieldsAndValues[i + 1]);
+  }
+
+  /** PEXPIRE key ms on the model's clock (ms ≤ 0 deletes the key, as Redis does). */
+  pexpire(key: string, ms: number): void {
+    this.commands.pexpire(key, ms);
   }
 
   // ---------------------------------------------------------------- inspection

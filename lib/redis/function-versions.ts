@@ -4,9 +4,10 @@ import type { FunctionContract } from '../core/function-contract';
 import { V1_CONTRACT } from './contracts/v1.contract';
 import { V2_CONTRACT } from './contracts/v2.contract';
 import { V3_CONTRACT } from './contracts/v3.contract';
+import { V4_CONTRACT } from './contracts/v4.contract';
 
 /** Every library version this package ships, oldest first. */
-export const FUNCTION_VERSIONS: readonly FunctionContract[] = [V1_CONTRACT, V2_CONTRACT, V3_CONTRACT];
+export const FUNCTION_VERSIONS: readonly FunctionContract[] = [V1_CONTRACT, V2_CONTRACT, V3_CONTRACT, V4_CONTRACT];
 
 /**
  * The function called when no `functionName` is configured, by every part of the package: the

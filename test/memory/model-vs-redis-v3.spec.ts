@@ -6,19 +6,22 @@ import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
 import { readLibrarySource, toScript } from '../../lib/redis/lua-library';
 import { ensureLibraries } from '../support/lua-functions';
 import { useOwnRedisServer } from '../support/own-redis';
-import { VirtualTimeRedis, type TtlObservation } from '../support/virtual-time-redis';
+import { VirtualTimeRedis } from '../support/virtual-time-redis';
 import {
   T0,
   checkParameters,
+  checkTtls,
   compareCall,
-  discardIfExpiredInRealTime,
-  errorText,
+  expectSameKeys,
   garbage,
   jsonField,
   mixed,
   nextTime,
-  sameTtl,
+  precisionOf,
+  settle,
   timeMove,
+  windowMsArb,
+  zentries,
   type TimeMove,
 } from './redis-comparison';
 
@@ -60,52 +63,6 @@ const scripts = new Map(
     ['rate_limit_v1.lua', 'sliding_allow_v1'] as const,
   ].map(([file, fn]) => [fn, toScript(readLibrarySource(file), fn).source]),
 );
-
-/** A key's fields as HGETALL lists them, flat. */
-async function hgetall(client: VirtualTimeRedis, key: string): Promise<string[]> {
-  return ((await client.call('HGETALL', key)) as unknown[]).map(String);
-}
-
-/** A key's entries as ZRANGE WITHSCORES lists them (scores as numbers, -0 as 0). */
-async function zentries(client: VirtualTimeRedis, key: string): Promise<{ member: string; score: number }[]> {
-  const flat = (await client.zrange(key, 0, '-1', 'WITHSCORES')) as string[];
-  const entries = [];
-  for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i], score: Number(flat[i + 1]) + 0 });
-  return entries;
-}
-
-/**
- * Every key under `pattern`: the same keys, types, entries and fields in Redis and the model. A small
- * hash (listpack) lists its fields in the order they were added, in both: that order is compared too.
- */
-async function expectSameKeys(client: VirtualTimeRedis, model: SlidingWindowModel, pattern: string): Promise<void> {
-  const keys = (await client.keys(pattern)).sort();
-  expect(keys).toEqual(model.keys());
-  for (const key of keys) {
-    const type = await client.type(key);
-    expect({ key, type }).toEqual({ key, type: model.type(key) });
-    if (type === 'zset') {
-      expect({ key, entries: await zentries(client, key) }).toEqual({
-        key,
-        entries: model.entries(key).map(({ member, score }) => ({ member, score: score + 0 })),
-      });
-    } else {
-      const fields = await hgetall(client, key);
-      const modelFields = model.hash(key);
-      if ((await client.object('ENCODING', key)) === 'listpack') {
-        expect({ key, fields }).toEqual({ key, fields: modelFields.flat() });
-      } else {
-        expect({ key, fields: pairsOf(fields).sort() }).toEqual({ key, fields: modelFields.sort() });
-      }
-    }
-  }
-}
-
-function pairsOf(flat: string[]): [string, string][] {
-  const pairs: [string, string][] = [];
-  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
-  return pairs;
-}
 
 // ------------------------------------------------------------------------------------------------
 // 1. Raw calls: random ARGV, garbage included
@@ -468,21 +425,6 @@ interface KeyRule {
 
 const KEY_POOL = 4;
 const keyIndex = fc.nat(KEY_POOL - 1);
-// Long windows too: keys that live through many steps, with more than 8 requests in their ids.
-const windowMsArb = fc.oneof(
-  fc.integer({ min: 1, max: 20 }),
-  fc.integer({ min: 1, max: 5000 }),
-  fc.integer({ min: 5000, max: 100_000 }),
-);
-
-/** Precisions a window takes (at most 1000 sub-windows), its divisors more often than the rest. */
-function precisionOf(windowMs: number): fc.Arbitrary<number> {
-  const smallest = Math.ceil(windowMs / 1000);
-  const divisors = [];
-  for (let p = smallest; p <= windowMs; p++) if (windowMs % p === 0) divisors.push(p);
-  return fc.oneof(fc.constantFrom(...divisors), fc.integer({ min: smallest, max: windowMs }));
-}
-
 const keyRule: fc.Arbitrary<KeyRule> = fc.oneof(
   fc.record({ windowMs: windowMsArb, limit: fc.integer({ min: 1, max: 8 }), precisionMs: fc.constant(0) }),
   windowMsArb.chain((windowMs) =>
@@ -713,7 +655,7 @@ async function runScenario(
     );
     const fromModel = await settle(() => Promise.resolve(model.call(call.fn, keys, args, readOnly)));
     expect({ context, call, ...fromRedis }).toEqual({ context, call, ...fromModel });
-    checkTtls(redis.takeObservations(), model, redisNow, context);
+    checkTtls(redis, redis.takeObservations(), model, redisNow, context);
     for (const key of new Set(keys)) {
       expect({ context, key, exists: (await redis.exists(key)) === 1 }).toEqual({
         context,
@@ -728,15 +670,6 @@ async function runScenario(
   for (const key of model.keys()) {
     // Every key has a TTL, the model's.
     expect({ key, expiresAt: redis.expiresAt.get(key) }).toEqual({ key, expiresAt: redisNow + model.pttl(key) });
-  }
-}
-
-/** A call's reply, or its error text, so both sides compare with toEqual. */
-async function settle(call: () => Promise<unknown>): Promise<{ reply?: unknown; error?: string }> {
-  try {
-    return { reply: await call() };
-  } catch (error) {
-    return { error: errorText(error) };
   }
 }
 
@@ -791,35 +724,6 @@ function leaveTimes(model: SlidingWindowModel, key: string, rule: KeyRule): numb
 }
 
 /** The next step's time; `windowMs` and `leaving` are those of the step's first key. */
-
-/** The TTL each call left in Redis equals the model's (to the millisecond when observable exactly). */
-function checkTtls(
-  observations: TtlObservation[],
-  model: SlidingWindowModel,
-  redisNowMs: number,
-  context: string,
-): void {
-  for (const { key, pttl, spanMs } of observations) {
-    const modelPttl = model.pttl(key);
-    discardIfExpiredInRealTime(pttl, modelPttl, spanMs);
-    if (modelPttl === -2) {
-      redis.expiresAt.delete(key); // gone in the model; the existence check compares Redis
-      continue;
-    }
-    if (pttl === -1) {
-      // The call set no TTL (a rejection, a retry, a peek): the key keeps the expiry it had, in both.
-      expect({ context, key, expiresAt: redis.expiresAt.get(key) }).toEqual({
-        context,
-        key,
-        expiresAt: redisNowMs + modelPttl,
-      });
-      continue;
-    }
-    const matches = sameTtl(BigInt(pttl), BigInt(modelPttl), spanMs);
-    expect({ context, key, pttl: matches ? modelPttl : pttl }).toEqual({ context, key, pttl: modelPttl });
-    redis.expiresAt.set(key, redisNowMs + modelPttl);
-  }
-}
 
 describe('v3 sequences on keys of both kinds, on the test’s clock', () => {
   it('get the same replies, keys, fields and TTLs from the model as from Redis at every step', async () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
-import type { VirtualTimeRedis } from '../support/virtual-time-redis';
+import type { TtlObservation, VirtualTimeRedis } from '../support/virtual-time-redis';
 
 /*
  * What the model-vs-Redis specs share: fast-check settings, the TTL comparison, error texts, and the
@@ -223,5 +223,117 @@ export function nextTime(
       return (times.length > 0 ? times[move.pick % times.length] : now) + windowMs + move.offsetMs;
     case 'back':
       return move.beyondTolerance ? latest - maxClockSkewMs - move.ms : latest - (move.ms % (maxClockSkewMs + 1));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// What the v3 and v4 specs share: keys compared whole, replies settled, TTLs followed, limits drawn
+// ------------------------------------------------------------------------------------------------
+
+/** A key's fields as HGETALL lists them, flat. */
+export async function hgetall(client: VirtualTimeRedis, key: string): Promise<string[]> {
+  return ((await client.call('HGETALL', key)) as unknown[]).map(String);
+}
+
+/** A key's entries as ZRANGE WITHSCORES lists them (scores as numbers, -0 as 0). */
+export async function zentries(client: VirtualTimeRedis, key: string): Promise<{ member: string; score: number }[]> {
+  const flat = (await client.zrange(key, 0, '-1', 'WITHSCORES')) as string[];
+  const entries = [];
+  for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i], score: Number(flat[i + 1]) + 0 });
+  return entries;
+}
+
+/**
+ * Every key under `pattern`: the same keys, types, entries and fields in Redis and the model. A small
+ * hash (listpack) lists its fields in the order they were added, in both: that order is compared too.
+ */
+export async function expectSameKeys(
+  client: VirtualTimeRedis,
+  model: SlidingWindowModel,
+  pattern: string,
+): Promise<void> {
+  const keys = (await client.keys(pattern)).sort();
+  expect(keys).toEqual(model.keys());
+  for (const key of keys) {
+    const type = await client.type(key);
+    expect({ key, type }).toEqual({ key, type: model.type(key) });
+    if (type === 'zset') {
+      expect({ key, entries: await zentries(client, key) }).toEqual({
+        key,
+        entries: model.entries(key).map(({ member, score }) => ({ member, score: score + 0 })),
+      });
+    } else {
+      const fields = await hgetall(client, key);
+      const modelFields = model.hash(key);
+      if ((await client.object('ENCODING', key)) === 'listpack') {
+        expect({ key, fields }).toEqual({ key, fields: modelFields.flat() });
+      } else {
+        expect({ key, fields: pairsOf(fields).sort() }).toEqual({ key, fields: modelFields.sort() });
+      }
+    }
+  }
+}
+
+export function pairsOf(flat: string[]): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
+  return pairs;
+}
+
+// Long windows too: keys that live through many steps, with more than 8 requests in their ids.
+export const windowMsArb = fc.oneof(
+  fc.integer({ min: 1, max: 20 }),
+  fc.integer({ min: 1, max: 5000 }),
+  fc.integer({ min: 5000, max: 100_000 }),
+);
+
+/** Precisions a window takes (at most 1000 sub-windows), its divisors more often than the rest. */
+export function precisionOf(windowMs: number): fc.Arbitrary<number> {
+  const smallest = Math.ceil(windowMs / 1000);
+  const divisors = [];
+  for (let p = smallest; p <= windowMs; p++) if (windowMs % p === 0) divisors.push(p);
+  return fc.oneof(fc.constantFrom(...divisors), fc.integer({ min: smallest, max: windowMs }));
+}
+
+/** A call's reply, or its error text, so both sides compare with toEqual. */
+export async function settle(call: () => Promise<unknown>): Promise<{ reply?: unknown; error?: string }> {
+  try {
+    return { reply: await call() };
+  } catch (error) {
+    return { error: errorText(error) };
+  }
+}
+
+/**
+ * The TTL each call left in Redis equals the model's (to the millisecond when observable exactly);
+ * `redis.expiresAt` follows it, so that the test's clock expires Redis' keys as the model's. A key
+ * without a TTL in the model (an override) has none in Redis either.
+ */
+export function checkTtls(
+  redis: VirtualTimeRedis,
+  observations: TtlObservation[],
+  model: SlidingWindowModel,
+  redisNowMs: number,
+  context: string,
+): void {
+  for (const { key, pttl, spanMs } of observations) {
+    const modelPttl = model.pttl(key);
+    discardIfExpiredInRealTime(pttl, modelPttl, spanMs);
+    if (modelPttl === -2) {
+      redis.expiresAt.delete(key); // gone in the model; the existence check compares Redis
+      continue;
+    }
+    if (pttl === -1) {
+      // The call set no TTL (a rejection, a retry, a peek): the key keeps the expiry it had, in both.
+      expect({ context, key, expiresAt: redis.expiresAt.get(key) }).toEqual({
+        context,
+        key,
+        expiresAt: modelPttl === -1 ? undefined : redisNowMs + modelPttl,
+      });
+      continue;
+    }
+    const matches = sameTtl(BigInt(pttl), BigInt(modelPttl), spanMs);
+    expect({ context, key, pttl: matches ? modelPttl : pttl }).toEqual({ context, key, pttl: modelPttl });
+    redis.expiresAt.set(key, redisNowMs + modelPttl);
   }
 }

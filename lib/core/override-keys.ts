@@ -1,0 +1,77 @@
+/*
+ * Where a limited key's override lives: a key of its own in the limited key's cluster hash slot, so
+ * that rate_limit_v4 reads it in the same call as the key (no extra round trip, no CROSSSLOT).
+ *
+ *   a key with a hash tag     rl:login:{ip:10.0.0.1}   →  rl:login:{ip:10.0.0.1}|override
+ *   a key without braces      rl:global                →  {rl:global}|override-wrapped
+ *   braces but no valid tag   rl:a{}b, rl:a}b          →  none: such a key cannot carry overrides
+ *
+ * The two suffixes differ so that no two keys share an override: `{x}` and `x` hash alike, but their
+ * override keys are `{x}|override` and `{x}|override-wrapped`.
+ */
+
+/** Suffix of the override key of a key with a cluster hash tag. */
+export const OVERRIDE_SUFFIX = '|override';
+/** Suffix of the override key of a key without braces, wrapped in a tag of its own. */
+export const WRAPPED_OVERRIDE_SUFFIX = '|override-wrapped';
+
+/** The cluster hash tag of a key (what Redis Cluster hashes), or undefined when it hashes whole. */
+export function hashTagOf(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open === -1) return undefined;
+  const close = key.indexOf('}', open + 1);
+  return close === -1 || close === open + 1 ? undefined : key.slice(open + 1, close);
+}
+
+/** The override key of a full limited key (prefix included), or undefined when it cannot carry one. */
+export function overrideKeyOf(key: string): string | undefined {
+  if (hashTagOf(key) !== undefined) return key + OVERRIDE_SUFFIX;
+  if (!key.includes('{') && !key.includes('}')) return `{${key}}${WRAPPED_OVERRIDE_SUFFIX}`;
+  return undefined;
+}
+
+/** Why a key cannot carry overrides, for error messages; undefined when it can. */
+export function whyNoOverrideKey(key: string): string | undefined {
+  if (overrideKeyOf(key) !== undefined) return undefined;
+  return (
+    `${JSON.stringify(key)} has braces but no valid cluster hash tag ({ followed by at least one character and }), ` +
+    'so no other key is sure to share its slot: use a key with a hash tag, or none with braces'
+  );
+}
+
+/** The limited key whose override key this is, or undefined for a key of another kind. */
+export function limitedKeyOf(overrideKey: string): string | undefined {
+  if (overrideKey.endsWith(WRAPPED_OVERRIDE_SUFFIX)) {
+    const wrapped = overrideKey.slice(0, -WRAPPED_OVERRIDE_SUFFIX.length);
+    const key = wrapped.slice(1, -1);
+    const valid = wrapped.startsWith('{') && wrapped.endsWith('}') && !/[{}]/.test(key) && key.length > 0;
+    return valid ? key : undefined;
+  }
+  if (overrideKey.endsWith(OVERRIDE_SUFFIX)) {
+    const key = overrideKey.slice(0, -OVERRIDE_SUFFIX.length);
+    return hashTagOf(key) !== undefined ? key : undefined;
+  }
+  return undefined;
+}
+
+/** Problems of a key prefix (the limiter's rule: braces would become every key's hash tag). */
+export function describeKeyPrefixProblems(keyPrefix: unknown): string[] {
+  if (typeof keyPrefix === 'string' && !/[{}]/.test(keyPrefix)) return [];
+  return [
+    `keyPrefix must be a string without { or }, got ${typeof keyPrefix === 'string' ? JSON.stringify(keyPrefix) : typeof keyPrefix}`,
+  ];
+}
+
+/** `text` with the characters of Redis' glob syntax escaped, to match itself only. */
+export function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
+}
+
+/**
+ * The SCAN MATCH patterns of the override keys of the limited keys `keyPrefix` + `match` (`match` in
+ * Redis' glob syntax, over the key without its prefix): one per form of override key.
+ */
+export function overrideKeyPatterns(keyPrefix: string, match = '*'): string[] {
+  const keys = escapeGlob(keyPrefix) + match;
+  return [keys + OVERRIDE_SUFFIX, `{${keys}}${WRAPPED_OVERRIDE_SUFFIX}`];
+}

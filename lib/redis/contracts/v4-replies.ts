@@ -1,0 +1,81 @@
+import { UnexpectedReplyError } from '../../core/errors/unexpected-reply.error';
+import type { CallOutcome, LimitOutcome } from '../../core/function-contract';
+import type { OverrideAction } from '../../core/key-overrides';
+import { isShadow, type SlidingLimitRule } from '../../core/limit-rule';
+import { toIntegerArray } from '../reply';
+
+/**
+ * Integers per limit in a v4 reply: room, count, remaining, retry_after_ms, reset_ms, limit,
+ * override (see the header of rate_limit_v4.lua).
+ */
+export const V4_LIMIT_STRIDE = 7;
+
+/** The reply's override codes, by position: 0 none, 1 limit, 2 exempt, 3 block. */
+const OVERRIDES: readonly (OverrideAction | undefined)[] = [undefined, 'limit', 'exempt', 'block'];
+
+/** Integers of one decision of `rules`. */
+export function decisionLength(rules: readonly SlidingLimitRule[]): number {
+  return 1 + V4_LIMIT_STRIDE * rules.length;
+}
+
+/**
+ * The outcome of the decision whose reply starts at `values[at]`.
+ * @throws UnexpectedReplyError when a flag or an override code is out of range
+ */
+export function v4OutcomeAt(
+  values: readonly number[],
+  at: number,
+  rules: readonly SlidingLimitRule[],
+  command: string,
+): CallOutcome {
+  const allowedFlag = values[at];
+  if (allowedFlag !== 0 && allowedFlag !== 1) throw new UnexpectedReplyError(command, values);
+  const allowed = allowedFlag === 1;
+  const limits = new Array<LimitOutcome>(rules.length);
+  for (let i = 0; i < rules.length; i++) {
+    const first = at + 1 + V4_LIMIT_STRIDE * i;
+    const room = values[first];
+    const overrideCode = values[first + 6];
+    if ((room !== 0 && room !== 1) || !(overrideCode >= 0 && overrideCode < OVERRIDES.length)) {
+      throw new UnexpectedReplyError(command, values);
+    }
+    const shadow = isShadow(rules[i]);
+    const limit: LimitOutcome = {
+      // An enforced limit of an admitted request allowed it (a retry is admitted with a full window).
+      allowed: room === 1 || (allowed && !shadow),
+      count: values[first + 1],
+      remaining: values[first + 2],
+      retryAfterMs: values[first + 3],
+      resetMs: values[first + 4],
+      effectiveLimit: values[first + 5],
+    };
+    const override = OVERRIDES[overrideCode];
+    if (override !== undefined) limit.override = override;
+    if (shadow) {
+      limit.shadow = true;
+      limit.wouldRefuse = allowed && room === 0;
+    }
+    limits[i] = limit;
+  }
+  return { allowed, limits };
+}
+
+/** The outcome of a single decision's reply. */
+export function parseV4Decision(reply: unknown, rules: readonly SlidingLimitRule[], command: string): CallOutcome {
+  return v4OutcomeAt(toIntegerArray(reply, decisionLength(rules), command), 0, rules, command);
+}
+
+/** The outcomes of a batch reply: the decisions' replies, concatenated. */
+export function parseV4Decisions(
+  reply: unknown,
+  calls: readonly { rules: readonly SlidingLimitRule[] }[],
+  command: string,
+): CallOutcome[] {
+  let length = 0;
+  for (const call of calls) length += decisionLength(call.rules);
+  const values = toIntegerArray(reply, length, command);
+  const outcomes = new Array<CallOutcome>(calls.length);
+  for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
+    outcomes[c] = v4OutcomeAt(values, at, calls[c].rules, command);
+  return outcomes;
+}

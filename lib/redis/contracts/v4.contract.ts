@@ -1,0 +1,121 @@
+import type { AllowCall, FunctionContract, SERVER_TIME } from '../../core/function-contract';
+import type { SlidingLimitRule } from '../../core/limit-rule';
+import { overrideKeyOf } from '../../core/override-keys';
+import { parseV4Decision, parseV4Decisions } from './v4-replies';
+
+/** flags_i of v4's ARGV: 1 for a shadow limit, plus 2 when its override key follows the limit keys. */
+const SHADOW = 1;
+const OVERRIDE_KEY = 2;
+
+/**
+ * The override key read for limit `i`, or undefined: none when the call reads no overrides, the
+ * rule opts out (`overrides: false`), or the key cannot carry one (braces without a hash tag).
+ */
+function overrideKeyFor(readOverrides: boolean, rule: SlidingLimitRule, key: string): string | undefined {
+  return readOverrides && rule.overrides !== false ? overrideKeyOf(key) : undefined;
+}
+
+/** The limit keys, then the override keys read. */
+function keysOf(readOverrides: boolean, keys: readonly string[], rules: readonly SlidingLimitRule[]): string[] {
+  if (!readOverrides) return keys.slice();
+  const all = keys.slice();
+  for (let i = 0; i < rules.length; i++) {
+    const overrideKey = overrideKeyFor(true, rules[i], keys[i]);
+    if (overrideKey !== undefined) all.push(overrideKey);
+  }
+  return all;
+}
+
+/** The (window_ms, limit, precision_ms, flags) quadruples of v4's ARGV, appended to `args`. */
+function pushQuadruples(
+  args: (string | number)[],
+  readOverrides: boolean,
+  keys: readonly string[],
+  rules: readonly SlidingLimitRule[],
+): void {
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i];
+    const overrideKey = overrideKeyFor(readOverrides, rule, keys[i]);
+    const flags = (rule.mode === 'shadow' ? SHADOW : 0) + (overrideKey === undefined ? 0 : OVERRIDE_KEY);
+    args.push(rule.windowMs, rule.limit, rule.precisionMs ?? 0, flags);
+  }
+}
+
+/** v4 takes whole milliseconds: a caller's clock with a fraction is rounded down. */
+function wholeNow(nowMs: number | typeof SERVER_TIME): number | typeof SERVER_TIME {
+  return typeof nowMs === 'number' ? Math.floor(nowMs) : nowMs;
+}
+
+/**
+ * rate_limit_v4: v3's contract (a cost; per limit the log or the bounded-memory window) plus shadow
+ * limits (`mode: 'shadow'`), per-key overrides read in the same call (a call with `overrides` passes
+ * each limit key's override key, in its slot, after the limit keys: `allowKeys`) and a reply telling,
+ * per limit, the limit that applied and the override. Keys are v3's, so v3 and v4 serve the same
+ * keys side by side. See the header of `rate_limit_v4.lua`.
+ */
+export const V4_CONTRACT: FunctionContract = {
+  version: 'v4',
+  libraryName: 'rate_limit_v4',
+  sourceFile: 'rate_limit_v4.lua',
+  allowFunction: 'sliding_allow_v4',
+  peekFunction: 'sliding_peek_v4',
+  multiKey: true,
+  readsServerClock: true,
+  exactRetryAfter: true,
+  weighted: true,
+  bucketed: true,
+  shadowLimits: true,
+  overrides: true,
+
+  allowArguments({ keys, rules, nowMs, member, maxClockSkewMs, cost = 1, overrides = false }: AllowCall) {
+    const args: (string | number)[] = [wholeNow(nowMs), member, maxClockSkewMs, cost];
+    pushQuadruples(args, overrides, keys, rules);
+    return args;
+  },
+
+  allowKeys({ keys, rules, overrides = false }: AllowCall) {
+    return keysOf(overrides, keys, rules);
+  },
+
+  parseAllowReply(reply, rules) {
+    return parseV4Decision(reply, rules, 'FCALL sliding_allow_v4');
+  },
+
+  batch: {
+    name: 'sliding_allow_many_v4',
+
+    arguments(calls) {
+      const decisions: (string | number)[] = [];
+      for (const { keys, rules, nowMs, member, cost = 1, overrides = false } of calls) {
+        decisions.push(wholeNow(nowMs), member, cost, rules.length);
+        pushQuadruples(decisions, overrides, keys, rules);
+      }
+      return [calls[0].maxClockSkewMs, JSON.stringify(decisions)];
+    },
+
+    keys(calls) {
+      const keys: string[] = [];
+      for (const { keys: own, rules, overrides = false } of calls)
+        for (const key of keysOf(overrides, own, rules)) keys.push(key);
+      return keys;
+    },
+
+    parseReply(reply, calls) {
+      return parseV4Decisions(reply, calls, 'FCALL sliding_allow_many_v4');
+    },
+  },
+
+  peekArguments(nowMs, rules, cost = 1, keys) {
+    const args: (string | number)[] = [wholeNow(nowMs), cost];
+    pushQuadruples(args, keys !== undefined, keys ?? [], rules);
+    return args;
+  },
+
+  peekKeys(keys, rules) {
+    return keysOf(true, keys, rules);
+  },
+
+  parsePeekReply(reply, rules) {
+    return parseV4Decision(reply, rules, 'FCALL_RO sliding_peek_v4');
+  },
+};

@@ -1,0 +1,126 @@
+import { DEFAULT_KEY_PREFIX } from '../core/constants';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
+import { UnexpectedReplyError } from '../core/errors/unexpected-reply.error';
+import {
+  DEFAULT_OVERRIDE_LIST_COUNT,
+  describeListProblems,
+  describeOverrideProblems,
+  overrideFields,
+  parseOverride,
+  storedOverride,
+  type KeyOverride,
+  type OverrideListOptions,
+  type OverrideSetOptions,
+  type OverrideStore,
+  type StoredOverride,
+} from '../core/key-overrides';
+import { describeKeyPrefixProblems, limitedKeyOf, overrideKeyOf, overrideKeyPatterns } from '../core/override-keys';
+import type { RedisConnection } from '../core/redis-connection';
+import { masterNodes } from './redis-nodes';
+import { toInteger, toRecord, toText } from './reply';
+
+/** Options of {@link RedisOverridesStore}. */
+export interface OverridesStoreOptions {
+  /** Prefix of the limited keys, the limiter's `keyPrefix` (default `rl:`). */
+  keyPrefix?: string;
+  /** The clock of `createdAt`, epoch ms (default `Date.now`). */
+  clock?: () => number;
+}
+
+/** Keys SCAN looks at per step (its COUNT hint). */
+const SCAN_COUNT = 1000;
+
+/**
+ * Per-key overrides in Redis, which `sliding_allow_v4` reads in the same call as each limited key:
+ * one hash per key, in the key's cluster slot (see `override-keys.ts`), expiring by its own TTL.
+ *
+ * ```ts
+ * const overrides = new RedisOverridesStore(redis, { keyPrefix: 'rl:' });
+ * await overrides.set('login:{ip:10.0.0.1}', { action: 'block' }, { ttlMs: 3_600_000, note: 'abuse', by: 'ops' });
+ * ```
+ */
+export class RedisOverridesStore implements OverrideStore {
+  private readonly keyPrefix: string;
+  private readonly clock: () => number;
+
+  /** @throws RateLimitConfigError for a key prefix with braces or a clock that is not a function */
+  constructor(
+    private readonly connection: RedisConnection,
+    options: OverridesStoreOptions = {},
+  ) {
+    this.keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+    this.clock = options.clock ?? Date.now;
+    const problems = describeKeyPrefixProblems(this.keyPrefix);
+    if (typeof this.clock !== 'function') problems.push('clock must be a function returning epoch milliseconds');
+    if (problems.length > 0) throw new RateLimitConfigError(problems, 'RedisOverridesStore');
+  }
+
+  async set(key: string, override: KeyOverride, options?: OverrideSetOptions): Promise<StoredOverride> {
+    const createdAt = this.clock();
+    const problems = describeOverrideProblems(key, this.keyPrefix + key, override, options, createdAt);
+    if (problems.length > 0) throw new RateLimitConfigError(problems, 'overrides.set');
+    const overrideKey = overrideKeyOf(this.keyPrefix + key) as string;
+    const transaction = this.connection
+      .multi()
+      .del(overrideKey)
+      .hset(overrideKey, ...overrideFields(override, options, createdAt));
+    if (options?.ttlMs !== undefined) transaction.pexpire(overrideKey, options.ttlMs);
+    if (options?.expiresAt !== undefined) transaction.pexpireat(overrideKey, options.expiresAt);
+    transaction.pttl(overrideKey);
+    const results = (await transaction.exec()) ?? [];
+    const failed = results.find(([error]) => error);
+    if (failed) throw failed[0] as Error;
+    const pttl = toInteger(results[results.length - 1][1], 'PTTL', results);
+    return storedOverride(key, override, options, createdAt, pttl);
+  }
+
+  async get(key: string): Promise<StoredOverride | undefined> {
+    const overrideKey = overrideKeyOf(this.keyPrefix + key);
+    return overrideKey === undefined ? undefined : this.read(key, overrideKey);
+  }
+
+  async delete(key: string): Promise<boolean> {
+    const overrideKey = overrideKeyOf(this.keyPrefix + key);
+    return overrideKey !== undefined && (await this.connection.del(overrideKey)) === 1;
+  }
+
+  async list(options?: OverrideListOptions): Promise<StoredOverride[]> {
+    const problems = describeListProblems(options);
+    if (problems.length > 0) throw new RateLimitConfigError(problems, 'overrides.list');
+    const count = options?.count ?? DEFAULT_OVERRIDE_LIST_COUNT;
+    const found = new Set<string>();
+    // Every master holds its own slots: each is scanned, for both forms of override key.
+    for (const node of await masterNodes(this.connection)) {
+      for (const pattern of overrideKeyPatterns(this.keyPrefix, options?.match)) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
+          for (const overrideKey of keys) found.add(toText(overrideKey));
+          cursor = toText(next);
+        } while (cursor !== '0' && found.size < count);
+      }
+    }
+    const overrides: StoredOverride[] = [];
+    for (const overrideKey of [...found].sort()) {
+      const limited = limitedKeyOf(overrideKey);
+      if (limited === undefined || !limited.startsWith(this.keyPrefix)) continue;
+      const stored = await this.read(limited.slice(this.keyPrefix.length), overrideKey);
+      if (stored) overrides.push(stored);
+      if (overrides.length === count) break;
+    }
+    return overrides.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /** The override at `overrideKey` (HGETALL and PTTL in one transaction), or undefined. */
+  private async read(key: string, overrideKey: string): Promise<StoredOverride | undefined> {
+    const results = (await this.connection.multi().hgetall(overrideKey).pttl(overrideKey).exec()) ?? [];
+    const [[hashError, hash], [, pttl]] = results;
+    if (hashError)
+      throw new UnexpectedReplyError(`HGETALL ${overrideKey} (not an override: delete it)`, hashError.message);
+    const fields = toRecord(hash, `HGETALL ${overrideKey}`);
+    if (Object.keys(fields).length === 0) return undefined;
+    const texts: Record<string, string> = {};
+    for (const [field, value] of Object.entries(fields)) texts[field] = toText(value);
+    return parseOverride(key, overrideKey, texts, toInteger(pttl, 'PTTL', results));
+  }
+}
