@@ -76,7 +76,7 @@ export type {
   SlidingLimitOptions,
 } from './nest/rate-limit.options';
 export { DEFAULT_MEMORY_STORE_KEYS } from './nest/rate-limit.options';
-export { REFUSAL_LOG_LEVELS, type RateLimitRefusalLogLevel } from './nest/refusal-log';
+export { REFUSAL_LOG_LEVELS, type RateLimitRefusalLogLevel } from './nest/refusal-log-level';
 export type { RateLimitKey, RateLimitKeyFunction, RateLimitKeyValue, RateLimitRequest } from './nest/rate-limit-key';
 export {
   DEFAULT_KEY,

@@ -23,7 +23,7 @@ import type { SlidingLimitRule } from '../core/limit-rule';
 import { DEFAULT_KEY } from './rate-limit.constants';
 import { describeKeyProblems } from './key-template';
 import { describeNameProblems } from './limit-name';
-import { describeRefusalLogLevelProblems, type RateLimitRefusalLogLevel } from './refusal-log';
+import { describeRefusalLogLevelProblems, type RateLimitRefusalLogLevel } from './refusal-log-level';
 
 /** Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key`. */
 export interface SlidingLimitOptions extends SlidingLimitRule {

@@ -22,7 +22,7 @@ import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-limit-cost';
 import { messageOf } from '../redis/reply';
 import { missingModuleError } from './missing-module.error';
-import { refusalLine } from './refusal-log';
+import { refusalLine } from './refusal-line';
 import { adoptRawUser } from './request-user';
 
 /** The rule of one limit for one request's key. */
