@@ -1,10 +1,12 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import type { FunctionContract } from '../core/function-contract';
-import { isBucketed, type SlidingLimitRule } from '../core/limit-rule';
+import { isBucketed, isShadow, type SlidingLimitRule } from '../core/limit-rule';
 import type { FunctionNeeds } from './sliding-window-limiter.interfaces';
 
 /** The first shipped version with costs and the bounded-memory window, named in the messages. */
 const WEIGHTED_FUNCTION = 'sliding_allow_v3';
+/** The first shipped version with shadow limits. */
+const SHADOW_FUNCTION = 'sliding_allow_v4';
 
 /**
  * What a request asks of its function version that the version cannot do (a cost other than 1, a
@@ -18,6 +20,13 @@ export function describeUnsupported(
   const problems: string[] = [];
   if (cost !== 1 && !contract.weighted) problems.push(`a cost (${cost})`);
   if (!contract.bucketed && rules.some(isBucketed)) problems.push('precisionMs (the bounded-memory window)');
+  if (!contract.shadowLimits && rules.some(isShadow)) {
+    // Only v4 knows shadow limits: an older version would enforce one, never a quiet change to allow.
+    return [
+      `mode: 'shadow' needs ${SHADOW_FUNCTION} or later, but this decision runs on ${contract.allowFunction}: ` +
+        `set functionName (and any canary) to ${SHADOW_FUNCTION}`,
+    ];
+  }
   if (problems.length === 0) return problems;
   return [
     `${problems.join(' and ')} needs ${WEIGHTED_FUNCTION} or later, but this decision runs on ` +
@@ -28,8 +37,11 @@ export function describeUnsupported(
 /** Whether `contract` can decide these rules at this cost; allocates nothing (it runs per request). */
 export function isSupported(contract: FunctionContract, rules: readonly SlidingLimitRule[], cost: number): boolean {
   if (cost !== 1 && !contract.weighted) return false;
-  if (contract.bucketed) return true;
-  for (let i = 0; i < rules.length; i++) if (rules[i].precisionMs !== undefined) return false;
+  if (contract.bucketed && contract.shadowLimits) return true;
+  for (let i = 0; i < rules.length; i++) {
+    if (!contract.bucketed && rules[i].precisionMs !== undefined) return false;
+    if (!contract.shadowLimits && rules[i].mode === 'shadow') return false;
+  }
   return true;
 }
 

@@ -25,8 +25,11 @@ import { describeKeyProblems } from './key-template';
 import { describeNameProblems } from './limit-name';
 import { describeRefusalLogLevelProblems, type RateLimitRefusalLogLevel } from './refusal-log-level';
 
-/** Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key`. */
-export interface SlidingLimitOptions extends SlidingLimitRule {
+/**
+ * Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key`. (A rule's
+ * `mode` and `overrides` are the limiter's, for `sliding_allow_v4`; the guard does not offer them yet.)
+ */
+export interface SlidingLimitOptions extends Omit<SlidingLimitRule, 'mode' | 'overrides'> {
   /** Who is counted. Default: the module's `key` (itself `'ip'` by default). */
   key?: RateLimitKey;
   /**

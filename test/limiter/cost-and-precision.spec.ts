@@ -108,6 +108,14 @@ describe('SlidingWindowLimiter: cost and precisionMs', () => {
     expect(await redis.exists(keyPrefix + 'k')).toBe(0);
   });
 
+  it('refuses a shadow limit on sliding_allow_v3 (which would enforce it), naming v4, and records nothing', async () => {
+    const limiter = limiterWith({ functionName: 'sliding_allow_v3' });
+    const error = await rejectionOf(limiter.consume('k', { limit: 10, windowMs: MIN, mode: 'shadow' }));
+    expect(error).toBeInstanceOf(RateLimitConfigError);
+    expect((error as Error).message).toMatch(/mode: 'shadow' needs sliding_allow_v4/);
+    expect(await redis.exists(keyPrefix + 'k')).toBe(0);
+  });
+
   it.each([
     [0, /cost must be a whole number from 1/],
     [1.5, /cost must be a whole number from 1/],
