@@ -233,6 +233,9 @@ describe('a batch decides exactly as the same calls one by one', () => {
           let now = T0;
           const clock = () => now;
           const onRedis = limiterWith({ clock, mode, batch: { maxSize }, keyPrefix: 'rl:' });
+          // Started before the bursts: on a busy machine a cold limiter's first decisions could outwait
+          // start-up's bound (timeoutMs) and go to the failure policy.
+          await onRedis.init();
           const memory = new MemoryBackend({ clock });
           const oneByOne = limiterWith({ clock, backend: memory, batch: false, keyPrefix: 'rl:' });
           onRedis.close(); // nothing to stop but its listener on the shared client
