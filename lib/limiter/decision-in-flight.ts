@@ -3,6 +3,7 @@ import type { MultiRateLimitDecision, RateLimitDecision } from '../core/decision
 import type { CallOutcome, LimitOutcome } from '../core/function-contract';
 import type { SlidingLimitRule } from '../core/limit-rule';
 import type { BlockCache } from './block-cache';
+import type { Decided } from './decided';
 import type { DecisionListeners } from './decision-listeners';
 import type { FailurePolicy } from './failure-policy';
 import type { ActiveVersion } from './function-routing';
@@ -72,14 +73,14 @@ export class DecisionInFlight implements CallSettlers<CallOutcome> {
     if (this.blockCacheNowMs !== undefined && !outcome.allowed) {
       recorders.blockCache?.set(this.keys[0], this.rules[0], this.blockCacheNowMs, outcome.limits[0]);
     }
-    this.answer(outcome.allowed, outcome.limits, functionName, latencyMs, undefined, false);
+    this.respond(outcome.allowed, outcome.limits, functionName, latencyMs, undefined, undefined, false);
   }
 
   /** The block cache rejected the request without a call. */
   blockedLocally(blocked: LimitOutcome): void {
     const functionName = (this.version as ActiveVersion).contract.allowFunction;
     this.recorders.metrics.recordBlockedLocally(functionName);
-    this.answer(false, [blocked], functionName, undefined, undefined, true);
+    this.respond(false, [blocked], functionName, undefined, undefined, undefined, true);
   }
 
   /**
@@ -90,20 +91,23 @@ export class DecisionInFlight implements CallSettlers<CallOutcome> {
     const latencyMs = performance.now() - this.started;
     this.recorders.failures
       .decide(error, this.version, this.keys, this.rules, this.options, latencyMs)
-      .then(
-        (decided) =>
-          this.answer(decided.allowed, decided.limits, decided.functionName, latencyMs, decided.degraded, false),
-        this.rejectCaller,
-      );
+      .then((decided) => this.answer(decided, latencyMs), this.rejectCaller);
+  }
+
+  /** The failure policy's decision, answered. */
+  private answer(decided: Decided, latencyMs: number): void {
+    const { allowed, limits, functionName, degraded, degradedCause } = decided;
+    this.respond(allowed, limits, functionName, latencyMs, degraded, degradedCause, false);
   }
 
   /** The caller's decision, the instance report's count and the listeners. */
-  private answer(
+  private respond(
     allowed: boolean,
     outcomes: readonly LimitOutcome[],
     functionName: string,
     latencyMs: number | undefined,
     degraded: RateLimitDecision['degraded'],
+    degradedCause: Decided['degradedCause'],
     blockedLocally: boolean,
   ): void {
     this.recorders.reporter?.noteDecision();
@@ -119,7 +123,15 @@ export class DecisionInFlight implements CallSettlers<CallOutcome> {
     const { listeners } = this.recorders;
     if (listeners.active) {
       listeners.notify(
-        { allowed, limits: outcomes as LimitOutcome[], functionName, latencyMs, degraded, blockedLocally },
+        {
+          allowed,
+          limits: outcomes as LimitOutcome[],
+          functionName,
+          latencyMs,
+          degraded,
+          degradedCause,
+          blockedLocally,
+        },
         withoutKeys(rules),
         limits,
         retryAfterMs,

@@ -33,7 +33,9 @@ describe('limiter.use() on an application whose routes use cost and precisionMs 
       'functionName sliding_allow_v2 cannot decide precisionMs (the bounded-memory window), which ' +
         'QuotaController.search and QuotaController.export use: they need sliding_allow_v3 or later',
     ]);
-    expect((error as Error).message).toMatch(/^SlidingWindowLimiter\.use: /);
+    expect((error as Error).message).toMatch(
+      /^nestjs-sliding-limit: invalid configuration of SlidingWindowLimiter\.use:/,
+    );
     expect(limiter.functionName).toBe('sliding_allow_v3');
     const search = await app.http().get('/api/search').set('x-api-key', 'k1');
     expect(search.status).toBe(200);

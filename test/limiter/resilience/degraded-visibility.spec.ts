@@ -63,7 +63,13 @@ describe.each(PLATFORMS)('a Redis out of memory that refuses every write (%s)', 
       imports: [TerminusModule.forRoot({ logger: false }), RateLimitPrometheusModule.forRoot({ registry })],
       controllers: [OomController, HealthController],
       providers: [SlidingLimitHealthIndicator],
-      options: { redis: server.url, degradedHeader: true, report: false, logger: { log: () => {}, warn: () => {} } },
+      options: {
+        redis: server.url,
+        functionName: 'sliding_allow_v2',
+        degradedHeader: true,
+        report: false,
+        logger: { log: () => {}, warn: () => {} },
+      },
     });
   });
   afterAll(async () => {

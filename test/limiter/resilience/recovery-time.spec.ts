@@ -168,7 +168,11 @@ describe('recovery after Redis stops and restarts, on the connection the module 
     await admin.call('FUNCTION', 'LOAD', librarySource('v2'));
     admin.disconnect();
     const logged = recordingLogger();
-    const started = await startModule(server.url, { loadFunctions: 'verify', logger: logged });
+    const started = await startModule(server.url, {
+      functionName: 'sliding_allow_v2',
+      loadFunctions: 'verify',
+      logger: logged,
+    });
     moduleRef = started.moduleRef;
     const traffic = startTraffic(started.limiter, keys, { concurrency: 4, pauseMs: 2, now: () => performance.now() });
 

@@ -52,7 +52,13 @@ describe('Redis dead when the application starts (the module opens the connectio
         imports: [TerminusModule.forRoot({ logger: false })],
         controllers: [LimitedController, HealthController],
         providers: [SlidingLimitHealthIndicator],
-        options: { redis: `redis://127.0.0.1:${port}`, timeoutMs: TIMEOUT_MS, report: false, logger },
+        options: {
+          redis: `redis://127.0.0.1:${port}`,
+          functionName: 'sliding_allow_v2',
+          timeoutMs: TIMEOUT_MS,
+          report: false,
+          logger,
+        },
       }),
     );
     app = (await booting).value;
@@ -169,7 +175,7 @@ describe("loadFunctions: 'off' on a server without the functions", () => {
       imports: [TerminusModule.forRoot({ logger: false })],
       controllers: [LimitedController, HealthController],
       providers: [SlidingLimitHealthIndicator],
-      options: { redis: server.url, loadFunctions: 'off', report: false, logger },
+      options: { redis: server.url, functionName: 'sliding_allow_v2', loadFunctions: 'off', report: false, logger },
     });
   });
   afterAll(async () => {
@@ -185,7 +191,7 @@ describe("loadFunctions: 'off' on a server without the functions", () => {
 
     expect(logger.errors).toEqual([
       `Redis did not decide (function sliding_allow_v2 (library rate_limit_v2) is not loaded on ${address}; load it ` +
-        `with: npx nestjs-sliding-limit functions load v2 --url redis://${address} (or redis-cli -x FUNCTION LOAD < ` +
+        `with: npx nestjs-sliding-limit functions load v2 --url redis://${address} (or redis-cli -u redis://${address} -x FUNCTION LOAD < ` +
         "node_modules/nestjs-sliding-limit/dist/redis/lua/rate_limit_v2.lua) (or use loadFunctions: 'auto')); " +
         'deciding by allow until it does. A summary follows every 10 s while this lasts.',
     ]);
