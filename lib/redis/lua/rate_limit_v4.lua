@@ -54,7 +54,7 @@
   enforced limit is blocked. Without an anchor, each key tells its own retries. A bucketed key
   recognises the retries among its last 8 requests; an older retry counts twice (rejects more).
 
-  Overrides: a hash per limited key, in its slot (lib/redis/override-keys.ts names it), with
+  Overrides: a hash per limited key, in its slot (lib/core/override-keys.ts names it), with
   field "action" and, for "limit", field "limit"; it expires by its own TTL.
     limit   the key's limit is the override's (0 to 1e15) instead of limit_i
     exempt  the key is not limited: room always, its key neither read nor written
@@ -64,7 +64,7 @@
 
   Reply (integers): {allowed, then 7 per limit: room_i, count_i, remaining_i, retry_after_ms_i,
                      reset_ms_i, limit_i, override_i}
-    allowed           1 admitted (recorded, or a retry), 0 refused (nothing written)
+    allowed           1 admitted (recorded, or a retry), 0 refused (nothing recorded)
     room_i            1 limit i had room for the cost (exempt; a shadow limit's own retry), else 0
     count_i           cost counted in window i, this request's included when recorded there
     remaining_i       cost limit i can still take
