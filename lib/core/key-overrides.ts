@@ -183,3 +183,8 @@ export function storedOverride(
   if (pttl >= 0) stored.expiresInMs = pttl;
   return stored;
 }
+
+/** Overrides in the order `list` returns them: by limited key. */
+export function byKey(a: StoredOverride, b: StoredOverride): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}

@@ -1,6 +1,6 @@
 import { ClockSkewError } from '../core/errors/clock-skew.error';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
-import type { CallOutcome } from '../core/function-contract';
+import type { CallOutcome, FunctionContract } from '../core/function-contract';
 import type { SlidingLimitRule } from '../core/limit-rule';
 import { scrubSecrets } from '../core/redact';
 import { errorKindOf } from '../redis/error-kind';
@@ -38,7 +38,7 @@ export class FailurePolicy {
     private readonly denyRetryAfterMs: number,
     private readonly insurance: Insurance | undefined,
     /** The contract and name of a decision that failed before a version was picked (start-up). */
-    private readonly stableVersion: () => Pick<ActiveVersion, 'contract'>,
+    private readonly stableContract: () => FunctionContract,
   ) {
     this.degradedLog = new DegradedModeLog(logger);
   }
@@ -62,7 +62,7 @@ export class FailurePolicy {
   ): Promise<Decided> {
     if (caught instanceof RateLimitConfigError) throw caught;
     const error = translated(caught);
-    const contract = (version ?? this.stableVersion()).contract;
+    const contract = version?.contract ?? this.stableContract();
     const functionName = contract.allowFunction;
     const degradedCause = errorKindOf(error);
     this.metrics.recordError(functionName, degradedCause, latencyMs);

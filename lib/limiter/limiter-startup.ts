@@ -1,3 +1,4 @@
+import type { FunctionContract } from '../core/function-contract';
 import type { FunctionSelection } from '../core/function-selection';
 import type { LimiterBackend } from '../core/limiter-backend';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
@@ -69,8 +70,8 @@ export class LimiterStartup {
   }
 
   /** The stable version's contract as configured or installed, for decisions made before a routing exists. */
-  stableContract(): Pick<ActiveVersion, 'contract'> {
-    return { contract: this.routing?.stable.contract ?? getFunctionContract(this.selection.functionName) };
+  stableContract(): FunctionContract {
+    return this.routing?.stable.contract ?? getFunctionContract(this.selection.functionName);
   }
 
   /** Set while start-up has failed and is being tried again. */

@@ -2,6 +2,7 @@ import { DEFAULT_KEY_PREFIX } from '../core/constants';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { UnexpectedReplyError } from '../core/errors/unexpected-reply.error';
 import {
+  byKey,
   DEFAULT_OVERRIDE_LIST_COUNT,
   describeListProblems,
   describeOverrideProblems,
@@ -108,7 +109,7 @@ export class RedisOverridesStore implements OverrideStore {
       if (stored) overrides.push(stored);
       if (overrides.length === count) break;
     }
-    return overrides.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return overrides.sort(byKey);
   }
 
   /** The override at `overrideKey` (HGETALL and PTTL in one transaction), or undefined. */
