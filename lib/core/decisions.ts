@@ -1,8 +1,14 @@
 /** The outcome of one limit for one request. */
 export interface RateLimitDecision {
-  /** Whether this request was admitted (and recorded). */
+  /**
+   * Whether this limit had room for the request. For an enforced limit, whether it admitted it; for
+   * a shadow limit (which never refuses), whether it would have.
+   */
   allowed: boolean;
-  /** The configured limit. */
+  /**
+   * The limit that applied to this key: the configured one, or a per-key override's (0 when the key
+   * is blocked). What `X-RateLimit-Limit` says.
+   */
   limit: number;
   /** Requests the window can still take. */
   remaining: number;
@@ -17,6 +23,18 @@ export interface RateLimitDecision {
    * per-process in-memory limiter. Absent on a normal decision.
    */
   degraded?: 'allow' | 'deny' | 'insurance';
+  /** The per-key override that applied (`sliding_allow_v4` and later); absent when none did. */
+  override?: 'limit' | 'exempt' | 'block';
+  /**
+   * Set for a shadow limit (`mode: 'shadow'`): it counted the request but refused nothing. Its
+   * `retryAfterMs` is not part of the request's.
+   */
+  shadow?: true;
+  /**
+   * For a shadow limit: whether it would have refused this request, which the enforced limits
+   * admitted (the count a shadow limit's trial is judged by).
+   */
+  wouldRefuse?: boolean;
 }
 
 /** What {@link SlidingWindowLimiter.peek} reports: the state of a key without recording anything. */
@@ -29,11 +47,14 @@ export interface RateLimitState extends RateLimitDecision {
 export interface MultiRateLimitDecision {
   /** True only when every limit had room; then the request is recorded under every key, otherwise under none. */
   allowed: boolean;
-  /** 0 when allowed; otherwise the longest wait among the limits that are full. */
+  /** 0 when allowed; otherwise the longest wait among the enforced limits that are full. */
   retryAfterMs: number;
   /** The Redis function that decided. */
   functionName: string;
-  /** One decision per rule, in the order given. `allowed` is false for the limits that were full. */
+  /**
+   * One decision per rule, in the order given. `allowed` is false for the limits that were full
+   * (a shadow limit among them refused nothing: see {@link RateLimitDecision.shadow}).
+   */
   limits: RateLimitDecision[];
   /** Set when Redis did not decide; see {@link RateLimitDecision.degraded}. */
   degraded?: 'allow' | 'deny' | 'insurance';

@@ -45,7 +45,10 @@ class SingleDecisionCall extends FunctionCall<CallOutcome> {
     private readonly version: ActiveVersion,
     private readonly call: AllowCall,
   ) {
-    super(batcher, version.runner, version.contract.allowFunction, call.keys, version.contract.allowArguments(call));
+    const { contract } = version;
+    // A version that reads overrides takes their keys after the limit keys.
+    const keys = contract.allowKeys ? contract.allowKeys(call) : call.keys;
+    super(batcher, version.runner, contract.allowFunction, keys, contract.allowArguments(call));
   }
 
   parse(reply: unknown): CallOutcome {
@@ -62,7 +65,7 @@ class BatchCall extends FunctionCall<CallOutcome[]> {
     keys: readonly string[],
     private readonly calls: readonly AllowCall[],
   ) {
-    super(batcher, runner, batch.name, keys, batch.arguments(calls));
+    super(batcher, runner, batch.name, batch.keys ? batch.keys(calls) : keys, batch.arguments(calls));
   }
 
   parse(reply: unknown): CallOutcome[] {

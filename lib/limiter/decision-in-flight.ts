@@ -115,8 +115,9 @@ export class DecisionInFlight implements CallSettlers<CallOutcome> {
     const limits = new Array<RateLimitDecision>(outcomes.length);
     let retryAfterMs = 0;
     for (let i = 0; i < limits.length; i++) {
-      limits[i] = toDecision(outcomes[i], rules[i], functionName, degraded);
-      if (limits[i].retryAfterMs > retryAfterMs) retryAfterMs = limits[i].retryAfterMs;
+      const limit = (limits[i] = toDecision(outcomes[i], rules[i], functionName, degraded));
+      // A shadow limit refuses nothing, so it never makes a client wait.
+      if (limit.retryAfterMs > retryAfterMs && limit.shadow === undefined) retryAfterMs = limit.retryAfterMs;
     }
     const decision: MultiRateLimitDecision = { allowed, retryAfterMs, functionName, limits };
     if (degraded) decision.degraded = degraded;
@@ -151,13 +152,18 @@ export function toDecision(
 ): RateLimitDecision {
   const decision: RateLimitDecision = {
     allowed: outcome.allowed,
-    limit: rule.limit,
+    limit: outcome.effectiveLimit ?? rule.limit,
     remaining: outcome.remaining,
     retryAfterMs: outcome.retryAfterMs,
     resetMs: outcome.resetMs,
     functionName,
   };
   if (degraded) decision.degraded = degraded;
+  if (outcome.override !== undefined) decision.override = outcome.override;
+  if (outcome.shadow) {
+    decision.shadow = true;
+    decision.wouldRefuse = outcome.wouldRefuse === true;
+  }
   return decision;
 }
 

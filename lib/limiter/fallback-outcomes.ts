@@ -1,27 +1,41 @@
 import type { CallOutcome, LimitOutcome } from '../core/function-contract';
 import { toInteger } from '../redis/reply';
 import type { KeyCommands } from '../core/limiter-backend';
-import type { SlidingLimitRule } from '../core/limit-rule';
+import { isShadow, type SlidingLimitRule } from '../core/limit-rule';
 
 /**
  * The outcome the `onRedisError` policy gives when Redis cannot decide. The counts are unknown: a
- * fail-open outcome claims the full limit, a fail-closed one none and a short wait.
+ * fail-open outcome claims the full limit, a fail-closed one none and a short wait. A shadow limit
+ * refuses nothing either way (a request with shadow limits only is admitted), and would have
+ * refused nothing that anyone can tell.
  */
 export function policyOutcome(
   rules: readonly SlidingLimitRule[],
   policy: 'allow' | 'deny',
   retryAfterMs: number,
 ): CallOutcome {
-  const allowed = policy === 'allow';
+  const allowed = policy === 'allow' || rules.every(isShadow);
   return {
     allowed,
-    limits: rules.map((rule) => ({
-      allowed,
-      count: 0,
-      remaining: allowed ? rule.limit : 0,
-      retryAfterMs: allowed ? 0 : retryAfterMs,
-      resetMs: 0,
-    })),
+    limits: rules.map((rule): LimitOutcome => {
+      if (isShadow(rule))
+        return {
+          allowed: true,
+          count: 0,
+          remaining: rule.limit,
+          retryAfterMs: 0,
+          resetMs: 0,
+          shadow: true,
+          wouldRefuse: false,
+        };
+      return {
+        allowed,
+        count: 0,
+        remaining: allowed ? rule.limit : 0,
+        retryAfterMs: allowed ? 0 : retryAfterMs,
+        resetMs: 0,
+      };
+    }),
   };
 }
 

@@ -27,6 +27,8 @@ export class GroupedDecisions {
     private readonly maxClockSkewMs: number,
     /** Most decisions sent in one call (see {@link DecisionBatcher}); 1 turns batching off. */
     maxBatchSize: number,
+    /** Whether calls read per-key overrides, on the versions that have them. */
+    private readonly readOverrides: boolean,
   ) {
     this.batcher = new DecisionBatcher(channel, maxBatchSize);
   }
@@ -116,6 +118,7 @@ export class GroupedDecisions {
   ): void {
     const call: AllowCall = { keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs };
     if (cost !== 1) call.cost = cost;
+    if (this.readOverrides && version.contract.overrides) call.overrides = true;
     this.batcher.decide(version, call, settlers);
   }
 }

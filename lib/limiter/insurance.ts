@@ -51,6 +51,8 @@ export class Insurance {
       members,
       maxClockSkewMs,
       1,
+      // Overrides live in Redis, which the insurance stands in for: it has none to read.
+      false,
     );
   }
 

@@ -22,6 +22,7 @@ export const LIMITER_DEFAULTS = {
   batch: true as boolean | { maxSize: number },
   report: true as boolean | { intervalMs?: number; instanceId?: string },
   insurance: false as boolean | { maxKeys?: number },
+  keyOverrides: true,
 };
 
 /** Keys the insurance limiter keeps when `insurance` is `true`. */
@@ -63,6 +64,7 @@ export const LIMITER_SETTING_NAMES = [
   'batch',
   'report',
   'insurance',
+  'keyOverrides',
 ] as const satisfies readonly (keyof LimiterSettings)[];
 
 /** The limiter settings among `options`, without undefined values. */
@@ -103,6 +105,7 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     batch,
     report,
     insurance,
+    keyOverrides,
   } = settings;
   if (functionName !== undefined) problems.push(...describeFunctionNameProblems(functionName, `${path}functionName`));
   if (canary !== undefined) problems.push(...describeCanaryProblems(canary, `${path}canary`));
@@ -127,6 +130,9 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     problems.push(
       `${path}clock must be 'local', 'server' or a function returning epoch milliseconds, got ${describeValue(clock)}`,
     );
+  }
+  if (keyOverrides !== undefined && typeof keyOverrides !== 'boolean') {
+    problems.push(`${path}keyOverrides must be true or false, got ${describeValue(keyOverrides)}`);
   }
   if (maxClockSkewMs !== undefined && !isWholeNumberIn(maxClockSkewMs, 0, MAX_CLOCK_SKEW_MS)) {
     problems.push(

@@ -182,6 +182,14 @@ export interface SlidingWindowLimiterOptions {
    * least recently used forgotten first). Default off.
    */
   insurance?: boolean | { maxKeys?: number };
+  /**
+   * Read per-key overrides (raise, lower, exempt or block one key at runtime; see
+   * `SlidingWindowLimiter.overrides`) in each decision, in the same call: versions with overrides
+   * (`sliding_allow_v4` and later) then read one more key per limit, in the limited key's slot.
+   * While it is on, the local block cache keeps no rejection (an override set by another process
+   * must apply to the very next request). Default `true`; `false` ignores overrides.
+   */
+  keyOverrides?: boolean;
   /** Where degraded mode is reported (once per interval, never per request). Default Nest's `Logger`. */
   logger?: LimiterLogger;
   /**

@@ -136,6 +136,7 @@ export class SlidingWindowLimiter {
       members,
       this.options.maxClockSkewMs,
       switchSize(this.options.batch, 'maxSize', DEFAULT_BATCH_SIZE) ?? 1,
+      this.options.keyOverrides,
     );
     const blockCacheEntries = switchSize(blockCache, 'maxEntries', DEFAULT_BLOCK_CACHE_ENTRIES);
     if (blockCacheEntries !== undefined) this.blockCache = new BlockCache(blockCacheEntries);
@@ -358,7 +359,15 @@ export class SlidingWindowLimiter {
       // (their old entries leave), so a cached copy of them would go stale. Cost 1 only: a rejection
       // of a costly request says nothing of a cheaper one, and a cost-1 block would tell a costly
       // request to retry too early.
-      if (this.blockCache && keys.length === 1 && cost === 1 && contract.exactRetryAfter && typeof nowMs === 'number') {
+      // Not while overrides are read: one set by another process must apply to the next request.
+      if (
+        this.blockCache &&
+        keys.length === 1 &&
+        cost === 1 &&
+        contract.exactRetryAfter &&
+        !(contract.overrides && this.options.keyOverrides) &&
+        typeof nowMs === 'number'
+      ) {
         const blocked = this.blockCache.get(keys[0], rules[0], nowMs);
         if (blocked) {
           decision.blockedLocally(blocked);
@@ -399,8 +408,12 @@ export class SlidingWindowLimiter {
   ): Promise<LimitOutcome> {
     const { contract } = version;
     if (contract.peekFunction && contract.peekArguments && contract.parsePeekReply) {
-      const args = contract.peekArguments(await version.now(), [rule], cost);
-      const reply = await runRecovering(version.runner, contract.peekFunction, [fullKey], args, true);
+      const nowMs = await version.now();
+      // A version that reads overrides reads the key's override too, as a decision would.
+      const readOverrides = contract.overrides === true && this.options.keyOverrides;
+      const keys = readOverrides && contract.peekKeys ? contract.peekKeys([fullKey], [rule]) : [fullKey];
+      const args = contract.peekArguments(nowMs, [rule], cost, readOverrides ? [fullKey] : undefined);
+      const reply = await runRecovering(version.runner, contract.peekFunction, keys, args, true);
       return contract.parsePeekReply(reply, [rule], cost).limits[0];
     }
     return peekByCounting(this.backend.commands, await numericNow(version.now, this.backend.commands), fullKey, rule);

@@ -15,7 +15,7 @@ export const FUNCTION_VERSIONS: readonly FunctionContract[] = [V1_CONTRACT, V2_C
  * sample. The newest version that takes every limit the decorators can describe (costs and
  * bounded-memory windows); a new version becomes the default here, and only here.
  */
-export const DEFAULT_FUNCTION_NAME = V3_CONTRACT.allowFunction;
+export const DEFAULT_FUNCTION_NAME = V4_CONTRACT.allowFunction;
 
 /** Names `functionName` accepts. */
 export const KNOWN_FUNCTION_NAMES: readonly string[] = FUNCTION_VERSIONS.map((v) => v.allowFunction);
