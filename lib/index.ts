@@ -73,8 +73,18 @@ export type {
   RateLimitModuleOptions,
   RateLimitStore,
   ResolvedRateLimitOptions,
+  SlidingLimitCandidate,
+  SlidingLimitFixedOptions,
   SlidingLimitOptions,
+  SlidingLimitPolicyOptions,
 } from './nest/rate-limit.options';
+export type {
+  PolicyLimitValues,
+  RateLimitPolicy,
+  RateLimitPolicyFunction,
+  RateLimitPolicyRef,
+  RateLimitPolicyResult,
+} from './nest/rate-limit-policy';
 export { DEFAULT_MEMORY_STORE_KEYS } from './nest/rate-limit.options';
 export { REFUSAL_LOG_LEVELS, type RateLimitRefusalLogLevel } from './nest/refusal-log-level';
 export type { RateLimitKey, RateLimitKeyFunction, RateLimitKeyValue, RateLimitRequest } from './nest/rate-limit-key';
@@ -88,10 +98,11 @@ export {
 export { DEFAULT_KEY_PREFIX } from './core/constants';
 export type { RateLimitCost, RateLimitCostFunction } from './nest/rate-limit-cost';
 export { SkipRateLimit, SlidingLimit } from './nest/sliding-limit.decorator';
-export { SlidingLimitGuard, type RateLimitHttpContext } from './nest/sliding-limit.guard';
+export { SlidingLimitGuard, type RateLimitHttpContext, type RequestLimits } from './nest/sliding-limit.guard';
+export type { NamedRule } from './nest/rate-limit-headers';
 export { InjectSlidingLimiter } from './nest/inject-sliding-limiter';
 export { SlidingLimitPlans } from './nest/rate-limit-plans';
-export type { CompiledLimit, HandlerPlan } from './nest/limit-plan';
+export type { CompiledLimit, CompiledPolicy, HandlerPlan } from './nest/limit-plan';
 export type { CompiledKey, KeySource } from './nest/key-template';
 export type { RateLimitConnection } from './nest/rate-limit-connection';
 export { PROBLEM_JSON } from './nest/rate-limit-error-body';

@@ -117,6 +117,8 @@ export interface FunctionNeeds {
   weighted?: readonly string[];
   /** Who decides rules with `precisionMs`, the bounded-memory window (`sliding_allow_v3` or later). */
   bucketed?: readonly string[];
+  /** Who decides shadow limits (`sliding_allow_v4` or later: an older version would enforce them). */
+  shadow?: readonly string[];
 }
 
 /** Receives every decision of a limiter; see {@link SlidingWindowLimiter.onDecision}. */

@@ -62,6 +62,13 @@ export function describeUnmetNeeds(contract: FunctionContract, role: string, nee
     [contract.bucketed ? undefined : needs.bucketed, 'precisionMs (the bounded-memory window)'],
   ];
   const problems: string[] = [];
+  if (!contract.shadowLimits && needs.shadow && needs.shadow.length > 0) {
+    const who = needs.shadow;
+    problems.push(
+      `${role} ${contract.allowFunction} cannot decide shadow limits, which ${listed(who)} ` +
+        `${who.length === 1 ? 'uses: it needs' : 'use: they need'} ${SHADOW_FUNCTION} or later (it would enforce them)`,
+    );
+  }
   for (const [who, what] of unmet) {
     if (!who || who.length === 0) continue;
     problems.push(

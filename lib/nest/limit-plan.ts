@@ -1,12 +1,34 @@
 import type { ExecutionContext, Type } from '@nestjs/common';
 import type { DecisionOptions, RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
 import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from './rate-limit.constants';
-import { describeLimitProblems, type ResolvedRateLimitOptions, type SlidingLimitOptions } from './rate-limit.options';
+import {
+  describeLimitProblems,
+  type ResolvedRateLimitOptions,
+  type SlidingLimitCandidate,
+  type SlidingLimitOptions,
+} from './rate-limit.options';
 import { type RateLimitKey } from './rate-limit-key';
 import { compileKey, type CompiledKey } from './key-template';
 import { policyHeaderValue } from './rate-limit-headers';
 import { describeCostOptionProblems, type RateLimitCostFunction } from './rate-limit-cost';
+import type { RateLimitRequest } from './rate-limit-key';
+import {
+  isPolicyClass,
+  type PolicyLimitValues,
+  type RateLimitPolicyRef,
+  type RateLimitPolicyResult,
+} from './rate-limit-policy';
 import { definedOnly } from '../limiter/limiter-options';
+
+/** A limit's policy, ready to be called: an injectable's `resolve` bound to it, or the function given. */
+export interface CompiledPolicy {
+  /** The class or function name, for log lines. */
+  readonly label: string;
+  readonly resolve: (
+    request: RateLimitRequest,
+    context: ExecutionContext,
+  ) => RateLimitPolicyResult | Promise<RateLimitPolicyResult>;
+}
 
 /** One limit of a handler, ready to be applied to a request. */
 export interface CompiledLimit {
@@ -15,11 +37,25 @@ export interface CompiledLimit {
    * `Controller.handler:<windowMs>` for an unnamed limit (which therefore counts per route).
    */
   readonly name: string;
-  readonly limit: number;
-  readonly windowMs: number;
+  /** The decorator's limit; with a policy, the fallback (undefined when it gives none). */
+  readonly limit: number | undefined;
+  /** The decorator's window; with a policy, the fallback and the default (undefined when it gives none). */
+  readonly windowMs: number | undefined;
   /** Set for the bounded-memory window; absent for the log. */
   readonly precisionMs?: number;
+  /** Set for a shadow limit (the decorator's `mode`, or the module's `limitMode`). */
+  readonly mode?: 'shadow';
+  /** Set when the limit opts out of per-key overrides. */
+  readonly overrides?: false;
   readonly key: CompiledKey;
+  /** Index of the limit's policy in {@link HandlerPlan.policies}. */
+  readonly policy?: number;
+  /** The name the policy's `limits` know this limit by (a candidate's is its limit's). */
+  readonly policyLimitName?: string;
+  /** Values that win over the policy's: a candidate's own. */
+  readonly fixed?: PolicyLimitValues;
+  /** The name `RateLimit-Policy` gives it under a policy: the tier's own, or `<tier>.<limit>` when several share it. */
+  readonly tierNamed?: 'alone' | 'shared';
 }
 
 /** Everything about one handler the guard needs, computed once so a request only reads it. */
@@ -39,7 +75,14 @@ export interface HandlerPlan {
   readonly decisionOptions?: DecisionOptions;
   /** Prices each request when the route's cost is a function (a static cost is in `decisionOptions`). */
   readonly costFunction?: RateLimitCostFunction;
+  /** The policies its limits use, each resolved once per request; absent when none does. */
+  readonly policies?: readonly CompiledPolicy[];
+  /** Whether one of its limits is a shadow limit (or a candidate). */
+  readonly hasShadow?: boolean;
 }
+
+/** Finds the policy instance of a class from Nest's container, or says why it cannot. */
+export type PolicyLookup = (ref: RateLimitPolicyRef) => CompiledPolicy | string;
 
 /** Strictness order of failure policies: a stacked limit asking for more caution wins. */
 const STRICTNESS: Record<RedisErrorPolicy, number> = { allow: 0, deny: 1, throw: 2 };
@@ -80,6 +123,8 @@ export function buildHandlerPlan(
   options: ResolvedRateLimitOptions,
   /** Compiled keys shared by all plans: a key used by many handlers is compiled once. */
   compileCache: Map<RateLimitKey, CompiledKey>,
+  /** Turns a `policy` option into something to call (a class is taken from Nest's container). */
+  policyOf: PolicyLookup = compileFunctionPolicy,
 ): PlanResult {
   const route = `${controller.name}.${handler.name}`;
   if (isSkipped(controller, handler)) return { plan: { route, limits: [], policyHeader: '' }, problems: [] };
@@ -101,18 +146,47 @@ export function buildHandlerPlan(
   let merged = [...classLimits.filter((l) => l.name === undefined || !handlerNames.has(l.name)), ...handlerLimits];
   if (merged.length === 0 && problems.length === 0 && options.defaultLimit) merged = [options.defaultLimit];
 
-  const limits = merged.map((entry): CompiledLimit => {
+  const policies: CompiledPolicy[] = [];
+  const policyRefs: RateLimitPolicyRef[] = [];
+  const policyIndex = (ref: RateLimitPolicyRef): number | undefined => {
+    const known = policyRefs.indexOf(ref);
+    if (known !== -1) return known;
+    const policy = policyOf(ref);
+    if (typeof policy === 'string') {
+      problems.push(`${route}: @SlidingLimit policy ${policy}`);
+      return undefined;
+    }
+    policyRefs.push(ref);
+    return policies.push(policy) - 1;
+  };
+  const limits: CompiledLimit[] = [];
+  for (const entry of merged) {
     const source = entry.key ?? options.key;
     let key = compileCache.get(source);
     if (!key) compileCache.set(source, (key = compileKey(source)));
-    const compiled: CompiledLimit = {
-      name: entry.name ?? `${route}:${entry.windowMs}`,
+    const name = entry.name ?? `${route}:${entry.windowMs ?? 'policy'}`;
+    const policy = entry.policy === undefined ? undefined : policyIndex(entry.policy);
+    const compiled: CompiledLimit = definedOnly({
+      name,
       limit: entry.limit,
       windowMs: entry.windowMs,
+      precisionMs: entry.precisionMs,
+      mode: (entry.mode ?? options.limitMode) === 'shadow' ? ('shadow' as const) : undefined,
+      overrides: entry.overrides === false ? (false as const) : undefined,
       key,
-    };
-    return entry.precisionMs === undefined ? compiled : { ...compiled, precisionMs: entry.precisionMs };
-  });
+      policy,
+      policyLimitName: policy === undefined ? undefined : name,
+    }) as CompiledLimit;
+    limits.push(compiled);
+    if (entry.candidate) limits.push(candidateOf(compiled, entry.candidate));
+  }
+  // A tier names the limit in RateLimit-Policy when it is the only enforced limit of its policy.
+  for (let i = 0; i < limits.length; i++) {
+    const { policy, mode } = limits[i];
+    if (policy === undefined || mode === 'shadow') continue;
+    const sharing = limits.filter((other) => other.policy === policy && other.mode !== 'shadow').length;
+    limits[i] = { ...limits[i], tierNamed: sharing > 1 ? 'shared' : 'alone' };
+  }
 
   // Names are Redis namespaces and policy names: two limits sharing one would write the same key
   // (corrupting each other's window) or make the RateLimit headers ambiguous.
@@ -129,12 +203,13 @@ export function buildHandlerPlan(
   }
   // One cost per request: it is what the request weighs in each of its limits.
   const costs = [...new Set(merged.map((entry) => entry.cost).filter((cost) => cost !== undefined))];
+  const staticLimits = limits.filter(hasValues);
   if (costs.length > 1) {
     problems.push(
       `${route}: its @SlidingLimit set different costs; a request has one cost for all its limits: set it once`,
     );
   } else {
-    problems.push(...describeCostOptionProblems(costs[0], `${route}: cost`, limits));
+    problems.push(...describeCostOptionProblems(costs[0], `${route}: cost`, staticLimits));
   }
   if (problems.length > 0) return { problems };
   const cost = costs[0];
@@ -151,13 +226,46 @@ export function buildHandlerPlan(
     cost: typeof cost === 'number' ? cost : undefined,
     limitNames: limits.map((limit) => limit.name),
   });
-  const plan: HandlerPlan = {
+  const plan: HandlerPlan = definedOnly({
     route,
     limits,
-    policyHeader: policyHeaderValue(limits),
+    policyHeader: policies.length > 0 ? '' : policyHeaderValue(limits.filter(isEnforced).filter(hasValues)),
     onRedisError,
     decisionOptions,
-    ...(typeof cost === 'function' ? { costFunction: cost } : {}),
-  };
+    costFunction: typeof cost === 'function' ? cost : undefined,
+    policies: policies.length > 0 ? policies : undefined,
+    hasShadow: limits.some((limit) => limit.mode === 'shadow') ? true : undefined,
+  }) as HandlerPlan;
   return { plan, problems: [] };
+}
+
+/** A limit that its decorator gave values to (every limit without a policy). */
+export function hasValues(limit: CompiledLimit): limit is CompiledLimit & { limit: number; windowMs: number } {
+  return limit.limit !== undefined && limit.windowMs !== undefined;
+}
+
+function isEnforced(limit: CompiledLimit): boolean {
+  return limit.mode !== 'shadow';
+}
+
+/** The shadow twin of `limit` that its `candidate` option describes. */
+function candidateOf(limit: CompiledLimit, candidate: SlidingLimitCandidate): CompiledLimit {
+  const { name, ...values } = candidate;
+  const fixed = definedOnly(values);
+  return definedOnly({
+    ...limit,
+    name: name ?? `${limit.name}.candidate`,
+    limit: fixed.limit ?? limit.limit,
+    windowMs: fixed.windowMs ?? limit.windowMs,
+    precisionMs: 'precisionMs' in fixed ? fixed.precisionMs : limit.precisionMs,
+    mode: 'shadow' as const,
+    fixed: limit.policy === undefined ? undefined : fixed,
+  }) as CompiledLimit;
+}
+
+/** A policy given as a function; a class needs Nest's container (see `SlidingLimitPlans`). */
+export function compileFunctionPolicy(ref: RateLimitPolicyRef): CompiledPolicy | string {
+  if (isPolicyClass(ref)) return `${ref.name} is a class: it is taken from Nest's container, which builds plans`;
+  const resolve = ref;
+  return { label: resolve.name || 'a policy function', resolve };
 }

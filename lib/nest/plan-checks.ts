@@ -1,7 +1,7 @@
 import type { LimiterSettings } from '../limiter/limiter-options';
 import type { FunctionNeeds } from '../limiter/sliding-window-limiter.interfaces';
 import { DEFAULT_FUNCTION_NAME, findFunctionContract } from '../redis/function-versions';
-import type { HandlerPlan } from './limit-plan';
+import { hasValues, type HandlerPlan } from './limit-plan';
 
 /**
  * Entries a sorted set keeps in Redis' compact listpack encoding (`zset-max-listpack-entries`,
@@ -31,6 +31,13 @@ export function describeVersionProblems(plans: readonly HandlerPlan[], settings:
       const needs: string[] = [];
       if (!contract.weighted && isWeighted(plan)) needs.push('a cost');
       if (!contract.bucketed && isBucketedPlan(plan)) needs.push('precisionMs');
+      if (!contract.shadowLimits && plan.hasShadow) {
+        // Shadow limits came with v4: an older version would enforce them.
+        problems.push(
+          `${plan.route}: a shadow limit (mode: 'shadow', a candidate, or limitMode: 'shadow') needs ` +
+            `sliding_allow_v4, but ${role} is ${name}; set ${role} to sliding_allow_v4`,
+        );
+      }
       if (needs.length > 0) {
         problems.push(
           `${plan.route}: ${needs.join(' and ')} needs sliding_allow_v3 or later, but ${role} is ${name}; ` +
@@ -46,11 +53,13 @@ export function describeVersionProblems(plans: readonly HandlerPlan[], settings:
 export function functionNeedsOf(plans: Iterable<HandlerPlan>): FunctionNeeds {
   const weighted: string[] = [];
   const bucketed: string[] = [];
+  const shadow: string[] = [];
   for (const plan of plans) {
     if (isWeighted(plan)) weighted.push(plan.route);
     if (isBucketedPlan(plan)) bucketed.push(plan.route);
+    if (plan.hasShadow) shadow.push(plan.route);
   }
-  return { weighted, bucketed };
+  return { weighted, bucketed, shadow };
 }
 
 /** Whether a plan's requests can weigh more than 1. */
@@ -71,7 +80,7 @@ export function describeBigLogs(plans: readonly HandlerPlan[]): string[] {
   const seen = new Set<string>();
   const lines: string[] = [];
   for (const plan of plans) {
-    for (const limit of plan.limits) {
+    for (const limit of plan.limits.filter(hasValues)) {
       if (limit.precisionMs !== undefined || limit.limit <= LISTPACK_ENTRIES || seen.has(limit.name)) continue;
       seen.add(limit.name);
       const kilobytes = Math.round((limit.limit * BYTES_PER_ENTRY) / 1024);
@@ -97,7 +106,7 @@ export const SHORT_WINDOW_MS = 1000;
 export function describeShortWindows(plans: readonly HandlerPlan[]): string[] {
   const routesByLimit = new Map<string, { windowMs: number; named: boolean; routes: string[] }>();
   for (const plan of plans) {
-    for (const limit of plan.limits) {
+    for (const limit of plan.limits.filter(hasValues)) {
       if (limit.windowMs >= SHORT_WINDOW_MS) continue;
       const entry = routesByLimit.get(limit.name) ?? {
         windowMs: limit.windowMs,

@@ -19,9 +19,11 @@ export const HEADER = {
   rateLimit: 'ratelimit',
   retryAfter: 'retry-after',
   degraded: 'x-ratelimit-degraded',
+  shadow: 'x-ratelimit-shadow',
 } as const;
 
-interface NamedRule {
+/** A limit as the headers name and describe it: its name (or its caller's tier), limit and window. */
+export interface NamedRule {
   readonly name: string;
   readonly limit: number;
   readonly windowMs: number;
@@ -40,44 +42,103 @@ export function retryAfterSeconds(retryAfterMs: number): number {
 /** `RateLimit-Policy` value, one entry per limit: `"login";q=5;w=60, "sms-day";q=10;w=86400`. */
 export function policyHeaderValue(limits: readonly NamedRule[]): string {
   // Names are restricted to characters that need no escaping inside an sf-string (see limit-name.ts).
-  return limits.map((l) => `"${l.name}";q=${l.limit};w=${Math.max(1, toWholeSeconds(l.windowMs))}`).join(', ');
+  return limits.map((l) => policyEntry(l.name, l.limit, l.windowMs)).join(', ');
+}
+
+/** One `RateLimit-Policy` entry; `limit` is the one that applied (an override's, a tier's). */
+function policyEntry(name: string, limit: number, windowMs: number): string {
+  return `"${name}";q=${limit};w=${Math.max(1, toWholeSeconds(windowMs))}`;
 }
 
 /**
  * The limit X-RateLimit-* describe when several apply: the fewest remaining, then the longest reset.
+ * Shadow limits refuse nothing and are left out; undefined when every limit is a shadow limit.
  */
-export function mostRestrictive(decisions: readonly RateLimitDecision[]): RateLimitDecision {
-  return decisions.reduce((worst, d) =>
-    d.remaining < worst.remaining || (d.remaining === worst.remaining && d.resetMs > worst.resetMs) ? d : worst,
-  );
+export function mostRestrictive(decisions: readonly RateLimitDecision[]): RateLimitDecision | undefined {
+  let worst: RateLimitDecision | undefined;
+  for (const d of decisions) {
+    if (d.shadow) continue;
+    if (!worst || d.remaining < worst.remaining || (d.remaining === worst.remaining && d.resetMs > worst.resetMs))
+      worst = d;
+  }
+  return worst;
 }
 
 /**
- * Headers for one decision. `X-RateLimit-Reset` and the draft's `t` are whole seconds until the
- * window is empty again (a delta, not a timestamp, so client clocks do not matter); `Retry-After`
- * (sent on rejection whatever the style) is when one more request fits.
+ * `RateLimit-Policy` of one request: `policyHeader` (the plan's, made once) when every enforced
+ * limit applied as configured, otherwise made with the limits that applied (a tier's, an override's).
+ */
+function requestPolicy(
+  limits: readonly NamedRule[],
+  policyHeader: string,
+  decisions: readonly RateLimitDecision[],
+): string {
+  let asConfigured = policyHeader !== '';
+  for (let i = 0; i < decisions.length && asConfigured; i++)
+    asConfigured = decisions[i].shadow === true || decisions[i].limit === limits[i].limit;
+  if (asConfigured) return policyHeader;
+  const entries: string[] = [];
+  for (let i = 0; i < decisions.length; i++)
+    if (!decisions[i].shadow) entries.push(policyEntry(limits[i].name, decisions[i].limit, limits[i].windowMs));
+  return entries.join(', ');
+}
+
+/** `x-ratelimit-shadow`: per shadow limit, its limit, remaining and whether it would have refused. */
+function shadowHeaderValue(limits: readonly NamedRule[], decisions: readonly RateLimitDecision[]): string {
+  const entries: string[] = [];
+  for (let i = 0; i < decisions.length; i++) {
+    const d = decisions[i];
+    if (!d.shadow) continue;
+    entries.push(
+      `"${limits[i].name}";q=${d.limit};r=${Math.max(0, d.remaining)};w=${Math.max(1, toWholeSeconds(limits[i].windowMs))};` +
+        `would-refuse=?${d.wouldRefuse ? 1 : 0}`,
+    );
+  }
+  return entries.join(', ');
+}
+
+/**
+ * Headers for one decision, telling each caller its own limits: `X-RateLimit-Limit` and
+ * `RateLimit-Policy`'s `q` are the limits that applied (a tier's, a per-key override's), and
+ * `limits[i].name` is what the draft's fields call limit `i` (a policy's tier, e.g. `"free"`).
+ * Shadow limits refuse nothing and stay out of them (`x-ratelimit-shadow` reports them when
+ * `withShadow`). `X-RateLimit-Reset` and the draft's `t` are whole seconds until the window is
+ * empty again (a delta, not a timestamp, so client clocks do not matter); `Retry-After` (sent on
+ * rejection whatever the style) is when one more request fits.
  */
 export function rateLimitHeaders(
   style: RateLimitHeaderStyle,
   limits: readonly NamedRule[],
   policyHeader: string,
   decision: MultiRateLimitDecision,
+  withShadow = false,
 ): HeaderEntry[] {
   const headers: HeaderEntry[] = [];
-  if (decision.limits.length > 0 && (style === 'legacy' || style === 'both')) {
-    const worst = mostRestrictive(decision.limits);
-    headers.push(
-      [HEADER.limit, String(worst.limit)],
-      [HEADER.remaining, String(Math.max(0, worst.remaining))],
-      [HEADER.reset, String(toWholeSeconds(worst.resetMs))],
-    );
+  const decisions = decision.limits;
+  if (style === 'legacy' || style === 'both') {
+    const worst = mostRestrictive(decisions);
+    if (worst) {
+      headers.push(
+        [HEADER.limit, String(worst.limit)],
+        [HEADER.remaining, String(Math.max(0, worst.remaining))],
+        [HEADER.reset, String(toWholeSeconds(worst.resetMs))],
+      );
+    }
   }
   if (style === 'draft' || style === 'both') {
-    headers.push([HEADER.policy, policyHeader]);
-    const entries = decision.limits.map(
-      (d, i) => `"${limits[i].name}";r=${Math.max(0, d.remaining)};t=${toWholeSeconds(d.resetMs)}`,
-    );
-    headers.push([HEADER.rateLimit, entries.join(', ')]);
+    const entries: string[] = [];
+    for (let i = 0; i < decisions.length; i++) {
+      const d = decisions[i];
+      if (!d.shadow) entries.push(`"${limits[i].name}";r=${Math.max(0, d.remaining)};t=${toWholeSeconds(d.resetMs)}`);
+    }
+    if (entries.length > 0) {
+      headers.push([HEADER.policy, requestPolicy(limits, policyHeader, decisions)]);
+      headers.push([HEADER.rateLimit, entries.join(', ')]);
+    }
+  }
+  if (withShadow) {
+    const shadow = shadowHeaderValue(limits, decisions);
+    if (shadow !== '') headers.push([HEADER.shadow, shadow]);
   }
   if (!decision.allowed) headers.push([HEADER.retryAfter, String(retryAfterSeconds(decision.retryAfterMs))]);
   return headers;

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.constants';
@@ -8,7 +8,15 @@ import type { ResolvedRateLimitOptions } from './rate-limit.options';
 import type { CompiledKey } from './key-template';
 import { describeBigLogs, describeShortWindows, describeVersionProblems, functionNeedsOf } from './plan-checks';
 import type { FunctionNeeds } from '../limiter/sliding-window-limiter.interfaces';
-import { buildHandlerPlan, hasRateLimitMetadata, type HandlerPlan, type RouteHandler } from './limit-plan';
+import {
+  buildHandlerPlan,
+  compileFunctionPolicy,
+  hasRateLimitMetadata,
+  type CompiledPolicy,
+  type HandlerPlan,
+  type RouteHandler,
+} from './limit-plan';
+import { isPolicyClass, type RateLimitPolicy, type RateLimitPolicyRef } from './rate-limit-policy';
 
 /**
  * The per-handler plans of the guard. Built for every controller (and every provider carrying
@@ -28,7 +36,33 @@ export class SlidingLimitPlans implements OnModuleInit {
     @Inject(RATE_LIMIT_OPTIONS) readonly options: ResolvedRateLimitOptions,
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
+    private readonly moduleRef: ModuleRef,
   ) {}
+
+  /** Policies by class or function, each compiled once: an injectable is looked up in Nest's container. */
+  private readonly policies = new Map<RateLimitPolicyRef, CompiledPolicy | string>();
+  private readonly policyOf = (ref: RateLimitPolicyRef): CompiledPolicy | string => {
+    let policy = this.policies.get(ref);
+    if (policy === undefined) this.policies.set(ref, (policy = this.compilePolicy(ref)));
+    return policy;
+  };
+
+  private compilePolicy(ref: RateLimitPolicyRef): CompiledPolicy | string {
+    if (!isPolicyClass(ref)) return compileFunctionPolicy(ref);
+    let instance: RateLimitPolicy | undefined;
+    try {
+      instance = this.moduleRef.get(ref, { strict: false });
+    } catch (error) {
+      const scoped = /scoped|resolve\(\)/i.test((error as Error)?.message ?? '');
+      return scoped
+        ? `${ref.name} is request- or transient-scoped: a policy is resolved for every request by one ` +
+            'instance; make it a singleton (the default scope) and read the request from resolve(request)'
+        : `${ref.name} is not a provider: add it to the providers of a module (e.g. the module of the controller)`;
+    }
+    if (!instance || typeof instance.resolve !== 'function') return `${ref.name} has no resolve method`;
+    const resolve = instance.resolve.bind(instance);
+    return { label: ref.name, resolve };
+  }
 
   onModuleInit(): void {
     const problems = new Set<string>();
@@ -38,7 +72,7 @@ export class SlidingLimitPlans implements OnModuleInit {
       for (const methodName of this.scanner.getAllMethodNames(type.prototype as object)) {
         const handler = (type.prototype as Record<string, unknown>)[methodName];
         if (typeof handler !== 'function') continue;
-        const result = buildHandlerPlan(type, handler, this.options, this.compiledKeys);
+        const result = buildHandlerPlan(type, handler, this.options, this.compiledKeys, this.policyOf);
         if (result.plan) {
           this.store(type, handler, result.plan);
           plans.push(result.plan);
@@ -57,7 +91,7 @@ export class SlidingLimitPlans implements OnModuleInit {
   get(controller: Type, handler: RouteHandler): HandlerPlan {
     const cached = this.plans.get(controller)?.get(handler);
     if (cached) return cached;
-    const result = buildHandlerPlan(controller, handler, this.options, this.compiledKeys);
+    const result = buildHandlerPlan(controller, handler, this.options, this.compiledKeys, this.policyOf);
     if (!result.plan) throw new RateLimitConfigError(result.problems);
     this.store(controller, handler, result.plan);
     return result.plan;

@@ -19,17 +19,44 @@ import {
 } from '../limiter/limiter-options';
 import type { RedisConnection } from '../core/redis-connection';
 import type { RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
-import type { SlidingLimitRule } from '../core/limit-rule';
+import type { LimitMode } from '../core/limit-rule';
+import { describePolicyRefProblems, type RateLimitPolicyRef } from './rate-limit-policy';
 import { DEFAULT_KEY } from './rate-limit.constants';
 import { describeKeyProblems } from './key-template';
 import { describeNameProblems } from './limit-name';
 import { describeRefusalLogLevelProblems, type RateLimitRefusalLogLevel } from './refusal-log-level';
 
 /**
- * Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key`. (A rule's
- * `mode` and `overrides` are the limiter's, for `sliding_allow_v4`; the guard does not offer them yet.)
+ * A shadow twin of a limit: the same key source under a name of its own, counted in keys of its
+ * own, never refusing — "what would 500 per minute refuse?" beside the enforced 1,000. Each value it
+ * leaves out is the limit's (as a policy resolved it).
  */
-export interface SlidingLimitOptions extends Omit<SlidingLimitRule, 'mode' | 'overrides'> {
+export interface SlidingLimitCandidate {
+  limit?: number;
+  windowMs?: number;
+  precisionMs?: number;
+  /** Its name (a Redis key namespace and the name in metrics). Default `<the limit's name>.candidate`. */
+  name?: string;
+}
+
+/** What every form of `@SlidingLimit` takes. */
+interface SlidingLimitCommonOptions {
+  /**
+   * Leave it out for the exact sliding window log; set it for the bounded-memory window (see
+   * {@link SlidingLimitRule.precisionMs}). Needs `sliding_allow_v3` or later.
+   */
+  precisionMs?: number;
+  /**
+   * `shadow`: decide and count as usual, but never refuse — the limit is reported (metrics, a sampled
+   * log line, the opt-in `x-ratelimit-shadow` header) with what it would have refused. Default: the
+   * module's `limitMode` (itself `enforced`). Promoting a shadow limit is changing this. Needs
+   * `sliding_allow_v4`.
+   */
+  mode?: LimitMode;
+  /** `false`: per-key overrides do not apply to this limit (and are not read for it). Default `true`. */
+  overrides?: boolean;
+  /** A shadow twin with other values, decided in the same call: see {@link SlidingLimitCandidate}. */
+  candidate?: SlidingLimitCandidate;
   /** Who is counted. Default: the module's `key` (itself `'ip'` by default). */
   key?: RateLimitKey;
   /**
@@ -52,6 +79,40 @@ export interface SlidingLimitOptions extends Omit<SlidingLimitRule, 'mode' | 'ov
    */
   cost?: RateLimitCost;
 }
+
+/** A limit with its values written in the decorator (and, optionally, a policy that may change them). */
+export interface SlidingLimitFixedOptions extends SlidingLimitCommonOptions {
+  /** Requests (units of cost) per window: a whole number ≥ 1. */
+  limit: number;
+  /** Window length in milliseconds. */
+  windowMs: number;
+  /**
+   * Where this caller's values come from: see {@link SlidingLimitPolicyOptions.policy}. With one,
+   * `limit` and `windowMs` here are what the limit falls back to when the policy fails.
+   */
+  policy?: RateLimitPolicyRef;
+}
+
+/** A limit whose values come from the caller, through a policy. */
+export interface SlidingLimitPolicyOptions extends SlidingLimitCommonOptions {
+  /**
+   * Resolves the caller's limit once per request, for every limit of the route that names it: an
+   * injectable class implementing {@link RateLimitPolicy} (taken from Nest's container) or a function
+   * of the request. Its answer's values replace the ones written here; `RateLimit-Policy` names its
+   * tier. Any function version decides it.
+   */
+  policy: RateLimitPolicyRef;
+  /** The fallback when the policy fails; without it, a failing policy answers 503. */
+  limit?: number;
+  /** The fallback when the policy fails, and the window when the policy gives none. */
+  windowMs?: number;
+}
+
+/**
+ * Arguments of `@SlidingLimit`: at most `limit` requests per `windowMs` for each `key` — written
+ * here, or resolved per caller by a `policy`.
+ */
+export type SlidingLimitOptions = SlidingLimitFixedOptions | SlidingLimitPolicyOptions;
 
 /** Where limits are kept when not in Redis: see {@link RateLimitModuleOptions.store}. */
 export type RateLimitStore = 'memory' | { type: 'memory'; maxKeys?: number };
@@ -115,6 +176,17 @@ export interface RateLimitModuleOptions extends LimiterSettings {
   defaultLimit?: SlidingLimitOptions;
   /** Log each refused call (a full limit) at this level, on every transport. Default `'off'`. */
   refusalLogLevel?: RateLimitRefusalLogLevel;
+  /**
+   * The `mode` of every limit that sets none: `shadow` tries the whole configuration without
+   * refusing anything (a dry run before enforcing). Default `'enforced'`. Shadow needs `sliding_allow_v4`.
+   */
+  limitMode?: LimitMode;
+  /**
+   * Send `x-ratelimit-shadow` on responses of routes with shadow limits: per shadow limit its
+   * limit, remaining and whether it would have refused (`"api.candidate";q=500;r=0;would-refuse=?1`).
+   * For observing a trial from the client side. Default `false`.
+   */
+  shadowHeader?: boolean;
 }
 
 /** Module options after validation, with the module's own defaults applied. */
@@ -133,6 +205,8 @@ export interface ResolvedRateLimitOptions {
   key: RateLimitKey;
   defaultLimit?: SlidingLimitOptions;
   refusalLogLevel: RateLimitRefusalLogLevel;
+  limitMode: LimitMode;
+  shadowHeader: boolean;
 }
 
 const NEST_DEFAULTS = {
@@ -142,6 +216,8 @@ const NEST_DEFAULTS = {
   degradedHeader: false,
   key: DEFAULT_KEY,
   refusalLogLevel: 'off',
+  limitMode: 'enforced',
+  shadowHeader: false,
 } as const;
 
 const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['legacy', 'draft', 'both', 'none'];
@@ -159,6 +235,8 @@ const KNOWN_OPTIONS: readonly string[] = [
   'key',
   'defaultLimit',
   'refusalLogLevel',
+  'limitMode',
+  'shadowHeader',
 ];
 /** What other rate-limit modules call some module options (`ThrottlerModule.forRoot({ ttl, limit })`). */
 const MODULE_OPTION_ALIASES: Readonly<Record<string, string>> = {
@@ -179,7 +257,11 @@ const LIMIT_OPTIONS = Object.keys({
   name: true,
   onRedisError: true,
   cost: true,
-} satisfies Record<keyof SlidingLimitOptions, true>);
+  mode: true,
+  overrides: true,
+  candidate: true,
+  policy: true,
+} satisfies Record<keyof SlidingLimitFixedOptions, true>);
 /** Other libraries' names for `@SlidingLimit` options (@nestjs/throttler, express-rate-limit, rate-limiter-flexible). */
 const LIMIT_OPTION_ALIASES: Readonly<Record<string, string>> = {
   ttl: 'windowMs',
@@ -238,6 +320,12 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
   if (raw.key !== undefined) problems.push(...describeKeyProblems(raw.key, 'key'));
   if (raw.defaultLimit !== undefined) problems.push(...describeLimitProblems(raw.defaultLimit, 'defaultLimit'));
   if (raw.refusalLogLevel !== undefined) problems.push(...describeRefusalLogLevelProblems(raw.refusalLogLevel));
+  if (raw.limitMode !== undefined && raw.limitMode !== 'enforced' && raw.limitMode !== 'shadow') {
+    problems.push(`limitMode must be 'enforced' or 'shadow', got ${describeValue(raw.limitMode)}`);
+  }
+  if (raw.shadowHeader !== undefined && typeof raw.shadowHeader !== 'boolean') {
+    problems.push(`shadowHeader must be true or false, got ${describeValue(raw.shadowHeader)}`);
+  }
   const settings = pickLimiterSettings(raw as Record<string, unknown>);
   problems.push(...describeLimiterSettingsProblems(settings));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitModule');
@@ -257,6 +345,8 @@ export function resolveRateLimitOptions(options: unknown): ResolvedRateLimitOpti
       key: raw.key,
       defaultLimit: raw.defaultLimit,
       refusalLogLevel: raw.refusalLogLevel,
+      limitMode: raw.limitMode,
+      shadowHeader: raw.shadowHeader,
     }),
     // The limiter applies its own defaults (functionName and keyPrefix `rl:` among them), in memory too.
     limiter: settings,
@@ -294,13 +384,53 @@ export function describeLimitProblems(value: unknown, label: string): string[] {
     typeof value === 'object' && value !== null
       ? describeUnknownOptions(value, LIMIT_OPTIONS, label, LIMIT_OPTION_ALIASES)
       : [];
-  const problems = [...unknown, ...describeRuleProblems(value, label)];
+  const problems = [...unknown, ...describeRuleProblems(withPolicyPlaceholders(value), label)];
   if (typeof value !== 'object' || value === null) return problems;
-  const { key, name, onRedisError, cost } = value as SlidingLimitOptions;
+  const { key, name, onRedisError, cost, policy, candidate } = value as SlidingLimitFixedOptions;
+  if (policy !== undefined) problems.push(...describePolicyRefProblems(policy, `${label}.policy`));
+  if (candidate !== undefined) problems.push(...describeCandidateProblems(candidate, value, `${label}.candidate`));
   problems.push(...describeCostOptionProblems(cost, `${label}.cost`));
   if (key !== undefined) problems.push(...describeKeyProblems(key, `${label}.key`));
   if (name !== undefined) problems.push(...describeNameProblems(name, `${label}.name`));
   if (onRedisError !== undefined)
     problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${label}.onRedisError`));
+  return problems;
+}
+
+/**
+ * A limit with a policy may leave `limit` and `windowMs` to it: the rule checks then see stand-ins
+ * (a limit of 1; no window, and so no precision to check against it) for what is left out.
+ */
+function withPolicyPlaceholders(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const options = value as Partial<SlidingLimitFixedOptions>;
+  if (options.policy === undefined) return value;
+  const probe: Record<string, unknown> = { ...options };
+  if (probe.limit === undefined) probe.limit = 1;
+  if (probe.windowMs === undefined) {
+    probe.windowMs = 1000;
+    delete probe.precisionMs;
+  }
+  return probe;
+}
+
+const CANDIDATE_OPTIONS = ['limit', 'windowMs', 'precisionMs', 'name'];
+
+/** Problems of a `candidate`, checked as the shadow limit it makes with its limit's values. */
+function describeCandidateProblems(candidate: unknown, limit: object, label: string): string[] {
+  if (typeof candidate !== 'object' || candidate === null) {
+    return [`${label} must be an object with limit, windowMs or precisionMs, got ${describeValue(candidate)}`];
+  }
+  const problems = describeUnknownOptions(candidate, CANDIDATE_OPTIONS, label);
+  const { name, ...values } = candidate as SlidingLimitCandidate;
+  if (name !== undefined) problems.push(...describeNameProblems(name, `${label}.name`));
+  const parent = withPolicyPlaceholders(limit) as SlidingLimitFixedOptions;
+  const rule = {
+    limit: parent.limit,
+    windowMs: parent.windowMs,
+    precisionMs: parent.precisionMs,
+    ...definedOnly(values),
+  };
+  problems.push(...describeRuleProblems(rule, label).filter((line) => line.startsWith(`${label}.`)));
   return problems;
 }

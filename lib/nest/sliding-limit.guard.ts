@@ -14,7 +14,19 @@ import type { MultiRateLimitDecision } from '../core/decisions';
 import type { FallbackKind as DegradedKind } from '../core/call-metrics';
 import type { CompiledLimit, HandlerPlan } from './limit-plan';
 import { tooManyRequestsBody } from './rate-limit-error-body';
-import { HEADER, rateLimitHeaders, retryAfterSeconds, writeHeaders, type HeaderEntry } from './rate-limit-headers';
+import {
+  HEADER,
+  rateLimitHeaders,
+  retryAfterSeconds,
+  writeHeaders,
+  type HeaderEntry,
+  type NamedRule,
+} from './rate-limit-headers';
+import { isValidRule, type SlidingLimitRule } from '../core/limit-rule';
+import { describeValue } from '../core/value-checks';
+import { describePolicyResultProblem, policyValuesOf, type RateLimitPolicyResult } from './rate-limit-policy';
+import { PolicyFailures } from './policy-failures';
+import { ShadowReport } from './shadow-report';
 import { SlidingLimitPlans } from './rate-limit-plans';
 import type { RateLimitRequest } from './rate-limit-key';
 import type { KeySource } from './key-template';
@@ -25,12 +37,35 @@ import { missingModuleError } from './missing-module.error';
 import { refusalLine } from './refusal-line';
 import { adoptRawUser } from './request-user';
 
-/** The rule of one limit for one request's key. */
+/** The rule of one limit for one request's key, with the decorator's values (a policy's come later). */
 function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
-  const rule: KeyedSlidingLimitRule = { key, limit: limit.limit, windowMs: limit.windowMs };
+  // A limit whose values a policy gives has none here: `withPolicyValues` sets them, or refuses.
+  const rule: KeyedSlidingLimitRule = { key, limit: limit.limit as number, windowMs: limit.windowMs as number };
   if (limit.precisionMs !== undefined) rule.precisionMs = limit.precisionMs;
+  if (limit.mode !== undefined) rule.mode = limit.mode;
+  if (limit.overrides !== undefined) rule.overrides = limit.overrides;
   return rule;
 }
+
+/**
+ * The limits of one request as a policy made them: the keyed rules, what the headers call each (the
+ * caller's tier), and the cost when the policy gave one.
+ */
+export interface RequestLimits {
+  readonly rules: KeyedSlidingLimitRule[];
+  /** Per rule, its name in the headers, limit and window. */
+  readonly named: readonly NamedRule[];
+  readonly cost?: number;
+}
+
+/** What a request gets when its limits cannot be known (a policy failed and the limit has no values of its own). */
+const UNRESOLVED: MultiRateLimitDecision = {
+  allowed: false,
+  retryAfterMs: 1000,
+  functionName: '',
+  limits: [],
+  degraded: 'deny',
+};
 
 /**
  * Requests already counted, per plan, shared by every guard instance: a guard registered globally and
@@ -73,6 +108,7 @@ type ApplyDecision = (
   plan: HandlerPlan,
   response: unknown,
   decision: MultiRateLimitDecision,
+  named?: readonly NamedRule[],
 ) => boolean;
 
 /** A request's decision on its way back to the guard, which applies it (headers, or the refusal). */
@@ -130,6 +166,8 @@ export class SlidingLimitGuard implements CanActivate {
   private readonly warnedUnsupported = new WeakSet<HandlerPlan>();
   private readonly metUnsupported = new WeakSet<HandlerPlan>();
   private readonly warnedUnpriceable = new WeakSet<HandlerPlan>();
+  private readonly policyFailures = new PolicyFailures((line) => this.logger.warn(line));
+  private readonly shadowReport = new ShadowReport((line) => this.logger.log(line));
 
   protected readonly limiter: SlidingWindowLimiter;
   protected readonly plans: SlidingLimitPlans;
@@ -188,6 +226,7 @@ export class SlidingLimitGuard implements CanActivate {
    * benchmark app showed the decision path recompiled after each such collection with closures).
    */
   protected enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
+    if (plan.policies) return this.enforceWithPolicies(context, plan, http);
     const rules = this.rulesFor(plan, http.request, context);
     if (!Array.isArray(rules) || plan.costFunction) return this.enforceAsync(context, plan, http, rules);
     const admission = new Admission(this.applyDecision, context, plan, http.response);
@@ -203,9 +242,128 @@ export class SlidingLimitGuard implements CanActivate {
   ): Promise<boolean> {
     const rules = await keyed;
     const options = plan.costFunction
-      ? { ...plan.decisionOptions, cost: await this.priceOf(plan, plan.costFunction, http.request, context) }
+      ? { ...plan.decisionOptions, cost: await this.priceOf(plan, plan.costFunction, http.request, context, rules) }
       : plan.decisionOptions;
     return this.apply(context, plan, http.response, await this.limiter.consumeAll(rules, options));
+  }
+
+  /** {@link SlidingLimitGuard.enforce} for a route whose limits come (in part) from policies. */
+  private async enforceWithPolicies(
+    context: ExecutionContext,
+    plan: HandlerPlan,
+    http: RateLimitHttpContext,
+  ): Promise<boolean> {
+    const limits = await this.resolveLimits(plan, http.request, context);
+    if (!limits) return this.apply(context, plan, http.response, UNRESOLVED);
+    let options = plan.decisionOptions;
+    if (limits.cost !== undefined) {
+      const problem = describeRuntimeCostProblem(limits.cost, limits.rules);
+      if (problem !== undefined) this.throwUnpriceable(context, plan, `its policy's cost: ${problem}`);
+      options = { ...options, cost: limits.cost };
+    } else if (plan.costFunction) {
+      options = { ...options, cost: await this.priceOf(plan, plan.costFunction, http.request, context, limits.rules) };
+    }
+    const decision = await this.limiter.consumeAll(limits.rules, options);
+    return this.apply(context, plan, http.response, decision, limits.named);
+  }
+
+  /**
+   * The limits of one request, exactly as the guard decides them: keys resolved (the protected
+   * hooks included), each of the route's policies resolved once, their values over the decorator's.
+   * Undefined when a policy failed for a limit that has no values of its own (the request is then
+   * answered as Redis' `deny`: a 503). Used by the guard and by `RateLimitUsage`.
+   */
+  async resolveLimits(
+    plan: HandlerPlan,
+    request: RateLimitRequest,
+    context: ExecutionContext,
+  ): Promise<RequestLimits | undefined> {
+    const answers = plan.policies ? await this.resolvePolicies(plan, request, context) : [];
+    const rules = await this.rulesFor(plan, request, context);
+    const named = new Array<NamedRule>(rules.length);
+    const policies = plan.policies ?? [];
+    // A policy whose answer made every limit it gives values to has answered (said when it had failed).
+    const usable = answers.map((answer) => answer !== undefined);
+    let cost: number | undefined;
+    for (let i = 0; i < rules.length; i++) {
+      const limit = plan.limits[i];
+      let answer = limit.policy === undefined ? undefined : answers[limit.policy];
+      if (answer !== undefined) {
+        const rule = withPolicyValues(rules[i], limit, answer);
+        if (typeof rule === 'string') {
+          const policy = (plan.policies as NonNullable<HandlerPlan['policies']>)[limit.policy as number];
+          if (!this.fallBack(plan, policy.label, `its answer for limit "${limit.name}" ${rule}`, limit))
+            return undefined;
+          usable[limit.policy as number] = false;
+          answer = undefined;
+        } else {
+          rules[i] = rule;
+          cost ??= answer.cost;
+        }
+      } else if (limit.limit === undefined || limit.windowMs === undefined) {
+        return undefined;
+      }
+      named[i] = { name: headerName(limit, answer), limit: rules[i].limit, windowMs: rules[i].windowMs };
+    }
+    for (let p = 0; p < policies.length; p++)
+      if (usable[p]) this.policyFailures.answered(plan.route, policies[p].label);
+    return cost === undefined ? { rules, named } : { rules, named, cost };
+  }
+
+  /** Each policy of the plan, once; undefined for one that failed (said once, with what happens instead). */
+  private async resolvePolicies(
+    plan: HandlerPlan,
+    request: RateLimitRequest,
+    context: ExecutionContext,
+  ): Promise<(RateLimitPolicyResult | undefined)[]> {
+    const policies = plan.policies as NonNullable<HandlerPlan['policies']>;
+    return Promise.all(
+      policies.map(async (policy, index) => {
+        let answer: unknown;
+        try {
+          answer = await policy.resolve(request, context);
+        } catch (error) {
+          this.policyFailed(plan, index, `it threw: ${messageOf(error)}`);
+          return undefined;
+        }
+        const problem = describePolicyResultProblem(answer);
+        if (problem !== undefined) {
+          this.policyFailed(plan, index, problem);
+          return undefined;
+        }
+        return answer as RateLimitPolicyResult;
+      }),
+    );
+  }
+
+  /** Says (once) that policy `index` of `plan` failed, and what its limits do instead. */
+  private policyFailed(plan: HandlerPlan, index: number, reason: string): void {
+    const using = plan.limits.filter((limit) => limit.policy === index);
+    const fallback = using.every((limit) => limit.limit !== undefined && limit.windowMs !== undefined);
+    const outcome = fallback
+      ? `its limits apply their own values (${using.map((l) => `"${l.name}" ${l.limit} per ${l.windowMs} ms`).join(', ')})`
+      : `its requests are answered 503, as limit${using.length === 1 ? '' : 's'} ${using.map((l) => `"${l.name}"`).join(', ')} ` +
+        'give no limit and windowMs of their own to fall back to';
+    this.policyFailures.failed(
+      plan.route,
+      (plan.policies as NonNullable<HandlerPlan['policies']>)[index].label,
+      reason,
+      outcome,
+    );
+  }
+
+  /** A policy's answer is unusable for `limit`: false when it has no values of its own to fall back to. */
+  private fallBack(plan: HandlerPlan, policy: string, reason: string, limit: CompiledLimit): boolean {
+    const fallback = limit.limit !== undefined && limit.windowMs !== undefined;
+    this.policyFailures.failed(
+      plan.route,
+      policy,
+      reason,
+      fallback
+        ? `limit "${limit.name}" applies its own values (${limit.limit} per ${limit.windowMs} ms)`
+        : 'answered 503',
+    );
+    return fallback;
   }
 
   /** `apply`, for `Admission`: made once per guard. */
@@ -218,6 +376,8 @@ export class SlidingLimitGuard implements CanActivate {
     costFunction: RateLimitCostFunction,
     request: RateLimitRequest,
     context: ExecutionContext,
+    /** The request's limits, which the price must fit. */
+    limits: readonly SlidingLimitRule[],
   ): Promise<number> {
     const refuse = (reason: string): never => {
       if (!this.warnedUnpriceable.has(plan)) {
@@ -234,7 +394,7 @@ export class SlidingLimitGuard implements CanActivate {
     }
     return Promise.resolve(price).then(
       (value) => {
-        const problem = describeRuntimeCostProblem(value, plan.limits);
+        const problem = describeRuntimeCostProblem(value, limits);
         return problem === undefined ? value : refuse(problem);
       },
       (error: unknown) => refuse(`its cost function failed: ${messageOf(error)}`),
@@ -246,6 +406,8 @@ export class SlidingLimitGuard implements CanActivate {
     plan: HandlerPlan,
     response: unknown,
     decision: MultiRateLimitDecision,
+    /** The request's limits as the headers name them, when a policy made them; else the plan's. */
+    named: readonly NamedRule[] = plan.limits as readonly NamedRule[],
   ): boolean {
     if (decision.degraded) {
       // Redis did not decide: no counts to report, and a denial is the server's fault, not the client's.
@@ -254,9 +416,14 @@ export class SlidingLimitGuard implements CanActivate {
       if (!decision.allowed) this.throwUnavailable(response, decision, context);
       return true;
     }
+    const { options } = this.plans;
+    if (plan.hasShadow) this.shadowReport.note(plan.route, plan.limits, decision.limits);
     // No response (WebSockets, microservices): no headers to build.
     if (response !== undefined) {
-      this.setHeaders(response, rateLimitHeaders(this.plans.options.headers, plan.limits, plan.policyHeader, decision));
+      this.setHeaders(
+        response,
+        rateLimitHeaders(options.headers, named, plan.policyHeader, decision, options.shadowHeader && plan.hasShadow),
+      );
     }
     if (!decision.allowed) this.throwRateLimited(context, decision, plan);
     return true;
@@ -354,7 +521,7 @@ export class SlidingLimitGuard implements CanActivate {
     const details = {
       retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),
       retryAfterMs: decision.retryAfterMs,
-      limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
+      limits: refusedBy(plan, decision),
     };
     throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
   }
@@ -437,4 +604,49 @@ export class SlidingLimitGuard implements CanActivate {
       `${remedy} (see docs/nest.md, "GraphQL, WebSockets and other transports")`
     );
   }
+}
+
+/** The names of the enforced limits that refused a decision (a shadow limit refuses nothing). */
+export function refusedBy(plan: HandlerPlan, decision: MultiRateLimitDecision): string[] {
+  const names: string[] = [];
+  for (let i = 0; i < plan.limits.length; i++) {
+    const limit = decision.limits[i];
+    if (limit !== undefined && !limit.allowed && limit.shadow === undefined) names.push(plan.limits[i].name);
+  }
+  return names;
+}
+
+/**
+ * `rule` with the values a policy answered for its limit (the answer's, then its `limits` entry for
+ * the limit, then a candidate's own), or why they make no valid rule.
+ */
+function withPolicyValues(
+  rule: KeyedSlidingLimitRule,
+  limit: CompiledLimit,
+  answer: RateLimitPolicyResult,
+): KeyedSlidingLimitRule | string {
+  const own = answer.limits?.[limit.policyLimitName as string];
+  if (own !== undefined && (typeof own !== 'object' || own === null)) return `is not an object of limit values`;
+  const merged: KeyedSlidingLimitRule = {
+    ...rule,
+    ...policyValuesOf(answer),
+    ...policyValuesOf(own),
+    ...limit.fixed,
+  };
+  // A candidate is a shadow limit whatever the policy says.
+  if (limit.fixed !== undefined || limit.mode === 'shadow') merged.mode = 'shadow';
+  if (merged.mode === 'enforced') delete merged.mode;
+  if (merged.precisionMs === undefined) delete merged.precisionMs;
+  if (isValidRule(merged)) return merged;
+  const { limit: value, windowMs, precisionMs } = merged as Record<string, unknown>;
+  return (
+    `makes no valid limit (limit ${describeValue(value)}, windowMs ${describeValue(windowMs)}` +
+    `${precisionMs === undefined ? '' : `, precisionMs ${describeValue(precisionMs)}`})`
+  );
+}
+
+/** What the headers call a limit: its caller's tier when a policy decided it, else its own name. */
+function headerName(limit: CompiledLimit, answer: RateLimitPolicyResult | undefined): string {
+  if (answer === undefined || limit.tierNamed === undefined) return limit.name;
+  return limit.tierNamed === 'alone' ? answer.name : `${answer.name}.${limit.name}`;
 }
