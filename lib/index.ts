@@ -102,6 +102,13 @@ export { SlidingLimitGuard, type RateLimitHttpContext, type RequestLimits } from
 export type { NamedRule } from './nest/rate-limit-headers';
 export { InjectSlidingLimiter } from './nest/inject-sliding-limiter';
 export { SlidingLimitPlans } from './nest/rate-limit-plans';
+export {
+  RateLimitUsage,
+  type RateLimitUsageEntry,
+  type RateLimitUsageOptions,
+  type RateLimitUsageReport,
+} from './nest/rate-limit-usage';
+export { DEFAULT_USAGE_PATH } from './nest/rate-limit-usage.controller';
 export type { CompiledLimit, CompiledPolicy, HandlerPlan } from './nest/limit-plan';
 export type { CompiledKey, KeySource } from './nest/key-template';
 export type { RateLimitConnection } from './nest/rate-limit-connection';

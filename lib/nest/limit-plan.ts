@@ -54,6 +54,8 @@ export interface CompiledLimit {
   readonly policyLimitName?: string;
   /** Values that win over the policy's: a candidate's own. */
   readonly fixed?: PolicyLimitValues;
+  /** Set when the decorator gave the limit a name (unnamed limits are named after their route). */
+  readonly named?: true;
   /** The name `RateLimit-Policy` gives it under a policy: the tier's own, or `<tier>.<limit>` when several share it. */
   readonly tierNamed?: 'alone' | 'shared';
 }
@@ -176,6 +178,7 @@ export function buildHandlerPlan(
       key,
       policy,
       policyLimitName: policy === undefined ? undefined : name,
+      named: entry.name === undefined ? undefined : (true as const),
     }) as CompiledLimit;
     limits.push(compiled);
     if (entry.candidate) limits.push(candidateOf(compiled, entry.candidate));

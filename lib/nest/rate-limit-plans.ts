@@ -97,6 +97,11 @@ export class SlidingLimitPlans implements OnModuleInit {
     return result.plan;
   }
 
+  /** Every plan built so far (each discovered handler's, at bootstrap), in order. */
+  all(): readonly HandlerPlan[] {
+    return this.built;
+  }
+
   /** What the routes need of the limiter's functions (a cost, precisionMs), by route. */
   functionNeeds(): FunctionNeeds {
     return functionNeedsOf(this.built);

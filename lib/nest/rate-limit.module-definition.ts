@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import { RATE_LIMIT_RAW_OPTIONS } from './rate-limit.constants';
+import { DEFAULT_USAGE_PATH, usageController } from './rate-limit-usage.controller';
 import type { RateLimitModuleOptions } from './rate-limit.options';
 
 /** Extras of `forRoot` / `forRootAsync` that shape the module rather than the limiter. */
@@ -10,6 +11,12 @@ export interface RateLimitModuleExtras {
    * registers the guard for every route.)
    */
   isGlobal?: boolean;
+  /**
+   * Adds the ready usage endpoint: `true` at `GET /rate_limit`, or `{ path }`. It answers the caller's
+   * named limits (limit, remaining, used, reset, tier) without counting against any; see
+   * `RateLimitUsage` and docs/limits-as-data.md for exposing it safely. Default `false`.
+   */
+  usage?: boolean | { path?: string };
 }
 
 export const {
@@ -19,9 +26,12 @@ export const {
 } = new ConfigurableModuleBuilder<RateLimitModuleOptions>({ optionsInjectionToken: RATE_LIMIT_RAW_OPTIONS })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createRateLimitOptions')
-  .setExtras<RateLimitModuleExtras>({ isGlobal: true }, (definition, extras) => ({
+  .setExtras<RateLimitModuleExtras>({ isGlobal: true, usage: false }, (definition, extras) => ({
     ...definition,
     global: extras.isGlobal,
+    controllers: extras.usage
+      ? [usageController((typeof extras.usage === 'object' ? extras.usage.path : undefined) ?? DEFAULT_USAGE_PATH)]
+      : [],
   }))
   .build();
 

@@ -16,6 +16,7 @@ import { ConfigurableRateLimitModule } from './rate-limit.module-definition';
 import { resolveRateLimitOptions, type ResolvedRateLimitOptions } from './rate-limit.options';
 import { SlidingLimitGuard } from './sliding-limit.guard';
 import { GuardCoverageCheck } from './guard-coverage';
+import { RateLimitUsage } from './rate-limit-usage';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 
 /** Stands in for the guard when `global: false`; Nest needs an APP_GUARD value either way. */
@@ -48,6 +49,7 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
     },
     SlidingLimitPlans,
     SlidingLimitGuard,
+    RateLimitUsage,
     GuardCoverageCheck,
     {
       provide: APP_GUARD,
@@ -62,7 +64,14 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
       inject: [RATE_LIMIT_OPTIONS, HttpAdapterHost],
     },
   ],
-  exports: [SlidingWindowLimiter, SlidingLimitGuard, SlidingLimitPlans, RATE_LIMIT_OPTIONS, RATE_LIMIT_CONNECTION],
+  exports: [
+    SlidingWindowLimiter,
+    SlidingLimitGuard,
+    SlidingLimitPlans,
+    RateLimitUsage,
+    RATE_LIMIT_OPTIONS,
+    RATE_LIMIT_CONNECTION,
+  ],
 })
 export class RateLimitModule extends ConfigurableRateLimitModule implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('RateLimitModule');

@@ -1,5 +1,11 @@
 import { Logger } from '@nestjs/common';
-import { RateLimitConfigError, SlidingWindowLimiter } from 'nestjs-sliding-limit';
+import {
+  RateLimitConfigError,
+  RateLimitModule,
+  RateLimitUsage,
+  SlidingWindowLimiter,
+  type RateLimitUsageReport,
+} from 'nestjs-sliding-limit';
 import {
   FunctionPolicyController,
   PlanPolicy,
@@ -11,7 +17,7 @@ import {
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { rejectionOf } from '../support/rejection';
-import { connectShared } from '../support/test-redis';
+import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 
 /*
  * Limits as data through the guard: a policy resolved once per request gives each caller its tier's
@@ -175,5 +181,70 @@ describe('bootstrap checks of policies', () => {
     expect(String((error as Error).message)).toContain(
       "ShadowController.get: a shadow limit (mode: 'shadow', a candidate, or limitMode: 'shadow') needs sliding_allow_v4",
     );
+  });
+});
+
+describe.each(PLATFORMS)('the usage answer on %s', (platform) => {
+  let app: TestApp | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  const start = async (usage: boolean | { path: string } = true) => {
+    const keyPrefix = uniquePrefix('usage');
+    app = await startTestApp({
+      platform,
+      controllers: [PlansController, FunctionPolicyController],
+      providers: [PlanService, PlanPolicy],
+      options: { keyPrefix },
+      rateLimitModule: RateLimitModule.forRoot({ redis: sharedRedisUrl(), keyPrefix, headers: 'both', usage }),
+    });
+    return { app, plans: app.app.get(PlanService) };
+  };
+
+  it("answers the caller's named limits as its headers say them, consuming nothing", async () => {
+    const { app, plans } = await start();
+    plans.plans.set('pro-key', 'pro');
+    const key = { 'x-api-key': 'pro-key' };
+    const last = await app.http().get('/api/items').set(key).expect(200);
+    await app.http().get('/api/items').set(key).expect(200);
+    const usage = await app.http().get('/rate_limit').set(key).expect(200);
+    const again = await app.http().get('/rate_limit').set(key).expect(200);
+    expect(again.body).toEqual(usage.body);
+    expect(usage.headers['x-ratelimit-limit']).toBeUndefined();
+    const { limits } = usage.body as RateLimitUsageReport;
+    expect(Object.keys(limits)).toEqual(['api-hour', 'api-minute', 'fn', 'reports', 'reports.candidate']);
+    expect(limits['api-minute']).toMatchObject({
+      policy: 'pro.api-minute',
+      limit: 6,
+      remaining: 4,
+      used: 2,
+      windowMs: 60_000,
+    });
+    expect(limits['api-hour']).toMatchObject({ policy: 'pro.api-hour', limit: 100, remaining: 98, used: 2 });
+    expect(limits.reports).toMatchObject({ policy: 'pro', limit: 20, remaining: 20, used: 0 });
+    expect(limits['reports.candidate']).toMatchObject({ limit: 1, remaining: 1, shadow: true });
+    // The headers of the next request say what the usage said, less that request.
+    const next = await app.http().get('/api/items').set(key).expect(200);
+    expect(Number(next.headers['x-ratelimit-remaining'])).toBe(limits['api-minute'].remaining - 1);
+    expect(Number(last.headers['x-ratelimit-remaining'])).toBe(limits['api-minute'].remaining + 1);
+  });
+
+  it('serves another path; a request without an API key sees the limits of its IP', async () => {
+    const { app } = await start({ path: 'me/quota' });
+    await app.http().get('/rate_limit').expect(404);
+    const usage = await app.http().get('/me/quota').expect(200);
+    // Without an API key the header-keyed limits fall back to the IP: still the caller's own.
+    expect(Object.keys((usage.body as RateLimitUsageReport).limits)).toContain('api-minute');
+  });
+
+  it('is injectable, with a filter of names', async () => {
+    const { app } = await start(false);
+    const usage = app.app.get(RateLimitUsage);
+    const report = await usage.of({ headers: { 'x-api-key': 'k' }, ip: '10.0.0.1' }, { names: ['fn'] });
+    expect(report.limits).toEqual({
+      fn: { policy: 'basic', limit: 1, remaining: 1, used: 0, reset: 0, windowMs: 60_000 },
+    });
   });
 });
