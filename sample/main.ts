@@ -70,11 +70,12 @@ async function main(): Promise<void> {
             `  curl -i -X POST ${url}/api-keys/demo-free/plan -H 'content-type: application/json' -d '{"plan":"pro"}'`,
             "      (the next /reports request of demo-free gets pro's 100, its count kept)",
             `  curl -i ${url}/rate_limit -H 'x-api-key: demo-free'   # its limits and what is left; counts nothing`,
+            onRedis
+              ? `  npx nestjs-sliding-limit overrides set 'reports:{header.x-api-key:demo-free}' --limit 3 --ttl 10m --note demo` +
+                (redisUrl === DEFAULT_REDIS_URL ? '' : ` --url ${redisUrl}`)
+              : '  (a per-key override with `npx nestjs-sliding-limit overrides set` needs Redis)',
             ...(onRedis
-              ? [
-                  `  npx nestjs-sliding-limit overrides set 'reports:{header.x-api-key:demo-free}' --limit 3 --ttl 10m --note demo`,
-                  '      (REDIS_URL for another Redis; the next request of demo-free gets 3 per minute, for 10 minutes)',
-                ]
+              ? ['      (the running app applies it to the next request of demo-free: 3 per minute, for 10 minutes)']
               : []),
           ]
         : ['  (the /reports route and its candidate limit need shadow limits: sliding_allow_v4)']),
