@@ -13,6 +13,7 @@ import { QuotaController } from './quota.controller';
 import { ReportsController } from './reports.controller';
 import { SearchController } from './search.controller';
 import { SmsController } from './sms.controller';
+import { UsageController } from './usage.controller';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -43,14 +44,12 @@ const PLAN_ROUTES = SAMPLE_HAS_SHADOW ? [ReportsController, ApiKeysController] :
         ...(config.get<string>('RATE_LIMIT_STORE') === 'memory'
           ? { store: 'memory' as const }
           : { redis: config.get<string>('REDIS_URL') || DEFAULT_REDIS_URL }),
-        // sliding_allow_v1, _v2 or _v3: switch versions without a code change (an empty value means unset).
+        // sliding_allow_v1 to _v4: switch versions without a code change (an empty value means unset).
         functionName: config.get<string>('RATE_LIMIT_FUNCTION') || SAMPLE_FUNCTION,
         headers: 'both',
         // x-ratelimit-shadow on /reports: what its candidate limit would have refused.
         shadowHeader: true,
       }),
-      // GET /rate_limit: the caller's own limits (its IP's, its API key's), consuming nothing.
-      usage: true,
     }),
   ],
   controllers: [
@@ -59,6 +58,7 @@ const PLAN_ROUTES = SAMPLE_HAS_SHADOW ? [ReportsController, ApiKeysController] :
     OrdersController,
     SearchController,
     HealthController,
+    UsageController,
     ...QUOTA_ROUTES,
     ...PLAN_ROUTES,
   ],

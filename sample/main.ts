@@ -69,7 +69,7 @@ async function main(): Promise<void> {
             '      (x-ratelimit-shadow: from the 6th request a minute, the 5-per-minute candidate would refuse)',
             `  curl -i -X POST ${url}/api-keys/demo-free/plan -H 'content-type: application/json' -d '{"plan":"pro"}'`,
             "      (the next /reports request of demo-free gets pro's 100, its count kept)",
-            `  curl -i ${url}/rate_limit -H 'x-api-key: demo-free'   # its limits and what is left; counts nothing`,
+            `  curl -i ${url}/rate_limit -H 'x-api-key: demo-free'   # its API-key limits and what is left; counts nothing`,
             onRedis
               ? `  npx nestjs-sliding-limit overrides set 'reports:{header.x-api-key:demo-free}' --limit 3 --ttl 10m --note demo` +
                 (redisUrl === DEFAULT_REDIS_URL ? '' : ` --url ${redisUrl}`)
