@@ -1,14 +1,19 @@
 import { Module, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { DEFAULT_FUNCTION_NAME, FUNCTION_VERSIONS, RateLimitModule } from 'nestjs-sliding-limit';
+import { ApiKeyPlans } from './api-key-plans.service';
+import { ApiKeysController } from './api-keys.controller';
 import { AuthController } from './auth.controller';
 import { FakeAuthMiddleware } from './fake-auth.middleware';
 import { HealthController } from './health.controller';
 import { LoginAttemptsService } from './login-attempts.service';
 import { OrdersController } from './orders.controller';
+import { PlanPolicy } from './plan.policy';
 import { QuotaController } from './quota.controller';
+import { ReportsController } from './reports.controller';
 import { SearchController } from './search.controller';
 import { SmsController } from './sms.controller';
+import { UsageController } from './usage.controller';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -23,6 +28,11 @@ export const SAMPLE_HAS_QUOTA = FUNCTION_VERSIONS.some(
   (version) => version.allowFunction === SAMPLE_FUNCTION && version.weighted && version.bucketed,
 );
 const QUOTA_ROUTES = SAMPLE_HAS_QUOTA ? [QuotaController] : [];
+/** Whether the function counts shadow limits, which the /reports route's candidate is (v4 and later). */
+export const SAMPLE_HAS_SHADOW = FUNCTION_VERSIONS.some(
+  (version) => version.allowFunction === SAMPLE_FUNCTION && version.shadowLimits === true,
+);
+const PLAN_ROUTES = SAMPLE_HAS_SHADOW ? [ReportsController, ApiKeysController] : [];
 
 @Module({
   imports: [
@@ -34,14 +44,25 @@ const QUOTA_ROUTES = SAMPLE_HAS_QUOTA ? [QuotaController] : [];
         ...(config.get<string>('RATE_LIMIT_STORE') === 'memory'
           ? { store: 'memory' as const }
           : { redis: config.get<string>('REDIS_URL') || DEFAULT_REDIS_URL }),
-        // sliding_allow_v1, _v2 or _v3: switch versions without a code change (an empty value means unset).
+        // sliding_allow_v1 to _v4: switch versions without a code change (an empty value means unset).
         functionName: config.get<string>('RATE_LIMIT_FUNCTION') || SAMPLE_FUNCTION,
         headers: 'both',
+        // x-ratelimit-shadow on /reports: what its candidate limit would have refused.
+        shadowHeader: true,
       }),
     }),
   ],
-  controllers: [AuthController, SmsController, OrdersController, SearchController, HealthController, ...QUOTA_ROUTES],
-  providers: [LoginAttemptsService],
+  controllers: [
+    AuthController,
+    SmsController,
+    OrdersController,
+    SearchController,
+    HealthController,
+    UsageController,
+    ...QUOTA_ROUTES,
+    ...PLAN_ROUTES,
+  ],
+  providers: [LoginAttemptsService, ApiKeyPlans, PlanPolicy],
 })
 export class AppModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { SlidingWindowLimiter } from 'nestjs-sliding-limit';
-import { AppModule, DEFAULT_REDIS_URL, SAMPLE_HAS_QUOTA } from './app.module';
+import { AppModule, DEFAULT_REDIS_URL, SAMPLE_HAS_QUOTA, SAMPLE_HAS_SHADOW } from './app.module';
 
 /** One quick PING, no retries: tells "no Redis" apart from everything else before Nest starts. */
 async function redisAnswers(url: string): Promise<boolean> {
@@ -62,6 +62,23 @@ async function main(): Promise<void> {
             `  curl -i ${url}/quota/export -H 'x-api-key: demo'           # costs 10`,
           ]
         : ['  (the /quota routes need a function with costs and precisionMs, such as sliding_allow_v3)']),
+      ...(SAMPLE_HAS_SHADOW
+        ? [
+            `  curl -i ${url}/reports -H 'x-api-key: demo-free'   # free plan: 10 per minute, RateLimit-Policy "free"`,
+            `  curl -i ${url}/reports -H 'x-api-key: demo-pro'    # pro plan: 100 per minute`,
+            '      (x-ratelimit-shadow: from the 6th request a minute, the 5-per-minute candidate would refuse)',
+            `  curl -i -X POST ${url}/api-keys/demo-free/plan -H 'content-type: application/json' -d '{"plan":"pro"}'`,
+            "      (the next /reports request of demo-free gets pro's 100, its count kept)",
+            `  curl -i ${url}/rate_limit -H 'x-api-key: demo-free'   # its API-key limits and what is left; counts nothing`,
+            onRedis
+              ? `  npx nestjs-sliding-limit overrides set 'reports:{header.x-api-key:demo-free}' --limit 3 --ttl 10m --note demo` +
+                (redisUrl === DEFAULT_REDIS_URL ? '' : ` --url ${redisUrl}`)
+              : '  (a per-key override with `npx nestjs-sliding-limit overrides set` needs Redis)',
+            ...(onRedis
+              ? ['      (the running app applies it to the next request of demo-free: 3 per minute, for 10 minutes)']
+              : []),
+          ]
+        : ['  (the /reports route and its candidate limit need shadow limits: sliding_allow_v4)']),
     ].join('\n'),
   );
 }

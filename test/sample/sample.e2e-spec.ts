@@ -2,7 +2,8 @@ import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import Redis from 'ioredis';
-import { DEFAULT_FUNCTION_NAME, SlidingWindowLimiter } from 'nestjs-sliding-limit';
+import { DEFAULT_FUNCTION_NAME, SlidingWindowLimiter, type RateLimitUsageReport } from 'nestjs-sliding-limit';
+import { RedisOverridesStore } from '../../lib/redis/overrides-store';
 import { AppModule } from '../../sample/app.module';
 import { startRedisServer, type RedisServer } from '../support/redis-server';
 
@@ -97,31 +98,127 @@ describe('the sample app', () => {
     const searched = await http().get('/quota/search?q=x').set('x-api-key', 'demo').expect(200);
     expect(searched.headers['x-ratelimit-remaining']).toBe('9989');
   });
+
+  describePlanTiers(http);
+
+  it('reports: an override set at runtime on the key the README names applies to the next request', async () => {
+    const reports = () => http().get('/reports').set('x-api-key', 'demo-free');
+    await reports().expect(200);
+    // What `npx nestjs-sliding-limit overrides set 'reports:{header.x-api-key:demo-free}' --limit 3 --ttl 10m` writes.
+    const overrides = new RedisOverridesStore(redis, { keyPrefix: 'rl:' });
+    await overrides.set('reports:{header.x-api-key:demo-free}', { action: 'limit', limit: 3 }, { ttlMs: 600_000 });
+    const lowered = await reports().expect(200);
+    expect(lowered.headers['x-ratelimit-limit']).toBe('3');
+    expect(lowered.headers['ratelimit-policy']).toBe('"free";q=3;w=60');
+    await reports().expect(200);
+    await reports().expect(429);
+    // Other keys keep their plan's limit.
+    const other = await http().get('/reports').set('x-api-key', 'demo-pro').expect(200);
+    expect(other.headers['x-ratelimit-limit']).toBe('100');
+    await overrides.delete('reports:{header.x-api-key:demo-free}');
+    await reports().expect(200);
+  });
 });
 
 describe('the sample app without Redis', () => {
   const environment = { ...process.env };
+  let app: INestApplication;
+  // As main.ts starts it when no Redis answers; nothing listens at REDIS_URL: it must not be used.
+  beforeAll(() => {
+    process.env.RATE_LIMIT_STORE = 'memory';
+    process.env.REDIS_URL = 'redis://127.0.0.1:1';
+    delete process.env.RATE_LIMIT_FUNCTION;
+  });
+  beforeEach(async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+  });
+  afterEach(() => app.close());
   afterAll(() => {
     process.env = environment;
   });
 
-  it('runs on the in-memory store (as main.ts starts it when no Redis answers) with the same limits', async () => {
-    process.env.RATE_LIMIT_STORE = 'memory';
-    process.env.REDIS_URL = 'redis://127.0.0.1:1'; // nothing listens there: it must not be used
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
-    await app.listen(0, '127.0.0.1');
-    try {
-      const login = () =>
-        request(app.getHttpServer())
-          .post('/auth/login')
-          .set('content-type', 'application/json')
-          .send({ username: 'demo', password: 'demo' });
-      for (let i = 0; i < 5; i++) await login().expect(200);
-      expect(Number((await login().expect(429)).headers['retry-after'])).toBeGreaterThan(0);
-      await request(app.getHttpServer()).get('/quota/export').set('x-api-key', 'k').expect(200);
-    } finally {
-      await app.close();
-    }
+  const http = () => request(app.getHttpServer());
+
+  it('runs on the in-memory store with the same limits', async () => {
+    const login = () =>
+      http().post('/auth/login').set('content-type', 'application/json').send({ username: 'demo', password: 'demo' });
+    for (let i = 0; i < 5; i++) await login().expect(200);
+    expect(Number((await login().expect(429)).headers['retry-after'])).toBeGreaterThan(0);
+    await http().get('/quota/export').set('x-api-key', 'k').expect(200);
   });
+
+  describePlanTiers(http);
 });
+
+/**
+ * The plan-tier API the README's curls show, the same on Redis and on the in-memory store: each API
+ * key gets its plan's limit from PlanPolicy (free 10, pro 100 per minute), named in the headers; a
+ * plan change applies to the next request; the 5-per-minute candidate never refuses but says when it
+ * would; the usage endpoint says what the headers say.
+ */
+function describePlanTiers(http: () => ReturnType<typeof request>): void {
+  const reports = (apiKey: string) => http().get('/reports').set('x-api-key', apiKey);
+  const setPlan = (apiKey: string, plan: string) =>
+    http().post(`/api-keys/${apiKey}/plan`).set('content-type', 'application/json').send({ plan });
+
+  it('reports: free and pro keys get their plan’s limit per minute, named in RateLimit-Policy', async () => {
+    const free = await reports('demo-free').expect(200);
+    expect(free.body).toEqual({ plan: 'free', reports: [] });
+    expect(free.headers['x-ratelimit-limit']).toBe('10');
+    expect(free.headers['x-ratelimit-remaining']).toBe('9');
+    expect(free.headers['ratelimit-policy']).toBe('"free";q=10;w=60');
+    const pro = await reports('demo-pro').expect(200);
+    expect(pro.headers['x-ratelimit-limit']).toBe('100');
+    expect(pro.headers['x-ratelimit-remaining']).toBe('99');
+    expect(pro.headers['ratelimit-policy']).toBe('"pro";q=100;w=60');
+    // A key the plans do not know is on the free plan, counted on its own.
+    const unknown = await reports('someone-else').expect(200);
+    expect(unknown.headers['x-ratelimit-remaining']).toBe('9');
+  });
+
+  it('reports: a plan change applies to the key’s next request, its count kept both ways', async () => {
+    for (let i = 0; i < 10; i++) await reports('demo-free').expect(200);
+    await reports('demo-free').expect(429);
+    expect((await setPlan('demo-free', 'pro').expect(200)).body).toEqual({ apiKey: 'demo-free', plan: 'pro' });
+    const upgraded = await reports('demo-free').expect(200);
+    expect(upgraded.headers['ratelimit-policy']).toBe('"pro";q=100;w=60');
+    // The 10 counted before (the refused request counted nothing) and this one: 89 of pro's 100 left.
+    expect(upgraded.headers['x-ratelimit-remaining']).toBe('89');
+    await setPlan('demo-free', 'free').expect(200);
+    // 11 in the window: over free's 10, refused on the next request.
+    const downgraded = await reports('demo-free').expect(429);
+    expect(downgraded.headers['ratelimit-policy']).toBe('"free";q=10;w=60');
+    await setPlan('demo-free', 'gold').expect(400);
+  });
+
+  it('reports: the candidate of 5 per minute never refuses; x-ratelimit-shadow says from the 6th that it would', async () => {
+    const answers = [];
+    for (let i = 0; i < 7; i++) answers.push(await reports('demo-free').expect(200));
+    expect(answers[4].headers['x-ratelimit-shadow']).toBe('"reports.candidate";q=5;r=0;w=60;would-refuse=?0');
+    expect(answers[5].headers['x-ratelimit-shadow']).toBe('"reports.candidate";q=5;r=0;w=60;would-refuse=?1');
+    expect(answers[6].headers['x-ratelimit-shadow']).toBe('"reports.candidate";q=5;r=0;w=60;would-refuse=?1');
+    // The enforced limit counts on: the candidate is not in X-RateLimit-* or RateLimit-Policy.
+    expect(answers[6].headers['x-ratelimit-remaining']).toBe('3');
+    expect(answers[6].headers['ratelimit-policy']).toBe('"free";q=10;w=60');
+  });
+
+  it('rate_limit: answers the key’s limits as its headers say them, counting nothing', async () => {
+    for (let i = 0; i < 3; i++) await reports('demo-free').expect(200);
+    const usage = await http().get('/rate_limit').set('x-api-key', 'demo-free').expect(200);
+    expect((await http().get('/rate_limit').set('x-api-key', 'demo-free').expect(200)).body).toEqual(usage.body);
+    expect(usage.headers['x-ratelimit-limit']).toBeUndefined();
+    const { limits } = usage.body as RateLimitUsageReport;
+    // Only the limits keyed by the API key: none keyed by a value any caller could name (a phone number).
+    expect(Object.keys(limits)).toEqual(['api-quota', 'reports', 'reports.candidate']);
+    expect(limits.reports).toMatchObject({ policy: 'free', limit: 10, remaining: 7, used: 3, windowMs: 60_000 });
+    expect(limits['reports.candidate']).toMatchObject({ limit: 5, remaining: 2, used: 3, shadow: true });
+    const next = await reports('demo-free').expect(200);
+    expect(Number(next.headers['x-ratelimit-remaining'])).toBe(limits.reports.remaining - 1);
+    // Another key's usage is its own: nothing counted.
+    const other = (await http().get('/rate_limit').set('x-api-key', 'demo-pro').expect(200))
+      .body as RateLimitUsageReport;
+    expect(other.limits.reports).toMatchObject({ policy: 'pro', limit: 100, remaining: 100, used: 0 });
+  });
+}
