@@ -13,7 +13,6 @@ import { QuotaController } from './quota.controller';
 import { ReportsController } from './reports.controller';
 import { SearchController } from './search.controller';
 import { SmsController } from './sms.controller';
-import { UsageController } from './usage.controller';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -38,6 +37,9 @@ const PLAN_ROUTES = SAMPLE_HAS_SHADOW ? [ReportsController, ApiKeysController] :
   imports: [
     ConfigModule.forRoot({ isGlobal: true }),
     RateLimitModule.forRootAsync({
+      // GET /rate_limit: the limits keyed by the caller's API key (its SMS limits, keyed by a phone
+      // number any caller could name, are left out by default anyway).
+      usage: { names: ['api-quota', 'reports', 'reports.candidate'] },
       inject: [ConfigService],
       useFactory: (config: ConfigService) => ({
         // main.ts sets RATE_LIMIT_STORE=memory when no Redis answers; an empty REDIS_URL means the default.
@@ -58,7 +60,6 @@ const PLAN_ROUTES = SAMPLE_HAS_SHADOW ? [ReportsController, ApiKeysController] :
     OrdersController,
     SearchController,
     HealthController,
-    UsageController,
     ...QUOTA_ROUTES,
     ...PLAN_ROUTES,
   ],

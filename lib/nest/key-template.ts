@@ -101,6 +101,19 @@ export function compileKey(key: RateLimitKey): CompiledKey {
   };
 }
 
+/**
+ * Whether any caller can name someone else's key: a template that reads a request value the caller
+ * chooses freely (a body, query or route parameter) and nothing that identifies the caller (ip, user,
+ * a header such as an API key). The ready usage endpoint leaves such limits out by default. A key
+ * function cannot be read, and counts as the caller's own.
+ */
+export function isNamedByCaller(key: RateLimitKey): boolean {
+  if (typeof key === 'function') return false;
+  const kinds = key.split('+').map((part) => part.trim().split(':')[0]);
+  const chosen = kinds.some((kind) => kind === 'body' || kind === 'query' || kind === 'param');
+  return chosen && !kinds.some((kind) => kind === 'ip' || kind === 'user' || kind === 'header');
+}
+
 function isThenable(value: unknown): value is PromiseLike<RateLimitKeyValue> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }

@@ -8,7 +8,7 @@ import {
   type SlidingLimitOptions,
 } from './rate-limit.options';
 import { type RateLimitKey } from './rate-limit-key';
-import { compileKey, type CompiledKey } from './key-template';
+import { compileKey, isNamedByCaller, type CompiledKey } from './key-template';
 import { policyHeaderValue } from './rate-limit-headers';
 import { describeCostOptionProblems, type RateLimitCostFunction } from './rate-limit-cost';
 import type { RateLimitRequest } from './rate-limit-key';
@@ -56,6 +56,8 @@ export interface CompiledLimit {
   readonly fixed?: PolicyLimitValues;
   /** Set when the decorator gave the limit a name (unnamed limits are named after their route). */
   readonly named?: true;
+  /** Set when any caller can name the limit's keys (see `isNamedByCaller`): not the caller's own usage. */
+  readonly namedByCaller?: true;
   /** The name `RateLimit-Policy` gives it under a policy: the tier's own, or `<tier>.<limit>` when several share it. */
   readonly tierNamed?: 'alone' | 'shared';
 }
@@ -179,6 +181,7 @@ export function buildHandlerPlan(
       policy,
       policyLimitName: policy === undefined ? undefined : name,
       named: entry.name === undefined ? undefined : (true as const),
+      namedByCaller: isNamedByCaller(source) ? (true as const) : undefined,
     }) as CompiledLimit;
     limits.push(compiled);
     if (entry.candidate) limits.push(candidateOf(compiled, entry.candidate));

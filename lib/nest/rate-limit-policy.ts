@@ -33,7 +33,11 @@ export interface RateLimitPolicyResult extends PolicyLimitValues {
    * a caller moved to another tier keeps its history.
    */
   name: string;
-  /** Values of single limits, by their `@SlidingLimit` name: over the values above, for that limit. */
+  /**
+   * Values of single limits, by their `@SlidingLimit` name: over the values above, for that limit. A
+   * candidate's entry (`'<name>.candidate'`, or its own name) is over its decorator values: a trial
+   * limit per tier.
+   */
   limits?: Readonly<Record<string, PolicyLimitValues>>;
   /** What the request weighs, when the policy says (over the route's `cost`). */
   cost?: number;

@@ -64,6 +64,23 @@ export class RateLimitUsage {
     private readonly limiter: SlidingWindowLimiter,
   ) {}
 
+  /**
+   * The named limits whose keys are the caller's own, and those left out because any caller can name
+   * their keys (a body, query or route value with nothing identifying the caller: see the safety note
+   * above). What the ready endpoint reports unless told its `names`.
+   */
+  callersOwnNames(): { names: string[]; leftOut: string[] } {
+    const names = new Set<string>();
+    const leftOut = new Set<string>();
+    for (const plan of this.plans.all()) {
+      for (const limit of plan.limits) {
+        if (limit.named) (limit.namedByCaller ? leftOut : names).add(limit.name);
+      }
+    }
+    // A name keyed by the caller's identity on one route and by a free value on another is left out.
+    return { names: [...names].filter((name) => !leftOut.has(name)).sort(), leftOut: [...leftOut].sort() };
+  }
+
   /** The caller's named limits. A limit whose key the request cannot give (no API key) is left out. */
   async of(request: RateLimitRequest, options: RateLimitUsageOptions = {}): Promise<RateLimitUsageReport> {
     // The handler is what a key function's context.getHandler() sees; it is never called from there.

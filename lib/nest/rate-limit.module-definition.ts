@@ -12,11 +12,13 @@ export interface RateLimitModuleExtras {
    */
   isGlobal?: boolean;
   /**
-   * Adds the ready usage endpoint: `true` at `GET /rate_limit`, or `{ path }`. It answers the caller's
-   * named limits (limit, remaining, used, reset, tier) without counting against any; see
-   * `RateLimitUsage` and docs/limits-as-data.md for exposing it safely. Default `false`.
+   * Adds the ready usage endpoint: `true` at `GET /rate_limit`, or `{ path, names }`. It answers the
+   * caller's named limits (limit, remaining, used, reset, tier) without counting against any: the
+   * limits `names` lists, or by default every named limit keyed by the caller's identity (leaving out
+   * those whose keys any caller can name: a body, query or route value alone). See `RateLimitUsage`
+   * and docs/limits-as-data.md for exposing it safely. Default `false`.
    */
-  usage?: boolean | { path?: string };
+  usage?: boolean | { path?: string; names?: readonly string[] };
 }
 
 export const {
@@ -30,7 +32,11 @@ export const {
     ...definition,
     global: extras.isGlobal,
     controllers: extras.usage
-      ? [usageController((typeof extras.usage === 'object' ? extras.usage.path : undefined) ?? DEFAULT_USAGE_PATH)]
+      ? [
+          typeof extras.usage === 'object'
+            ? usageController(extras.usage.path ?? DEFAULT_USAGE_PATH, extras.usage.names)
+            : usageController(),
+        ]
       : [],
   }))
   .build();

@@ -339,11 +339,14 @@ export class SlidingLimitGuard implements CanActivate {
   /** Says (once) that policy `index` of `plan` failed, and what its limits do instead. */
   private policyFailed(plan: HandlerPlan, index: number, reason: string): void {
     const using = plan.limits.filter((limit) => limit.policy === index);
-    const fallback = using.every((limit) => limit.limit !== undefined && limit.windowMs !== undefined);
-    const outcome = fallback
-      ? `its limits apply their own values (${using.map((l) => `"${l.name}" ${l.limit} per ${l.windowMs} ms`).join(', ')})`
-      : `its requests are answered 503, as limit${using.length === 1 ? '' : 's'} ${using.map((l) => `"${l.name}"`).join(', ')} ` +
-        'give no limit and windowMs of their own to fall back to';
+    const without = using.filter((limit) => limit.limit === undefined || limit.windowMs === undefined);
+    const names = without.map((limit) => `"${limit.name}"`).join(', ');
+    const outcome =
+      without.length === 0
+        ? `its limits apply their own values (${using.map((l) => `"${l.name}" ${l.limit} per ${l.windowMs} ms`).join(', ')})`
+        : without.length === 1
+          ? `its requests are answered 503, as limit ${names} gives no limit and windowMs of its own to fall back to`
+          : `its requests are answered 503, as limits ${names} give no limit and windowMs of their own to fall back to`;
     this.policyFailures.failed(
       plan.route,
       (plan.policies as NonNullable<HandlerPlan['policies']>)[index].label,
@@ -618,7 +621,8 @@ export function refusedBy(plan: HandlerPlan, decision: MultiRateLimitDecision): 
 
 /**
  * `rule` with the values a policy answered for its limit (the answer's, then its `limits` entry for
- * the limit, then a candidate's own), or why they make no valid rule.
+ * the limit, then a candidate's own, then the answer's `limits` entry for the candidate), or why they
+ * make no valid rule.
  */
 function withPolicyValues(
   rule: KeyedSlidingLimitRule,
@@ -626,12 +630,18 @@ function withPolicyValues(
   answer: RateLimitPolicyResult,
 ): KeyedSlidingLimitRule | string {
   const own = answer.limits?.[limit.policyLimitName as string];
-  if (own !== undefined && (typeof own !== 'object' || own === null)) return `is not an object of limit values`;
+  // A candidate may have values per tier too, under its own name: over its decorator's.
+  const candidateOwn = limit.fixed === undefined ? undefined : answer.limits?.[limit.name];
+  for (const values of [own, candidateOwn]) {
+    if (values !== undefined && (typeof values !== 'object' || values === null))
+      return `is not an object of limit values`;
+  }
   const merged: KeyedSlidingLimitRule = {
     ...rule,
     ...policyValuesOf(answer),
     ...policyValuesOf(own),
     ...limit.fixed,
+    ...policyValuesOf(candidateOwn),
   };
   // A candidate is a shadow limit whatever the policy says.
   if (limit.fixed !== undefined || limit.mode === 'shadow') merged.mode = 'shadow';

@@ -9,6 +9,7 @@ import {
 import {
   FunctionPolicyController,
   PlanPolicy,
+  PhoneCodesController,
   PlanService,
   PlansController,
   ShadowController,
@@ -140,6 +141,23 @@ describe.each(PLATFORMS)('policies and shadow limits through the guard on %s', (
     expect(reports[2].body.message).not.toContain('candidate');
   });
 
+  it("gives a candidate its tier's values from the policy's limits, by the candidate's name", async () => {
+    const { app, plans } = await start();
+    plans.plans.set('pro-trial', 'pro');
+    const key = { 'x-api-key': 'pro-trial' };
+    const shadow = [];
+    for (let i = 0; i < 4; i++) {
+      shadow.push((await app.http().get('/api/reports').set(key).expect(200)).headers['x-ratelimit-shadow']);
+    }
+    // Pro's 20 per minute are enforced; its candidate tries 3, where free callers' tries 1.
+    expect(shadow).toEqual([
+      '"reports.candidate";q=3;r=2;w=60;would-refuse=?0',
+      '"reports.candidate";q=3;r=1;w=60;would-refuse=?0',
+      '"reports.candidate";q=3;r=0;w=60;would-refuse=?0',
+      '"reports.candidate";q=3;r=0;w=60;would-refuse=?1',
+    ]);
+  });
+
   it('applies a per-key override set at runtime to the next request, in the headers too', async () => {
     const { app } = await start();
     const key = { 'x-api-key': 'vip' };
@@ -191,11 +209,11 @@ describe.each(PLATFORMS)('the usage answer on %s', (platform) => {
     app = undefined;
   });
 
-  const start = async (usage: boolean | { path: string } = true) => {
+  const start = async (usage: boolean | { path?: string; names?: string[] } = true) => {
     const keyPrefix = uniquePrefix('usage');
     app = await startTestApp({
       platform,
-      controllers: [PlansController, FunctionPolicyController],
+      controllers: [PlansController, FunctionPolicyController, PhoneCodesController],
       providers: [PlanService, PlanPolicy],
       options: { keyPrefix },
       rateLimitModule: RateLimitModule.forRoot({ redis: sharedRedisUrl(), keyPrefix, headers: 'both', usage }),
@@ -224,7 +242,8 @@ describe.each(PLATFORMS)('the usage answer on %s', (platform) => {
     });
     expect(limits['api-hour']).toMatchObject({ policy: 'pro.api-hour', limit: 100, remaining: 98, used: 2 });
     expect(limits.reports).toMatchObject({ policy: 'pro', limit: 20, remaining: 20, used: 0 });
-    expect(limits['reports.candidate']).toMatchObject({ limit: 1, remaining: 1, shadow: true });
+    // The candidate's pro value, from the policy's limits by the candidate's name.
+    expect(limits['reports.candidate']).toMatchObject({ limit: 3, remaining: 3, shadow: true });
     // The headers of the next request say what the usage said, less that request.
     const next = await app.http().get('/api/items').set(key).expect(200);
     expect(Number(next.headers['x-ratelimit-remaining'])).toBe(limits['api-minute'].remaining - 1);
@@ -237,6 +256,29 @@ describe.each(PLATFORMS)('the usage answer on %s', (platform) => {
     const usage = await app.http().get('/me/quota').expect(200);
     // Without an API key the header-keyed limits fall back to the IP: still the caller's own.
     expect(Object.keys((usage.body as RateLimitUsageReport).limits)).toContain('api-minute');
+  });
+
+  it('leaves out, saying so once, the limits whose keys any caller can name, unless told their names', async () => {
+    const log = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    log.mockClear();
+    const { app } = await start();
+    const phone = { phone: '13800000001' };
+    await app.http().post('/codes').send(phone).expect(201);
+    for (let i = 0; i < 2; i++) {
+      const usage = await app.http().get('/rate_limit').send(phone).expect(200);
+      expect(Object.keys((usage.body as RateLimitUsageReport).limits)).not.toContain('code-phone');
+    }
+    const said = log.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('leaves out'));
+    expect(said).toEqual([expect.stringContaining('GET /rate_limit leaves out "code-phone": any caller can name')]);
+    await app.close();
+
+    const named = (await start({ names: ['code-phone'] })).app;
+    await named.http().post('/codes').send(phone).expect(201);
+    // (Fastify parses no GET body: the phone's key falls back to the IP there, a limit all the same.)
+    const usage = await named.http().get('/rate_limit').send(phone).expect(200);
+    expect((usage.body as RateLimitUsageReport).limits).toEqual({
+      'code-phone': expect.objectContaining({ policy: 'code-phone', limit: 2, windowMs: 60_000 }),
+    });
   });
 
   it('is injectable, with a filter of names', async () => {
