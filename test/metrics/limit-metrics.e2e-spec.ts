@@ -1,4 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
+import type Redis from 'ioredis';
 import { Registry } from 'prom-client';
 import { RateLimitModule, RateLimitPrometheusModule, SlidingLimit } from 'nestjs-sliding-limit';
 import { RateLimitOpenTelemetryModule } from 'nestjs-sliding-limit/opentelemetry';
@@ -7,7 +8,7 @@ import { startOtel, valueOf, type OtelHarness } from '../opentelemetry/otel-harn
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { samples } from '../support/prometheus-samples';
 import { startRedisServer, type RedisServer } from '../support/redis-server';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { connectShared, reconnectingClient, uniquePrefix } from '../support/test-redis';
 
 /** Twins: the same limit enforced on one route and in shadow on another; a limit with a candidate. */
 @Controller('twins')
@@ -152,16 +153,21 @@ describe.each(PLATFORMS)('metrics by limit through the guard on %s', (platform) 
 
 describe('metrics by limit while Redis is down', () => {
   let server: RedisServer | undefined;
+  let client: Redis | undefined;
   let app: TestApp | undefined;
   afterEach(async () => {
     await app?.close();
     app = undefined;
+    // The test's own client (the module closes only what it opened): disconnected at once.
+    client?.disconnect();
+    client = undefined;
     await server?.stop();
     server = undefined;
   });
 
   it('counts degraded decisions per limit and mode, by kind, and no Redis decision for them', async () => {
     server = await startRedisServer();
+    client = reconnectingClient(server.url);
     const registry = new Registry();
     const keyPrefix = uniquePrefix('limit-degraded');
     app = await startTestApp({
@@ -169,7 +175,7 @@ describe('metrics by limit while Redis is down', () => {
       controllers: [TwinsController],
       imports: [RateLimitPrometheusModule.forRoot({ registry })],
       rateLimitModule: RateLimitModule.forRoot({
-        redis: server.url,
+        client,
         keyPrefix,
         onRedisError: 'allow',
         timeoutMs: 100,
