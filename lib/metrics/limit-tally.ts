@@ -2,8 +2,6 @@ import type { FallbackKind } from '../core/call-metrics';
 import type { RateLimitDecision } from '../core/decisions';
 import type { OverrideAction } from '../core/key-overrides';
 import type { LimitMode } from '../core/limit-rule';
-import { defaultLimiterLogger } from '../limiter/default-logger';
-import type { LimiterLogger } from '../limiter/degraded-mode-log';
 import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import type { DecisionEvent } from '../limiter/sliding-window-limiter.interfaces';
 
@@ -47,7 +45,11 @@ export class LimitTally {
   private names = 0;
   private overflowLogged = false;
 
-  constructor(private readonly logger: LimiterLogger = defaultLimiterLogger()) {}
+  /**
+   * @param warn where the one warning about too many names goes. Default: `process.emitWarning`, so
+   * that the exports stay free of Nest (the Prometheus one loads without it) and the line still shows.
+   */
+  constructor(private readonly warn: (message: string) => void = emitWarning) {}
 
   /** Counts one decision. */
   record(event: DecisionEvent): void {
@@ -95,12 +97,16 @@ export class LimitTally {
   private warnOverflow(name: string): void {
     if (this.overflowLogged) return;
     this.overflowLogged = true;
-    this.logger.warn(
+    this.warn(
       `Limit metrics: more than ${MAX_LIMIT_NAMES} limit names (the latest ${JSON.stringify(name.slice(0, 80))}); ` +
         `further names are counted as "${OTHER_LIMITS_LABEL}". Limit names should come from @SlidingLimit ` +
         'decorators, never from requests: pass fixed names to limitNames',
     );
   }
+}
+
+function emitWarning(message: string): void {
+  process.emitWarning(message, 'RateLimitMetricsWarning');
 }
 
 interface Subscription {

@@ -117,7 +117,11 @@ describe.each(PLATFORMS)('metrics by limit through the guard on %s', (platform) 
     const redis = connectShared();
     try {
       const overrides = new RedisOverridesStore(redis, { keyPrefix: app!.keyPrefix });
-      await overrides.set('twin-enforced:{header.x-api-key:vip-4711}', { action: 'limit', limit: 5 }, { ttlMs: 60_000 });
+      await overrides.set(
+        'twin-enforced:{header.x-api-key:vip-4711}',
+        { action: 'limit', limit: 5 },
+        { ttlMs: 60_000 },
+      );
       await overrides.set('twin-enforced:{header.x-api-key:ops-0815}', { action: 'exempt' }, { ttlMs: 60_000 });
       await overrides.set('twin-shadow:{header.x-api-key:bot-666}', { action: 'block' }, { ttlMs: 60_000 });
     } finally {

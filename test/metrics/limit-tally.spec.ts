@@ -43,7 +43,15 @@ describe('the tally of decisions by limit', () => {
       );
       const counts = lease.tally.snapshot();
       expect(counts).toEqual([
-        { limit: UNNAMED_LIMIT_LABEL, mode: 'enforced', allowed: 1, rejected: 2, wouldReject: 0, degraded: {}, overrides: {} },
+        {
+          limit: UNNAMED_LIMIT_LABEL,
+          mode: 'enforced',
+          allowed: 1,
+          rejected: 2,
+          wouldReject: 0,
+          degraded: {},
+          overrides: {},
+        },
         { limit: 'burst', mode: 'enforced', allowed: 2, rejected: 0, wouldReject: 0, degraded: {}, overrides: {} },
         { limit: 'trial', mode: 'shadow', allowed: 1, rejected: 0, wouldReject: 1, degraded: {}, overrides: {} },
       ]);
@@ -98,7 +106,7 @@ describe('the tally of decisions by limit', () => {
 
   it('counts the names past the cap together as _other and says so once, naming the fix', () => {
     const warnings: string[] = [];
-    const tally = new LimitTally({ log: () => undefined, warn: (line) => warnings.push(line) });
+    const tally = new LimitTally((line) => warnings.push(line));
     const decision = { allowed: true, limit: 5, remaining: 4, retryAfterMs: 0, resetMs: 0, functionName: 'f' };
     const event = (name: string): DecisionEvent => ({
       functionName: 'sliding_allow_v4',

@@ -50,6 +50,9 @@ describe('Prometheus export', () => {
       'sliding_limit_degraded_decisions_total',
       'sliding_limit_fallbacks_total',
       'sliding_limit_degraded',
+      'sliding_limit_limit_decisions_total',
+      'sliding_limit_limit_degraded_decisions_total',
+      'sliding_limit_limit_overrides_total',
       'sliding_limit_call_duration_seconds',
     ]);
 
@@ -140,6 +143,9 @@ describe('Prometheus export', () => {
       'edge_rl_degraded_decisions',
       'edge_rl_fallbacks',
       'edge_rl_degraded',
+      'edge_rl_limit_decisions',
+      'edge_rl_limit_degraded_decisions',
+      'edge_rl_limit_overrides',
       'edge_rl_call_duration_seconds',
     ]);
     const text = await registry.metrics();
