@@ -50,9 +50,9 @@ const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) =>
 );
 
 /**
- * Exports a limiter's per-function metrics to Prometheus through prom-client (an optional peer
- * dependency: `npm i prom-client`). The collectors read `limiter.metrics` when Prometheus scrapes,
- * so calls pay nothing for the export:
+ * Exports a limiter's metrics to Prometheus through prom-client (an optional peer dependency:
+ * `npm i prom-client`). The per-function collectors read `limiter.metrics` when Prometheus scrapes,
+ * so calls pay nothing for them:
  *
  * - `sliding_limit_calls_total{function}`: decisions asked of Redis, failed ones included
  * - `sliding_limit_decisions_total{function,outcome="allowed"|"rejected"}`
