@@ -8,6 +8,8 @@ import {
   OTHER_LIMITS_LABEL,
   UNNAMED_LIMIT_LABEL,
 } from '../../lib/metrics/limit-tally';
+import { instrumentLimiter } from '../../lib/opentelemetry';
+import { startOtel, valueOf } from '../opentelemetry/otel-harness';
 import { samples } from '../support/prometheus-samples';
 import { connectShared, uniquePrefix } from '../support/test-redis';
 
@@ -18,7 +20,9 @@ describe('the tally of decisions by limit', () => {
   });
   afterAll(() => redis.quit());
 
-  const newLimiter = () => new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('tally'), report: false });
+  // A generous timeout: a busy machine can keep the shared Redis from answering within the default 250 ms.
+  const newLimiter = () =>
+    new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('tally'), report: false, timeoutMs: 5000 });
 
   it('counts named limits by name and a decision without names as _unnamed, never a key', async () => {
     const limiter = newLimiter();
@@ -100,6 +104,41 @@ describe('the tally of decisions by limit', () => {
       expect(samples(await registry.metrics()).get(unnamed)).toBe(1);
     } finally {
       exported.unregister();
+      await limiter.close();
+    }
+  });
+
+  it('is the one tally of both exports, which stops when the last of them stops', async () => {
+    const limiter = newLimiter();
+    const registry = new Registry();
+    const otel = startOtel();
+    const prometheus = registerPrometheusMetrics(limiter, { registry });
+    const instrumentation = instrumentLimiter(limiter, { meterProvider: otel.meterProvider, spans: false });
+    const series = 'sliding_limit_limit_decisions_total{limit="burst",mode="enforced",outcome="allowed"}';
+    const otelCount = async () =>
+      valueOf(await otel.collect(), 'rate_limit.limit.decisions', {
+        'rate_limit.limit.name': 'burst',
+        'rate_limit.limit.mode': 'enforced',
+        'rate_limit.outcome': 'allowed',
+      });
+    const decide = () => limiter.consumeAll([{ key: 'k', limit: 100, windowMs: 60_000 }], { limitNames: ['burst'] });
+    try {
+      await decide();
+      await decide();
+      expect(samples(await registry.metrics()).get(series)).toBe(2);
+      expect(await otelCount()).toBe(2);
+      instrumentation.close();
+      await decide();
+      expect(samples(await registry.metrics()).get(series)).toBe(3);
+      prometheus.unregister();
+      // Nobody holds it now: the next lease starts a tally of its own, from zero.
+      const lease = leaseLimitTally(limiter);
+      expect(lease.tally.snapshot()).toEqual([]);
+      lease.release();
+    } finally {
+      instrumentation.close();
+      prometheus.unregister();
+      await otel.shutdown();
       await limiter.close();
     }
   });

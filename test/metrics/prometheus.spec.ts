@@ -27,6 +27,8 @@ describe('Prometheus export', () => {
       canary: { functionName: 'sliding_allow_v2', percent: 50 },
       clock: () => now,
       maxClockSkewMs: 0,
+      // Generous: a busy machine can keep the shared Redis from answering within the default 250 ms.
+      timeoutMs: 5000,
     });
     const keys = Array.from({ length: 100 }, (_, i) => `user:${i}`);
     for (let round = 0; round < 3; round++) {
