@@ -73,6 +73,17 @@ function selectorsIn(expr: string): { metric: string; labels: string[] }[] {
   }));
 }
 
+/** Whether the brackets of an expression pair up (outside strings): what a typo in a query breaks first. */
+function bracketsPairUp(expr: string): boolean {
+  const open: string[] = [];
+  const closing: Record<string, string> = { ')': '(', ']': '[', '}': '{' };
+  for (const char of expr.replace(/"(?:[^"\\]|\\.)*"/g, '""')) {
+    if ('([{'.includes(char)) open.push(char);
+    else if (char in closing && open.pop() !== closing[char]) return false;
+  }
+  return open.length === 0;
+}
+
 function allPanels(panels: Panel[]): Panel[] {
   return panels.flatMap((panel) => [panel, ...allPanels(panel.panels ?? [])]);
 }
@@ -133,6 +144,19 @@ describe('the Grafana dashboard (docs/grafana/nestjs-sliding-limit.json)', () =>
     expect(datasource).toMatchObject({ type: 'datasource', query: 'prometheus' });
     const ids = panels.map((panel) => panel.id);
     expect(new Set(ids).size).toBe(ids.length);
+    // No two panels cover the same cell of the grid.
+    const cells = new Map<string, string>();
+    for (const { title, gridPos } of panels) {
+      for (let x = gridPos.x; x < gridPos.x + gridPos.w; x++)
+        for (let y = gridPos.y; y < gridPos.y + gridPos.h; y++) {
+          expect({ cell: `${x},${y}`, taken: cells.get(`${x},${y}`), title }).toEqual({
+            cell: `${x},${y}`,
+            taken: undefined,
+            title,
+          });
+          cells.set(`${x},${y}`, title);
+        }
+    }
     for (const panel of panels) {
       expect(panel.gridPos.x + panel.gridPos.w).toBeLessThanOrEqual(24);
       if (panel.type === 'row') continue;
@@ -150,7 +174,11 @@ describe('the Grafana dashboard (docs/grafana/nestjs-sliding-limit.json)', () =>
     for (const { target } of queries) {
       const { expr } = target;
       const names = metricNamesIn(expr);
-      expect({ expr, reads: names.length > 0 }).toEqual({ expr, reads: true });
+      expect({ expr, reads: names.length > 0, bracketsPairUp: bracketsPairUp(expr) }).toEqual({
+        expr,
+        reads: true,
+        bracketsPairUp: true,
+      });
       for (const name of names)
         expect({ expr, name, exported: exported.has(name) }).toEqual({ expr, name, exported: true });
       for (const { metric, labels } of selectorsIn(expr)) {
