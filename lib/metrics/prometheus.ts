@@ -6,6 +6,7 @@ import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
 import type { FunctionCallMetrics } from '../core/call-metrics';
 import { DEGRADED_WINDOW_MS } from '../limiter/degraded-stretch';
+import { leaseLimitTally, type LimitCounts } from './limit-tally';
 
 /**
  * The parts of a prom-client `Registry` this export needs. Structural, so that these declarations
@@ -49,9 +50,9 @@ const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) =>
 );
 
 /**
- * Exports a limiter's per-function metrics to Prometheus through prom-client (an optional peer
- * dependency: `npm i prom-client`). The collectors read `limiter.metrics` when Prometheus scrapes,
- * so calls pay nothing for the export:
+ * Exports a limiter's metrics to Prometheus through prom-client (an optional peer dependency:
+ * `npm i prom-client`). The per-function collectors read `limiter.metrics` when Prometheus scrapes,
+ * so calls pay nothing for them:
  *
  * - `sliding_limit_calls_total{function}`: decisions asked of Redis, failed ones included
  * - `sliding_limit_decisions_total{function,outcome="allowed"|"rejected"}`
@@ -65,6 +66,16 @@ const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) =>
  *   in the last 10 s), else 0
  * - `sliding_limit_call_duration_seconds{function}`: a histogram of call latency
  *
+ * and per limit, by the `@SlidingLimit` name and its mode (`enforced` / `shadow`), never a key:
+ *
+ * - `sliding_limit_limit_decisions_total{limit,mode,outcome="allowed"|"rejected"|"would_reject"}`:
+ *   whether the limit had room, was full (the request refused) or, a shadow limit, was full while the
+ *   request was admitted
+ * - `sliding_limit_limit_degraded_decisions_total{limit,mode,kind}`: decisions made without Redis
+ * - `sliding_limit_limit_overrides_total{limit,mode,override="limit"|"exempt"|"block"}`: decisions in
+ *   which a per-key override applied
+ *
+ * The per-limit counters are kept by a decision listener (a map lookup per limit per decision).
  * One limiter per registry and prefix: a second registration under the same names throws.
  * @throws RateLimitConfigError when prom-client is not installed or the options are invalid
  */
@@ -90,8 +101,11 @@ export function registerPrometheusMetrics(
   const total = String(registry.contentType) === prom.Registry.OPENMETRICS_CONTENT_TYPE ? '' : '_total';
   const registers = [registry];
   const names: string[] = [];
+  // Counted per decision while registered; shared with the OpenTelemetry export of the same limiter.
+  const limitTally = leaseLimitTally(limiter);
   const unregister = () => {
     for (const name of names) registry.removeSingleMetric(name);
+    limitTally.release();
   };
   const register = (name: string, create: (name: string) => unknown): void => {
     try {
@@ -177,6 +191,55 @@ export function registerPrometheusMetrics(
           this.set(limiter.status().degraded ? 1 : 0);
         },
       }),
+  );
+  /** A counter read from the per-limit tally at scrape time. */
+  const limitCounter = (
+    suffix: string,
+    help: string,
+    labelName: string,
+    fill: (c: LimitCounts, inc: (value: string, count: number) => void) => void,
+  ) =>
+    register(
+      `${prefix}${suffix}${total}`,
+      (name) =>
+        new prom.Counter({
+          name,
+          help,
+          labelNames: ['limit', 'mode', labelName],
+          registers,
+          collect() {
+            this.reset();
+            for (const c of limitTally.tally.snapshot())
+              fill(c, (value, count) => this.inc({ limit: c.limit, mode: c.mode, [labelName]: value }, count));
+          },
+        }),
+    );
+  limitCounter(
+    'limit_decisions',
+    'Redis decisions per limit name, mode (enforced, shadow) and what the limit said: allowed (it had room), ' +
+      'rejected (it was full, the request was refused), would_reject (a shadow limit full, the request admitted).',
+    'outcome',
+    (c, inc) => {
+      inc('allowed', c.allowed);
+      inc('rejected', c.rejected);
+      if (c.mode === 'shadow') inc('would_reject', c.wouldReject);
+    },
+  );
+  limitCounter(
+    'limit_degraded_decisions',
+    'Decisions made without Redis per limit name, mode and kind: allow, deny or insurance.',
+    'kind',
+    (c, inc) => {
+      for (const [kind, count] of Object.entries(c.degraded)) inc(kind, count);
+    },
+  );
+  limitCounter(
+    'limit_overrides',
+    'Redis decisions in which a per-key override applied, per limit name, mode and override: limit, exempt, block.',
+    'override',
+    (c, inc) => {
+      for (const [override, count] of Object.entries(c.overrides)) inc(override, count);
+    },
   );
   const Histogram = precomputedHistogramClass(prom);
   register(`${prefix}call_duration_seconds`, (name) => new Histogram(name, limiter, registers));

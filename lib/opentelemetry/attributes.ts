@@ -22,6 +22,15 @@ export const OTEL_METRIC_NAMES = {
   degradedDecisions: 'rate_limit.degraded_decisions',
   /** Histogram, seconds: latency of the calls to Redis that decided (degraded ones: the failed call). */
   callDuration: 'rate_limit.call.duration',
+  /**
+   * Counter: Redis decisions per limit (`rate_limit.limit.name`, `rate_limit.limit.mode`) by what the
+   * limit said, `rate_limit.outcome`: `allowed`, `rejected` or (a shadow limit) `would_reject`.
+   */
+  limitDecisions: 'rate_limit.limit.decisions',
+  /** Counter: decisions made without Redis per limit, by `rate_limit.degraded`. */
+  limitDegradedDecisions: 'rate_limit.limit.degraded_decisions',
+  /** Counter: Redis decisions per limit in which a per-key override applied, by `rate_limit.override`. */
+  limitOverrides: 'rate_limit.limit.overrides',
 } as const;
 
 /** Names of the attributes on the instruments and on spans. */
@@ -30,8 +39,14 @@ export const OTEL_ATTRIBUTES = {
   functionName: 'rate_limit.function.name',
   /** Its library version, e.g. `v2`. */
   functionVersion: 'rate_limit.function.version',
-  /** `allowed` or `rejected` (the decisions counter). */
+  /** `allowed` or `rejected` (the decisions counter); per limit also `would_reject` (a shadow limit). */
   outcome: 'rate_limit.outcome',
+  /** The limit's name (the `@SlidingLimit` name; `_unnamed` without names, `_other` past 1000 names). */
+  limitName: 'rate_limit.limit.name',
+  /** The limit's mode: `enforced` or `shadow`. */
+  limitMode: 'rate_limit.limit.mode',
+  /** The per-key override that applied: `limit`, `exempt` or `block`. */
+  override: 'rate_limit.override',
   /** The kind of a failed call (the errors counter; on a span, why a degraded decision was not Redis'). */
   errorType: 'error.type',
   /** How a decision was made without Redis: `allow`, `deny` (the failure policy) or `insurance`. */

@@ -6,6 +6,7 @@ import {
   type Attributes,
   type BatchObservableResult,
   type Histogram,
+  type Meter,
   type MeterProvider,
   type ObservableCounter,
 } from '@opentelemetry/api';
@@ -15,6 +16,7 @@ import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
 import { describeValue } from '../core/value-checks';
 import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import type { DecisionEvent } from '../limiter/sliding-window-limiter.interfaces';
+import { leaseLimitTally, type LimitCounts } from '../metrics/limit-tally';
 import {
   OTEL_ATTRIBUTES as A,
   OTEL_METER_NAME,
@@ -62,6 +64,11 @@ const BOUNDS_SECONDS = LATENCY_BUCKETS_MS.filter((ms, i) => i % 4 === 0 && Numbe
  *   `rate_limit.calls`, `rate_limit.decisions{rate_limit.outcome}`, `rate_limit.errors{error.type}`,
  *   `rate_limit.blocked_locally`, `rate_limit.degraded_decisions{rate_limit.degraded}`, each per
  *   `rate_limit.function.name` and `rate_limit.function.version`;
+ * - counters per limit, by `rate_limit.limit.name` (the `@SlidingLimit` name, never a key) and
+ *   `rate_limit.limit.mode` (`enforced` / `shadow`): `rate_limit.limit.decisions{rate_limit.outcome}`
+ *   (`allowed`, `rejected`, `would_reject`), `rate_limit.limit.degraded_decisions{rate_limit.degraded}`,
+ *   `rate_limit.limit.overrides{rate_limit.override}`, counted by a decision listener shared with the
+ *   Prometheus export and read when the SDK collects;
  * - the histogram `rate_limit.call.duration` (seconds), recorded per decision through
  *   `SlidingWindowLimiter.onDecision`: OpenTelemetry has no asynchronous histogram;
  * - the decision on the active span: `rate_limit.allowed`, `rate_limit.limit_names`,
@@ -120,6 +127,7 @@ export function instrumentLimiter(
     };
     meter.addBatchObservableCallback(observe, observables);
     closers.push(() => meter.removeBatchObservableCallback(observe, observables));
+    closers.push(observeLimits(meter, limiter));
     histogram = meter.createHistogram(N.callDuration, {
       description: 'Latency of the rate limit calls to Redis that made a decision (degraded ones: the failed call).',
       unit: 's',
@@ -145,6 +153,39 @@ export function instrumentLimiter(
       closed = true;
       for (const close of closers) close();
     },
+  };
+}
+
+/** The per-limit counters, read from the limiter's shared tally; returns what stops them. */
+function observeLimits(meter: Meter, limiter: SlidingWindowLimiter): () => void {
+  const lease = leaseLimitTally(limiter);
+  const counter = (name: string, description: string) =>
+    meter.createObservableCounter(name, { description, unit: '{decision}' });
+  const decisions = counter(
+    N.limitDecisions,
+    'Redis decisions per limit and what it said: allowed (it had room), rejected (it was full, the request was ' +
+      'refused), would_reject (a shadow limit full, the request admitted).',
+  );
+  const degraded = counter(N.limitDegradedDecisions, 'Decisions made without Redis per limit, by kind.');
+  const overrides = counter(N.limitOverrides, 'Redis decisions per limit in which a per-key override applied.');
+  const observables: ObservableCounter[] = [decisions, degraded, overrides];
+  const observeLimit = (result: BatchObservableResult, c: LimitCounts) => {
+    const base: Attributes = { [A.limitName]: c.limit, [A.limitMode]: c.mode };
+    result.observe(decisions, c.allowed, { ...base, [A.outcome]: 'allowed' });
+    result.observe(decisions, c.rejected, { ...base, [A.outcome]: 'rejected' });
+    if (c.mode === 'shadow') result.observe(decisions, c.wouldReject, { ...base, [A.outcome]: 'would_reject' });
+    for (const [kind, count] of Object.entries(c.degraded))
+      result.observe(degraded, count, { ...base, [A.degraded]: kind });
+    for (const [override, count] of Object.entries(c.overrides))
+      result.observe(overrides, count, { ...base, [A.override]: override });
+  };
+  const observe = (result: BatchObservableResult) => {
+    for (const c of lease.tally.snapshot()) observeLimit(result, c);
+  };
+  meter.addBatchObservableCallback(observe, observables);
+  return () => {
+    meter.removeBatchObservableCallback(observe, observables);
+    lease.release();
   };
 }
 

@@ -27,6 +27,8 @@ describe('Prometheus export', () => {
       canary: { functionName: 'sliding_allow_v2', percent: 50 },
       clock: () => now,
       maxClockSkewMs: 0,
+      // Generous: a busy machine can keep the shared Redis from answering within the default 250 ms.
+      timeoutMs: 5000,
     });
     const keys = Array.from({ length: 100 }, (_, i) => `user:${i}`);
     for (let round = 0; round < 3; round++) {
@@ -50,6 +52,9 @@ describe('Prometheus export', () => {
       'sliding_limit_degraded_decisions_total',
       'sliding_limit_fallbacks_total',
       'sliding_limit_degraded',
+      'sliding_limit_limit_decisions_total',
+      'sliding_limit_limit_degraded_decisions_total',
+      'sliding_limit_limit_overrides_total',
       'sliding_limit_call_duration_seconds',
     ]);
 
@@ -140,6 +145,9 @@ describe('Prometheus export', () => {
       'edge_rl_degraded_decisions',
       'edge_rl_fallbacks',
       'edge_rl_degraded',
+      'edge_rl_limit_decisions',
+      'edge_rl_limit_degraded_decisions',
+      'edge_rl_limit_overrides',
       'edge_rl_call_duration_seconds',
     ]);
     const text = await registry.metrics();

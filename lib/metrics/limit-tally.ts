@@ -1,0 +1,152 @@
+import type { FallbackKind } from '../core/call-metrics';
+import type { RateLimitDecision } from '../core/decisions';
+import type { OverrideAction } from '../core/key-overrides';
+import type { LimitMode } from '../core/limit-rule';
+import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import type { DecisionEvent } from '../limiter/sliding-window-limiter.interfaces';
+
+/** The `limit` label of a decision made without limit names (`consume` / `consumeAll` called directly). */
+export const UNNAMED_LIMIT_LABEL = '_unnamed';
+/** The `limit` label of every name past {@link MAX_LIMIT_NAMES}. */
+export const OTHER_LIMITS_LABEL = '_other';
+/**
+ * Distinct limit names counted one by one, per limiter. Names come from `@SlidingLimit` decorators,
+ * a few dozen at most; a caller passing request-derived names to `limitNames` would otherwise grow
+ * the series without bound, so the names past this one are counted together.
+ */
+export const MAX_LIMIT_NAMES = 1000;
+
+/** What one limit (by name and mode) said, counted since the tally started. */
+export interface LimitCounts {
+  /** The limit's name: the `@SlidingLimit` name, {@link UNNAMED_LIMIT_LABEL} or {@link OTHER_LIMITS_LABEL}. */
+  readonly limit: string;
+  readonly mode: LimitMode;
+  /** Redis decisions in which the limit had room. */
+  allowed: number;
+  /** Redis decisions in which it was full and the request was refused (by it, or also by another limit). */
+  rejected: number;
+  /** Shadow limits only: full while the request was admitted — a refusal enforcing it would add. */
+  wouldReject: number;
+  /** Decisions made without Redis, by how (the `onRedisError` policy or the insurance). */
+  readonly degraded: Partial<Record<FallbackKind, number>>;
+  /** Redis decisions in which a per-key override applied, by its action. */
+  readonly overrides: Partial<Record<OverrideAction, number>>;
+}
+
+/**
+ * Counts a limiter's decisions per limit name and mode (names, never keys) for the Prometheus and
+ * OpenTelemetry exports, which read {@link LimitTally.snapshot} when they are scraped or collected.
+ * It is a decision listener: each decision costs a map lookup and an increment per limit.
+ */
+export class LimitTally {
+  /** One map per mode, so that a decision finds its counts without building a composite key. */
+  private readonly enforced = new Map<string, LimitCounts>();
+  private readonly shadow = new Map<string, LimitCounts>();
+  private names = 0;
+  private overflowLogged = false;
+
+  /**
+   * @param warn where the one warning about too many names goes. Default: `process.emitWarning`, so
+   * that the exports stay free of Nest (the Prometheus one loads without it) and the line still shows.
+   */
+  constructor(private readonly warn: (message: string) => void = emitWarning) {}
+
+  /** Counts one decision. */
+  record(event: DecisionEvent): void {
+    const { limits, limitNames, degraded } = event;
+    for (let i = 0; i < limits.length; i++) {
+      const decision = limits[i];
+      const counts = this.countsOf(limitNames?.[i] ?? UNNAMED_LIMIT_LABEL, decision);
+      if (degraded) {
+        counts.degraded[degraded] = (counts.degraded[degraded] ?? 0) + 1;
+        continue;
+      }
+      if (decision.allowed) counts.allowed++;
+      else if (event.allowed) counts.wouldReject++;
+      else counts.rejected++;
+      const override = decision.override;
+      if (override !== undefined) counts.overrides[override] = (counts.overrides[override] ?? 0) + 1;
+    }
+  }
+
+  /** The counts of every limit seen, copies the caller may keep. */
+  snapshot(): LimitCounts[] {
+    const copy = (counts: LimitCounts): LimitCounts => ({
+      ...counts,
+      degraded: { ...counts.degraded },
+      overrides: { ...counts.overrides },
+    });
+    return [...this.enforced.values(), ...this.shadow.values()].map(copy);
+  }
+
+  private countsOf(name: string, decision: RateLimitDecision): LimitCounts {
+    const mode: LimitMode = decision.shadow ? 'shadow' : 'enforced';
+    const byName = mode === 'shadow' ? this.shadow : this.enforced;
+    let counts = byName.get(name);
+    if (counts) return counts;
+    if (this.names >= MAX_LIMIT_NAMES && name !== OTHER_LIMITS_LABEL) {
+      this.warnOverflow(name);
+      return this.countsOf(OTHER_LIMITS_LABEL, decision);
+    }
+    counts = { limit: name, mode, allowed: 0, rejected: 0, wouldReject: 0, degraded: {}, overrides: {} };
+    byName.set(name, counts);
+    this.names++;
+    return counts;
+  }
+
+  private warnOverflow(name: string): void {
+    if (this.overflowLogged) return;
+    this.overflowLogged = true;
+    this.warn(
+      `Limit metrics: more than ${MAX_LIMIT_NAMES} limit names (the latest ${JSON.stringify(name.slice(0, 80))}); ` +
+        `further names are counted as "${OTHER_LIMITS_LABEL}". Limit names should come from @SlidingLimit ` +
+        'decorators, never from requests: pass fixed names to limitNames',
+    );
+  }
+}
+
+function emitWarning(message: string): void {
+  process.emitWarning(message, 'RateLimitMetricsWarning');
+}
+
+interface Subscription {
+  readonly tally: LimitTally;
+  readonly unsubscribe: () => void;
+  users: number;
+}
+
+const subscriptions = new WeakMap<SlidingWindowLimiter, Subscription>();
+
+/** A tally an export holds while it reads it; `release()` lets it go (idempotent). */
+export interface LimitTallyLease {
+  readonly tally: LimitTally;
+  release(): void;
+}
+
+/**
+ * The tally of `limiter`'s decisions, shared by the exports that use it (Prometheus and OpenTelemetry
+ * together subscribe one listener, not two). It listens while at least one export holds it; when the
+ * last one releases it, it stops, and the next export starts from zero (a counter reset, which both
+ * Prometheus and OpenTelemetry consumers handle).
+ */
+export function leaseLimitTally(limiter: SlidingWindowLimiter): LimitTallyLease {
+  let subscription = subscriptions.get(limiter);
+  if (!subscription) {
+    const tally = new LimitTally();
+    subscription = { tally, unsubscribe: limiter.onDecision((event) => tally.record(event)), users: 0 };
+    subscriptions.set(limiter, subscription);
+  }
+  subscription.users++;
+  const held = subscription;
+  let released = false;
+  return {
+    tally: held.tally,
+    release() {
+      if (released) return;
+      released = true;
+      if (--held.users > 0) return;
+      held.unsubscribe();
+      if (subscriptions.get(limiter) === held) subscriptions.delete(limiter);
+    },
+  };
+}
