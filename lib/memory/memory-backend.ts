@@ -74,11 +74,11 @@ export class MemoryBackend implements LimiterBackend {
   }
 
   /**
-   * The overrides of the keys under `keyPrefix`, in the model's keyspace where its `sliding_allow_v4`
+   * The overrides of the keys under `settings.keyPrefix`, in the model's keyspace where its `sliding_allow_v4`
    * reads them; dated and expired by the model's clock (the backend's `clock`), not the limiter's.
    */
-  overridesStore({ keyPrefix }: OverridesStoreSettings): OverrideStore {
-    return new MemoryOverridesStore(this.model, { keyPrefix });
+  overridesStore(settings: OverridesStoreSettings): OverrideStore {
+    return new MemoryOverridesStore(this.model, { keyPrefix: settings.keyPrefix });
   }
 
   /** Every version is "loaded": the model implements them all. */

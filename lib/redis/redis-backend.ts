@@ -62,8 +62,9 @@ export class RedisBackend implements LimiterBackend {
     return () => this.reloadListeners.delete(entry);
   }
 
-  overridesStore({ keyPrefix, clock }: OverridesStoreSettings): OverrideStore {
-    return new RedisOverridesStore(this.client, { keyPrefix, clock });
+  /** The overrides of the keys under `settings.keyPrefix`, on this connection, dated by `settings.clock`. */
+  overridesStore(settings: OverridesStoreSettings): OverrideStore {
+    return new RedisOverridesStore(this.client, { keyPrefix: settings.keyPrefix, clock: settings.clock });
   }
 
   async runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner> {
