@@ -162,6 +162,17 @@ describe('overrides commands (standalone)', () => {
     expect((await overrides('get', 'user:{42}', '--json')).json().override).toBeNull();
   });
 
+  it('reports a hash that is no override (an operator’s edit) with how to fix it, and deletes it', async () => {
+    await redis.hset('rl:bad:{1}|override', 'action', 'slower');
+    const get = await overrides('get', 'bad:{1}');
+    expect(get.code).toBe(1);
+    expect(get.stderr).toMatch(
+      /^error: unexpected failure: .*HGETALL rl:bad:\{1\}\|override \(no valid override: delete it\)/,
+    );
+    expect((await overrides('delete', 'bad:{1}', '--json')).json().deleted).toBe(true);
+    expect(await redis.exists('rl:bad:{1}|override')).toBe(0);
+  });
+
   it('lets an override expire by itself', async () => {
     const limiter = await appLimiter();
     expect((await overrides('set', 'k:{1}', '--block', '--ttl', '150')).code).toBe(0);
