@@ -21,7 +21,19 @@ export type { MultiRateLimitDecision, RateLimitDecision, RateLimitState } from '
 export type { RedisConnection } from './core/redis-connection';
 export type { LimiterLogger } from './limiter/degraded-mode-log';
 export type { FallbackKind, FunctionCallMetrics, LimiterErrorKind } from './core/call-metrics';
-export type { LimiterBackend, KeyCommands, LibraryReload } from './core/limiter-backend';
+export type { LimiterBackend, KeyCommands, LibraryReload, OverridesStoreSettings } from './core/limiter-backend';
+
+// Per-key overrides (limiter.overrides; the stores for use without a limiter)
+export type {
+  KeyOverride,
+  OverrideAction,
+  OverrideListOptions,
+  OverrideSetOptions,
+  OverrideStore,
+  StoredOverride,
+} from './core/key-overrides';
+export { RedisOverridesStore, type OverridesStoreOptions } from './redis/overrides-store';
+export { MemoryOverridesStore, type MemoryOverridesStoreOptions } from './memory/memory-overrides-store';
 
 // Operations: metrics and instance reports
 export {

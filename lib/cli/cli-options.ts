@@ -1,16 +1,21 @@
 import { parseArgs } from 'node:util';
 import { describeRedisUrlProblems } from '../core/redis-url';
 import { CliError, ExitCode } from './exit-codes';
+import { OVERRIDE_FLAGS, parseOverrideArgs, type OverrideArgs } from './override-args';
 
 /** The `functions` subcommands. */
 export const COMMANDS = ['list', 'load', 'status', 'delete', 'dump', 'restore'] as const;
 export type FunctionsCommandName = (typeof COMMANDS)[number];
-/** Every command: the `functions` subcommands and the top-level `doctor`. */
-export type CommandName = FunctionsCommandName | 'doctor';
+/** The `overrides` subcommands. */
+export const OVERRIDES_COMMANDS = ['set', 'get', 'delete', 'list'] as const;
+/** An `overrides` subcommand, named as typed. */
+export type OverridesCommandName = `overrides ${(typeof OVERRIDES_COMMANDS)[number]}`;
+/** Every command: the `functions` subcommands, the top-level `doctor` and the `overrides` subcommands. */
+export type CommandName = FunctionsCommandName | 'doctor' | OverridesCommandName;
 
-/** The command as typed: `functions list`, `doctor`. */
+/** The command as typed: `functions list`, `doctor`, `overrides set`. */
 export function commandLabel(command: CommandName): string {
-  return command === 'doctor' ? 'doctor' : `functions ${command}`;
+  return command === 'doctor' || command.startsWith('overrides ') ? command : `functions ${command}`;
 }
 
 /** FUNCTION RESTORE policies. */
@@ -51,6 +56,8 @@ export interface CliOptions {
   sample: number;
   /** The RESP version of the connection; undefined: ioredis' default (3). */
   resp?: RespVersion;
+  /** overrides: what the override flags say (an empty object for the other commands). */
+  overrides: OverrideArgs;
 }
 
 /** What the command line asks for: a command, or help. */
@@ -69,6 +76,14 @@ const OPTIONS = {
   resp: { type: 'string' },
   'key-prefix': { type: 'string' },
   sample: { type: 'string' },
+  limit: { type: 'string' },
+  exempt: { type: 'boolean' },
+  block: { type: 'boolean' },
+  ttl: { type: 'string' },
+  note: { type: 'string' },
+  by: { type: 'string' },
+  match: { type: 'string' },
+  count: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -82,6 +97,10 @@ const COMMAND_FLAGS: Record<CommandName, readonly string[]> = {
   dump: [],
   restore: ['policy'],
   doctor: ['key-prefix', 'sample'],
+  'overrides set': ['key-prefix', 'limit', 'exempt', 'block', 'ttl', 'note', 'by'],
+  'overrides get': ['key-prefix'],
+  'overrides delete': ['key-prefix'],
+  'overrides list': ['key-prefix', 'match', 'count'],
 };
 
 const ARGUMENTS: Record<CommandName, readonly string[]> = {
@@ -92,16 +111,22 @@ const ARGUMENTS: Record<CommandName, readonly string[]> = {
   dump: ['<file>'],
   restore: ['<file>'],
   doctor: [],
+  'overrides set': ['<key>'],
+  'overrides get': ['<key>'],
+  'overrides delete': ['<key>'],
+  'overrides list': [],
 };
 
-const COMMAND_ONLY_FLAGS = ['replace', 'force', 'prefix', 'policy', 'key-prefix', 'sample'] as const;
+const COMMAND_ONLY_FLAGS = ['replace', 'force', 'prefix', 'policy', 'key-prefix', 'sample', ...OVERRIDE_FLAGS] as const;
 
 /** The help text. */
 export const USAGE = `Usage: nestjs-sliding-limit functions <command> [options]
        nestjs-sliding-limit doctor [options]
+       nestjs-sliding-limit overrides <command> [options]
 
 Manages the rate limiter's Redis Function libraries (rate_limit_v1, rate_limit_v2, …) on every
 master, and shows which versions running instances call. doctor runs the after-launch checks.
+overrides raises, lowers, exempts or blocks one limited key at runtime (read by sliding_allow_v4).
 
 Commands:
   list               libraries and functions on every master; flags a function live instances
@@ -119,6 +144,15 @@ Commands:
                      call, memory and eviction policy, a sample of the limiter's keys, slow
                      calls and latency, cluster slots and replication; says what to do
 
+Overrides (<key> as the limiter names it, without the key prefix: login:{ip:10.0.0.1}):
+  overrides set <key> (--limit <n> | --exempt | --block) [--ttl <d>] [--note <text>] [--by <who>]
+                     set (replace) the key's override; its next request obeys it. --limit: the
+                     key's limit instead of the rule's (0 refuses all); --exempt: not limited;
+                     --block: refused, Retry-After the time the block has left
+  overrides get <key>      the key's override, if any
+  overrides delete <key>   delete the key's override: the rule applies again
+  overrides list     the overrides under the key prefix, sorted by key
+
 Options:
   --url <url>        a standalone Redis (default: $REDIS_URL, else ${DEFAULT_REDIS_URL})
   --cluster <seeds>  a Redis Cluster, from seeds host:port[,host:port…]
@@ -128,8 +162,14 @@ Options:
   --replace          load: replace a library of the same name that has other code
   --force            delete: delete even though live instances call the version
   --policy <policy>  restore: append (default), replace or flush
-  --key-prefix <p>   doctor: the key prefix of the sampled keys (default ${DEFAULT_KEY_PREFIX})
+  --key-prefix <p>   doctor: the key prefix of the sampled keys; overrides: the limiter's
+                     keyPrefix (default ${DEFAULT_KEY_PREFIX})
   --sample <n>       doctor: keys sampled per master with SCAN (default ${DEFAULT_SAMPLE})
+  --ttl <d>          overrides set: expires after ms, or 30s, 15m, 1h, 7d (default: never)
+  --note <text>      overrides set: why, for whoever reads it later (at most 500 characters)
+  --by <who>         overrides set: who sets it (default: the OS user@host)
+  --match <glob>     overrides list: keys (without the prefix) in Redis' glob syntax (default *)
+  --count <n>        overrides list: at most this many (default 100, at most 10000)
   --timeout <ms>     connect and command timeout (default ${DEFAULT_TIMEOUT_MS})
   --resp <2|3>       the RESP version to speak (default 3)
   --json             machine-readable output on stdout
@@ -140,10 +180,13 @@ Exit codes:
   0  done
   1  refused or failed: list found a problem, delete refused (version in use), a node
      rejected the command, a file could not be read or written
-  2  usage error: unknown command or flag, missing or invalid argument; nothing was done
+  2  usage error: unknown command or flag, missing or invalid argument (a key that cannot
+     carry an override among them); nothing was done
   3  Redis unreachable, authentication failed, or a command timed out
 doctor: 0 all good, 1 warnings, 2 problems found (a usage error is 2 as well: nothing
 is printed on stdout then, and --json says error.kind "usage"), 3 as above
+overrides: set exits 0 also when it warns that a master or a live limiter reads no
+overrides yet; get and delete exit 0 also when the key has no override
 `;
 
 /** Parses the command line (without `node` and the script). Throws a usage CliError. */
@@ -165,6 +208,7 @@ export function parseCommandLine(argv: readonly string[], env: Record<string, st
     }
   }
   if (values.url !== undefined && values.cluster !== undefined) throw usage('give either --url or --cluster, not both');
+  const prefix = keyPrefix(values['key-prefix']);
 
   return {
     command: name,
@@ -176,9 +220,10 @@ export function parseCommandLine(argv: readonly string[], env: Record<string, st
     force: values.force ?? false,
     policy: restorePolicy(values.policy),
     timeoutMs: timeout(values.timeout),
-    keyPrefix: keyPrefix(values['key-prefix']),
+    keyPrefix: prefix,
     sample: sampleSize(values.sample),
     resp: respVersion(values.resp),
+    overrides: name.startsWith('overrides ') ? parseOverrideArgs(name, args[0], prefix, values) : {},
   };
 }
 
@@ -186,10 +231,16 @@ function commandOf(positionals: readonly string[]): { name: CommandName; args: s
   const [group, command, ...args] = positionals;
   if (group === undefined) throw usage('no command given');
   if (group === 'doctor') return { name: 'doctor', args: positionals.slice(1) };
+  if (group === 'overrides') {
+    if (command === undefined) throw usage(`"overrides" needs a command: ${OVERRIDES_COMMANDS.join(', ')}`);
+    if (!(OVERRIDES_COMMANDS as readonly string[]).includes(command))
+      throw usage(`unknown command "overrides ${command}"; commands: ${OVERRIDES_COMMANDS.join(', ')}`);
+    return { name: `overrides ${command}` as OverridesCommandName, args };
+  }
   if (group !== 'functions')
     throw usage(
       `unknown command "${group}"; commands are under "functions" (e.g. nestjs-sliding-limit functions list), ` +
-        'besides doctor',
+        'besides doctor and overrides',
     );
   if (command === undefined) throw usage(`"functions" needs a command: ${COMMANDS.join(', ')}`);
   if (!(COMMANDS as readonly string[]).includes(command))

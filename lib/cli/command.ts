@@ -25,6 +25,8 @@ export interface CommandOutcome {
   text: string;
   /** A one-line summary printed to stderr when the exit code is not 0. */
   error?: string;
+  /** Printed to stderr, one `warning:` line each, whatever the exit code (the `--json` document carries its own). */
+  warnings?: readonly string[];
 }
 
 /** A command of the CLI. */

@@ -44,3 +44,20 @@ export function listSome(items: readonly string[], shown = 5): string {
   const rest = items.length - shown;
   return rest > 0 ? `${items.slice(0, shown).join(', ')} and ${rest} more` : items.join(', ');
 }
+
+/** A duration for people: `850ms`, `42s`, `14m 5s`, `6d 23h` (the two largest units, rounded down). */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.floor(ms))}ms`;
+  const first = DURATION_UNITS.findIndex(([, size]) => ms >= size);
+  const [unit, size] = DURATION_UNITS[first];
+  const next = DURATION_UNITS[first + 1];
+  const smaller = next ? Math.floor((ms % size) / next[1]) : 0;
+  return `${Math.floor(ms / size)}${unit}${smaller > 0 ? ` ${smaller}${next[0]}` : ''}`;
+}
+
+const DURATION_UNITS: readonly [string, number][] = [
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['m', 60_000],
+  ['s', 1000],
+];

@@ -22,6 +22,10 @@ const COMMANDS: Record<CommandName, () => Promise<Command>> = {
   dump: async () => (await import('./commands/dump')).dumpCommand,
   restore: async () => (await import('./commands/restore')).restoreCommand,
   doctor: async () => (await import('./doctor/doctor')).doctorCommand,
+  'overrides set': async () => (await import('./overrides/set')).overridesSetCommand,
+  'overrides get': async () => (await import('./overrides/get')).overridesGetCommand,
+  'overrides delete': async () => (await import('./overrides/delete')).overridesDeleteCommand,
+  'overrides list': async () => (await import('./overrides/list')).overridesListCommand,
 };
 
 /** Checks made before connecting, so that a bad argument fails as a usage error without touching Redis. */
@@ -32,7 +36,8 @@ const PRECHECKS: Partial<Record<CommandName, (options: CliOptions) => Promise<vo
 };
 
 /**
- * The CLI: `nestjs-sliding-limit functions <command> [options]` and `nestjs-sliding-limit doctor` (see `--help`). Returns the exit
+ * The CLI: `nestjs-sliding-limit functions <command> [options]`, `nestjs-sliding-limit doctor` and
+ * `nestjs-sliding-limit overrides <command> [options]` (see `--help`). Returns the exit
  * code instead of exiting, so it runs in-process in tests and the bin sets `process.exitCode`.
  * @param argv the arguments after the program name
  * @param io where output goes and the environment it reads; the process's by default
@@ -75,6 +80,7 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     } else {
       write('stdout', outcome.text);
     }
+    for (const warning of outcome.warnings ?? []) write('stderr', `warning: ${warning}\n`);
     if (outcome.error) write('stderr', `error: ${outcome.error}\n`);
     return outcome.exitCode;
   } catch (caught) {

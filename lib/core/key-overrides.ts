@@ -30,8 +30,11 @@ export interface OverrideSetOptions {
 export interface StoredOverride {
   /** The limited key, without the key prefix. */
   key: string;
+  /** What it does. */
   override: KeyOverride;
+  /** Why, as given to `set`. */
   note?: string;
+  /** Who set it, as given to `set`. */
   by?: string;
   /** When it was set, epoch ms (the setter's clock). */
   createdAt: number;

@@ -1,4 +1,5 @@
 import type { FunctionContract } from './function-contract';
+import type { OverrideStore } from './key-overrides';
 import type { LuaRunner } from './lua-runner';
 import type { LoadFunctionsPolicy } from './lua-runner';
 
@@ -31,6 +32,22 @@ export interface LimiterBackend {
    * returns a function that stops it. Absent: the store never loses its Lua (memory).
    */
   onReload?(listener: (reload: LibraryReload) => void): () => void;
+  /**
+   * The per-key overrides of the keys under `keyPrefix`, kept where this backend's functions read
+   * them (`limiter.overrides`). Absent: the backend keeps none, and `limiter.overrides` says so.
+   */
+  overridesStore?(options: OverridesStoreSettings): OverrideStore;
+}
+
+/** What a backend's {@link LimiterBackend.overridesStore} is given: the limiter's own settings. */
+export interface OverridesStoreSettings {
+  /** The limiter's key prefix: keys are given to the store without it. */
+  readonly keyPrefix: string;
+  /**
+   * The limiter's clock (epoch ms), which dates an override's `createdAt`; a store that keeps its own
+   * clock (the memory store's model) uses that instead.
+   */
+  readonly clock: () => number;
 }
 
 /**

@@ -13,6 +13,8 @@ import { peekByCounting } from './fallback-outcomes';
 import type { ActiveVersion } from './function-routing';
 import { GroupedDecisions } from './grouped-decisions';
 import { Insurance } from './insurance';
+import { limiterOverrides, type LimiterOverrides } from './limiter-overrides';
+import type { OverrideStore } from '../core/key-overrides';
 import type { LimiterBackend } from '../core/limiter-backend';
 import { runRecovering } from '../core/lua-runner';
 import {
@@ -85,6 +87,8 @@ export class SlidingWindowLimiter {
   private readonly stopListening: () => void;
   /** What a decision reports to when it is made. */
   private readonly recorders: DecisionRecorders;
+  /** `overrides`, made on first use. */
+  private overrideStore?: LimiterOverrides;
 
   /** @throws RateLimitConfigError listing every invalid option (an unknown `functionName` lists the known ones). */
   constructor(options: SlidingWindowLimiterOptions) {
@@ -149,6 +153,25 @@ export class SlidingWindowLimiter {
   /** The stable function, e.g. `sliding_allow_v2`. */
   get functionName(): string {
     return this.startup.selection.functionName;
+  }
+
+  /**
+   * Per-key overrides of this limiter's keys: raise or lower one key's limit, exempt it or block it,
+   * for a while (`ttlMs`) or until deleted, with a note of who and why. Keys are given without the
+   * key prefix, as to {@link SlidingWindowLimiter.consume}. Stored where the decisions read them
+   * (Redis, in the key's cluster slot; or the `MemoryBackend`), so every limiter on the same store
+   * — this one, other processes — applies a change on its very next decision with `keyOverrides`
+   * on (the default) and `sliding_allow_v4`; no restart.
+   *
+   * ```ts
+   * await limiter.overrides.set('login:{ip:10.0.0.1}', { action: 'block' }, { ttlMs: 3_600_000, note: 'abuse', by: 'ops' });
+   * ```
+   * @throws RateLimitConfigError on access when the limiter's backend keeps no overrides (a custom `backend`)
+   */
+  get overrides(): OverrideStore {
+    const clock = typeof this.options.clock === 'function' ? this.options.clock : Date.now;
+    this.overrideStore ??= limiterOverrides(this.backend, { keyPrefix: this.keyPrefix, clock }, this.blockCache);
+    return this.overrideStore;
   }
 
   /** The canary split in effect, if any. */

@@ -1,8 +1,10 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { describeValue } from '../core/value-checks';
-import type { KeyCommands, LimiterBackend } from '../core/limiter-backend';
+import type { KeyCommands, LimiterBackend, OverridesStoreSettings } from '../core/limiter-backend';
+import type { OverrideStore } from '../core/key-overrides';
 import type { FunctionContract } from '../core/function-contract';
 import type { LoadFunctionsPolicy, LuaRunner } from '../core/lua-runner';
+import { MemoryOverridesStore } from './memory-overrides-store';
 import { settle } from './settle';
 import { SlidingWindowModel, type ModelEntry } from './sliding-window-model';
 
@@ -69,6 +71,14 @@ export class MemoryBackend implements LimiterBackend {
   /** Never disconnects, so never becomes ready again. */
   onReady(_listener: () => void): () => void {
     return () => undefined;
+  }
+
+  /**
+   * The overrides of the keys under `settings.keyPrefix`, in the model's keyspace where its `sliding_allow_v4`
+   * reads them; dated and expired by the model's clock (the backend's `clock`), not the limiter's.
+   */
+  overridesStore(settings: OverridesStoreSettings): OverrideStore {
+    return new MemoryOverridesStore(this.model, { keyPrefix: settings.keyPrefix });
   }
 
   /** Every version is "loaded": the model implements them all. */

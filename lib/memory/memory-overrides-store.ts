@@ -44,6 +44,7 @@ export class MemoryOverridesStore implements OverrideStore {
     if (problems.length > 0) throw new RateLimitConfigError(problems, 'MemoryOverridesStore');
   }
 
+  /** {@inheritDoc OverrideStore.set} */
   set(key: string, override: KeyOverride, options?: OverrideSetOptions): Promise<StoredOverride> {
     return settle(() => {
       const createdAt = this.model.nowMs();
@@ -58,6 +59,7 @@ export class MemoryOverridesStore implements OverrideStore {
     });
   }
 
+  /** {@inheritDoc OverrideStore.get} */
   get(key: string): Promise<StoredOverride | undefined> {
     return settle(() => {
       const overrideKey = overrideKeyOf(this.keyPrefix + key);
@@ -65,6 +67,7 @@ export class MemoryOverridesStore implements OverrideStore {
     });
   }
 
+  /** {@inheritDoc OverrideStore.delete} */
   delete(key: string): Promise<boolean> {
     return settle(() => {
       const overrideKey = overrideKeyOf(this.keyPrefix + key);
@@ -72,6 +75,7 @@ export class MemoryOverridesStore implements OverrideStore {
     });
   }
 
+  /** {@inheritDoc OverrideStore.list} */
   list(options?: OverrideListOptions): Promise<StoredOverride[]> {
     return settle(() => {
       const problems = describeListProblems(options);

@@ -56,6 +56,7 @@ export class RedisOverridesStore implements OverrideStore {
     if (problems.length > 0) throw new RateLimitConfigError(problems, 'RedisOverridesStore');
   }
 
+  /** {@inheritDoc OverrideStore.set} */
   async set(key: string, override: KeyOverride, options?: OverrideSetOptions): Promise<StoredOverride> {
     const createdAt = this.clock();
     const problems = describeOverrideProblems(key, this.keyPrefix + key, override, options, createdAt);
@@ -75,16 +76,19 @@ export class RedisOverridesStore implements OverrideStore {
     return storedOverride(key, override, options, createdAt, pttl);
   }
 
+  /** {@inheritDoc OverrideStore.get} */
   async get(key: string): Promise<StoredOverride | undefined> {
     const overrideKey = overrideKeyOf(this.keyPrefix + key);
     return overrideKey === undefined ? undefined : this.read(key, overrideKey);
   }
 
+  /** {@inheritDoc OverrideStore.delete} */
   async delete(key: string): Promise<boolean> {
     const overrideKey = overrideKeyOf(this.keyPrefix + key);
     return overrideKey !== undefined && (await this.connection.del(overrideKey)) === 1;
   }
 
+  /** {@inheritDoc OverrideStore.list} */
   async list(options?: OverrideListOptions): Promise<StoredOverride[]> {
     const problems = describeListProblems(options);
     if (problems.length > 0) throw new RateLimitConfigError(problems, 'overrides.list');

@@ -1,10 +1,12 @@
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
-import type { KeyCommands, LibraryReload, LimiterBackend } from '../core/limiter-backend';
+import type { KeyCommands, LibraryReload, LimiterBackend, OverridesStoreSettings } from '../core/limiter-backend';
+import type { OverrideStore } from '../core/key-overrides';
 import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
 import { FunctionRunner } from './function-runner';
+import { RedisOverridesStore } from './overrides-store';
 import type { LuaRunner } from '../core/lua-runner';
 import { isCluster, masterNodes } from './redis-nodes';
 import { onClientReady } from './ready-listeners';
@@ -58,6 +60,11 @@ export class RedisBackend implements LimiterBackend {
     const entry = (reload: LibraryReload) => listener(reload);
     this.reloadListeners.add(entry);
     return () => this.reloadListeners.delete(entry);
+  }
+
+  /** The overrides of the keys under `settings.keyPrefix`, on this connection, dated by `settings.clock`. */
+  overridesStore(settings: OverridesStoreSettings): OverrideStore {
+    return new RedisOverridesStore(this.client, { keyPrefix: settings.keyPrefix, clock: settings.clock });
   }
 
   async runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner> {

@@ -251,7 +251,9 @@ describe('doctor on a standalone Redis', () => {
       expect([run.code, run.stderr]).toEqual([2, expect.stringContaining(`error: ${message}`)]);
     }
     const flag = await runCli(['functions', 'list', '--key-prefix', 'x:']);
-    expect(flag.stderr).toContain('--key-prefix does not apply to functions list (it is for: doctor)');
+    expect(flag.stderr).toContain(
+      '--key-prefix does not apply to functions list (it is for: doctor, overrides set, overrides get, overrides delete, overrides list)',
+    );
     const down = await runCli(['doctor', '--url', 'redis://127.0.0.1:1', '--timeout', '500']);
     expect(down.code).toBe(3);
   });

@@ -1,0 +1,345 @@
+import { hostname, userInfo } from 'node:os';
+import Redis, { Cluster } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { SlidingWindowLimiter, type StoredOverride } from '../../lib';
+import { InstanceReporter } from '../../lib/limiter/instance-reporter';
+import { librarySource } from '../support/lua-functions';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster';
+import { useOwnRedisServer } from '../support/own-redis';
+import { sleep } from '../support/sleep';
+import { runCli } from './run-cli';
+
+const MIN = 60_000;
+const rule = { limit: 2, windowMs: MIN };
+
+/** The `--json` document of `overrides set`. */
+interface SetJson {
+  ok: boolean;
+  command: string;
+  keyPrefix: string;
+  redisKey: string;
+  override: StoredOverride;
+  warnings: string[];
+}
+
+/*
+ * `nestjs-sliding-limit overrides …` end to end: what the CLI stores, a running limiter obeys on its
+ * next decision; get and list show it; delete gives the key its rule back.
+ */
+describe('overrides commands (standalone)', () => {
+  const own = useOwnRedisServer();
+  let redis: Redis;
+  let url: string;
+  const limiters: SlidingWindowLimiter[] = [];
+  const reporters: InstanceReporter[] = [];
+  beforeAll(() => {
+    redis = own.connect();
+    url = own.server().url;
+  });
+  beforeEach(async () => {
+    await redis.flushall();
+    await redis.function('FLUSH');
+  });
+  afterEach(async () => {
+    for (const reporter of reporters.splice(0)) reporter.stop();
+    await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
+  });
+
+  /** A limiter of the application (v4, loaded at start-up), on a connection of its own. */
+  const appLimiter = async (keyPrefix = 'rl:', functionName?: string) => {
+    const limiter = new SlidingWindowLimiter({
+      client: own.connect(),
+      keyPrefix,
+      report: false,
+      ...(functionName ? { functionName } : {}),
+    });
+    limiters.push(limiter);
+    await limiter.init();
+    return limiter;
+  };
+  const overrides = (...args: string[]) => runCli(['overrides', ...args, '--url', url]);
+
+  it('set → the next decision obeys; get and list show it; delete → the rule again', async () => {
+    const limiter = await appLimiter();
+    await limiter.consume('login:{ip:10.0.0.1}', rule);
+
+    const set = await overrides(
+      'set',
+      'login:{ip:10.0.0.1}',
+      '--limit',
+      '5',
+      '--ttl',
+      '1h',
+      '--note',
+      'partner load test',
+      '--by',
+      'ops@example',
+      '--json',
+    );
+    expect(set.code).toBe(0);
+    expect(set.stderr).toBe('');
+    const document = set.json<SetJson>();
+    expect(document).toMatchObject({
+      ok: true,
+      command: 'overrides set',
+      keyPrefix: 'rl:',
+      redisKey: 'rl:login:{ip:10.0.0.1}|override',
+      warnings: [],
+      override: {
+        key: 'login:{ip:10.0.0.1}',
+        override: { action: 'limit', limit: 5 },
+        note: 'partner load test',
+        by: 'ops@example',
+      },
+    });
+    expect(document.override.expiresInMs).toBeGreaterThan(3_590_000);
+    expect(document.override.expiresInMs).toBeLessThanOrEqual(3_600_000);
+    expect(await redis.pttl('rl:login:{ip:10.0.0.1}|override')).toBeGreaterThan(3_590_000);
+
+    const raised = await limiter.consume('login:{ip:10.0.0.1}', rule);
+    expect([raised.allowed, raised.limit, raised.remaining, raised.override]).toEqual([true, 5, 3, 'limit']);
+
+    const get = await overrides('get', 'login:{ip:10.0.0.1}');
+    expect(get.code).toBe(0);
+    expect(get.stdout).toMatch(/^ {2}key +action +limit +expires in +note +by\n/);
+    expect(get.stdout).toMatch(/ {2}login:\{ip:10\.0\.0\.1\} +limit +5 +59m \d+s +partner load test +ops@example\n$/);
+    const getJson = await overrides('get', 'login:{ip:10.0.0.1}', '--json');
+    expect(getJson.json()).toMatchObject({
+      key: 'login:{ip:10.0.0.1}',
+      override: { ...document.override, expiresInMs: expect.any(Number) },
+    });
+
+    await overrides('set', 'global', '--exempt');
+    const list = await overrides('list', '--json');
+    expect(list.code).toBe(0);
+    expect(list.json<{ overrides: StoredOverride[]; truncated: boolean }>()).toMatchObject({
+      truncated: false,
+      overrides: [
+        { key: 'global', override: { action: 'exempt' } },
+        { key: 'login:{ip:10.0.0.1}', override: { action: 'limit', limit: 5 } },
+      ],
+    });
+    const text = await overrides('list', '--match', 'login:*');
+    expect(text.stdout).toMatch(/^1 override under key prefix "rl:" matching "login:\*":\n/);
+    expect(text.stdout).not.toContain('global');
+    expect((await overrides('list')).stdout).toMatch(
+      /^2 overrides under key prefix "rl:":\n.*\n {2}global +exempt +- +never +- +\S+@/,
+    );
+
+    const deleted = await overrides('delete', 'login:{ip:10.0.0.1}', '--json');
+    expect(deleted.json()).toMatchObject({ ok: true, deleted: true });
+    const again = await overrides('delete', 'login:{ip:10.0.0.1}');
+    expect([again.code, again.stdout]).toEqual([
+      0,
+      'No override of login:{ip:10.0.0.1} under key prefix "rl:": nothing to delete.\n',
+    ]);
+    const plain = await limiter.consume('login:{ip:10.0.0.1}', rule);
+    expect([plain.allowed, plain.limit, plain.override]).toEqual([false, 2, undefined]);
+    const none = await overrides('get', 'login:{ip:10.0.0.1}', '--json');
+    expect([none.code, none.json().override]).toEqual([0, null]);
+  });
+
+  it('blocks with a Retry-After of the block’s time left, exempts, and says who set it', async () => {
+    const limiter = await appLimiter('api:');
+    const block = await overrides('set', 'user:{42}', '--block', '--ttl', '15m', '--key-prefix', 'api:', '--json');
+    expect(block.json<SetJson>().override).toMatchObject({
+      override: { action: 'block' },
+      by: `${userInfo().username}@${hostname()}`,
+    });
+    const blocked = await limiter.consume('user:{42}', rule);
+    expect([blocked.allowed, blocked.limit, blocked.override]).toEqual([false, 0, 'block']);
+    expect(blocked.retryAfterMs).toBeGreaterThan(14 * MIN);
+    expect(blocked.retryAfterMs).toBeLessThanOrEqual(15 * MIN);
+
+    const exempt = await overrides('set', 'user:{42}', '--exempt', '--key-prefix', 'api:', '--note', 'vip');
+    expect(exempt.code).toBe(0);
+    expect(exempt.stdout).toMatch(
+      /^Set the override of user:\{42\} under key prefix "api:" \(Redis key api:user:\{42\}\|override\):\n/,
+    );
+    expect(exempt.stdout).toMatch(/user:\{42\} +exempt +- +never +vip +\S+@\S+\n$/);
+    for (let i = 0; i < 4; i++) expect((await limiter.consume('user:{42}', rule)).override).toBe('exempt');
+    // Another prefix's key of the same name has no override.
+    expect((await overrides('get', 'user:{42}', '--json')).json().override).toBeNull();
+  });
+
+  it('reports a hash that is no override (an operator’s edit) with how to fix it, and deletes it', async () => {
+    await redis.hset('rl:bad:{1}|override', 'action', 'slower');
+    const get = await overrides('get', 'bad:{1}');
+    expect(get.code).toBe(1);
+    expect(get.stderr).toMatch(
+      /^error: unexpected failure: .*HGETALL rl:bad:\{1\}\|override \(no valid override: delete it\)/,
+    );
+    expect((await overrides('delete', 'bad:{1}', '--json')).json().deleted).toBe(true);
+    expect(await redis.exists('rl:bad:{1}|override')).toBe(0);
+  });
+
+  it('lets an override expire by itself', async () => {
+    const limiter = await appLimiter();
+    expect((await overrides('set', 'k:{1}', '--block', '--ttl', '150')).code).toBe(0);
+    expect((await limiter.consume('k:{1}', rule)).allowed).toBe(false);
+    await sleep(250);
+    expect((await overrides('get', 'k:{1}')).stdout).toBe(
+      'No override of k:{1} under key prefix "rl:": its rules apply.\n',
+    );
+    expect((await limiter.consume('k:{1}', rule)).allowed).toBe(true);
+  });
+
+  it('warns, and stores anyway, when no master holds v4 or a live limiter calls a version without overrides', async () => {
+    const set = await overrides('set', 'a:{1}', '--limit', '1', '--json');
+    expect(set.code).toBe(0);
+    expect(set.json<SetJson>().warnings).toEqual([
+      expect.stringMatching(
+        /^127\.0\.0\.1:\d+ has no rate_limit_v4: the override is stored, but only sliding_allow_v4 reads overrides; .*run: npx nestjs-sliding-limit functions load v4 --url redis:\/\/127\.0\.0\.1:\d+$/,
+      ),
+    ]);
+    expect(await redis.exists('rl:a:{1}|override')).toBe(1);
+    const text = await overrides('set', 'a:{1}', '--limit', '1');
+    expect(text.stderr).toMatch(/^warning: 127\.0\.0\.1:\d+ has no rate_limit_v4/);
+
+    // A limiter on v3 loads v3 only; v4 loaded besides, under RESP2 and RESP3 the master reads overrides.
+    const old = await appLimiter('rl:', 'sliding_allow_v3');
+    const reporter = new InstanceReporter({ limiter: old, client: redis, instanceId: 'web-1', intervalMs: MIN });
+    reporters.push(reporter);
+    await reporter.reportNow();
+    await redis.call('FUNCTION', 'LOAD', librarySource('v4'));
+    for (const resp of ['2', '3']) {
+      const run = await overrides('set', 'a:{1}', '--limit', '1', '--resp', resp, '--json');
+      expect(run.json<SetJson>().warnings).toEqual([
+        'live instance web-1 (key prefix "rl:") calls sliding_allow_v3, which reads no overrides: ' +
+          'the override applies to its decisions once it runs sliding_allow_v4',
+      ]);
+    }
+    // Another prefix's limiters are not this key's.
+    expect(
+      (await overrides('set', 'a:{1}', '--exempt', '--key-prefix', 'other:', '--json')).json<SetJson>().warnings,
+    ).toEqual([]);
+  });
+});
+
+describe('overrides command line', () => {
+  it.each([
+    [['overrides'], '"overrides" needs a command: set, get, delete, list'],
+    [['overrides', 'drop'], 'unknown command "overrides drop"; commands: set, get, delete, list'],
+    [['overrides', 'set'], 'overrides set needs <key>'],
+    [['overrides', 'set', 'k:{1}'], 'overrides set needs one of --limit <n>, --exempt or --block'],
+    [
+      ['overrides', 'set', 'k:{1}', '--block', '--exempt'],
+      'give one of --limit, --exempt and --block, not --exempt and --block',
+    ],
+    [['overrides', 'set', 'k:{1}', '--limit=-1'], '--limit must be a whole number from 0 to 1000000000000, got "-1"'],
+    [['overrides', 'set', 'k:{1}', '--limit', '2.5'], '--limit must be a whole number'],
+    [['overrides', 'set', 'k:{1}', '--block', '--ttl', '0'], '--ttl must be a duration from 1 ms to a year'],
+    [['overrides', 'set', 'k:{1}', '--block', '--ttl', '400d'], '--ttl must be a duration from 1 ms to a year'],
+    [
+      ['overrides', 'set', 'k:{1}', '--block', '--ttl', '1w'],
+      '--ttl must be a duration from 1 ms to a year: ms, or a whole number with ms, s, m, h or d (30s, 15m, 7d), got "1w"',
+    ],
+    [
+      ['overrides', 'set', 'k:{1}', '--block', '--note', 'x'.repeat(501)],
+      '--note must be at most 500 characters, got 501',
+    ],
+    [
+      ['overrides', 'set', 'a{}b', '--block'],
+      '<key> "a{}b" cannot carry an override: "rl:a{}b" has braces but no valid cluster hash tag',
+    ],
+    [['overrides', 'get', 'a}b'], '<key> "a}b" cannot carry an override'],
+    [['overrides', 'get', ''], 'overrides get needs a non-empty <key>'],
+    [['overrides', 'delete', 'k', '--key-prefix', 'r{l}:'], '--key-prefix must have no { or }'],
+    [['overrides', 'get', 'k', '--limit', '3'], '--limit does not apply to overrides get (it is for: overrides set)'],
+    [['overrides', 'list', '--count', '0'], '--count must be a whole number from 1 to 10000, got "0"'],
+    [['overrides', 'list', '--match', ''], '--match must be a non-empty glob pattern'],
+    [['overrides', 'list', 'extra'], 'unexpected argument "extra" for overrides list'],
+    [['functions', 'list', '--ttl', '1h'], '--ttl does not apply to functions list (it is for: overrides set)'],
+  ])('%j is a usage error (exit 2): %s', async (args, message) => {
+    // A port nothing listens on: a usage error is found before connecting.
+    const run = await runCli([...args, '--url', 'redis://127.0.0.1:1']);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(`error: ${message}`);
+  });
+
+  it('reports a usage error as JSON with --json', async () => {
+    const run = await runCli([
+      'overrides',
+      'set',
+      'k:{1}',
+      '--limit',
+      'many',
+      '--json',
+      '--url',
+      'redis://127.0.0.1:1',
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.json()).toEqual({
+      ok: false,
+      // Found while parsing the command line, as every flag error: before a command is known.
+      command: null,
+      exitCode: 2,
+      error: { kind: 'usage', message: '--limit must be a whole number from 0 to 1000000000000, got "many"' },
+    });
+  });
+
+  it('lists the overrides commands in --help', async () => {
+    const help = await runCli(['--help']);
+    expect(help.stdout).toContain('nestjs-sliding-limit overrides <command> [options]');
+    for (const line of [
+      'overrides set <key> (--limit <n> | --exempt | --block)',
+      'overrides get <key>',
+      'overrides delete <key>',
+      'overrides list',
+    ])
+      expect(help.stdout).toContain(`  ${line}`);
+  });
+});
+
+describe('overrides commands on a Redis Cluster (3 masters)', () => {
+  let cluster: RedisCluster;
+  let client: Cluster;
+  let seeds: string;
+  let limiter: SlidingWindowLimiter;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 0 });
+    client = new Cluster(cluster.seeds);
+    seeds = `${cluster.seeds[0].host}:${cluster.seeds[0].port}`;
+    limiter = new SlidingWindowLimiter({ client, report: false });
+    await limiter.init();
+  }, 60_000);
+  afterAll(async () => {
+    await limiter?.close();
+    await client?.quit();
+    await cluster?.stop();
+  });
+
+  it('sets overrides in their keys’ slots on every master, which the limiter obeys; lists and deletes them', async () => {
+    const keys = ['plain', 'user:{1}', 'user:{2}', 'user:{3}', 'login:{ip:10.0.0.9}', 'other-plain'];
+    expect(new Set(keys.map((key) => client.slots[calculateSlot(`rl:${key}`)]?.[0])).size).toBe(3);
+    for (const key of keys) {
+      const set = await runCli(['overrides', 'set', key, '--limit', '1', '--cluster', seeds, '--json']);
+      expect({ key, code: set.code, warnings: set.json<SetJson>().warnings }).toEqual({ key, code: 0, warnings: [] });
+    }
+    for (const key of keys) {
+      const decisions = [await limiter.consume(key, rule), await limiter.consume(key, rule)];
+      expect({ key, decided: decisions.map((d) => [d.allowed, d.limit]) }).toEqual({
+        key,
+        decided: [
+          [true, 1],
+          [false, 1],
+        ],
+      });
+    }
+    const list = await runCli(['overrides', 'list', '--cluster', seeds, '--json']);
+    expect(list.json<{ overrides: StoredOverride[] }>().overrides.map((o) => o.key)).toEqual([...keys].sort());
+    const two = await runCli(['overrides', 'list', '--match', 'user:*', '--count', '2', '--cluster', seeds]);
+    expect(two.stdout).toMatch(/^2 overrides under key prefix "rl:" matching "user:\*":\n/);
+    expect(two.stdout).toContain('Stopped at --count 2: there may be more');
+
+    for (const key of keys) {
+      const deleted = await runCli(['overrides', 'delete', key, '--cluster', seeds, '--json']);
+      expect({ key, deleted: deleted.json().deleted }).toEqual({ key, deleted: true });
+    }
+    expect((await runCli(['overrides', 'list', '--cluster', seeds, '--json'])).json().overrides).toEqual([]);
+    const back = await limiter.consume('user:{1}', rule);
+    expect([back.allowed, back.limit, back.override]).toEqual([true, 2, undefined]);
+  }, 60_000);
+});
