@@ -135,8 +135,8 @@ export interface SlidingLimitRule {
   mode?: 'enforced' | 'shadow';
   /**
    * `false`: this limit ignores per-key overrides, and `sliding_allow_v4` reads no override key for
-   * it (one Redis command less per decision). Only read when the call reads overrides at all: the
-   * limiter does not yet (per-key overrides through the limiter are the next step of v4's rollout).
+   * it (one Redis command less per decision). Only read when the call reads overrides at all: on v4
+   * with the limiter's `keyOverrides` on (the default).
    */
   overrides?: boolean;
 }
