@@ -3,7 +3,7 @@ import { CallerPlans } from '../fixtures/transports/caller-plans';
 import type { TestApp } from '../support/nest-app';
 import { connectShared } from '../support/test-redis';
 import { codesOf, GRAPHQL_SERVERS, postGraphQL, startGraphQLApp } from './graphql-app';
-import { callerContext, ContextPlanPolicy, PlanResolver } from './plan.resolvers';
+import { callerContext, ContextPlanPolicy, PlanResolver, TwiceGuardedPlanResolver } from './plan.resolvers';
 
 /*
  * Limits as data on resolvers: a policy from DI (the plan of the caller the GraphQL context names)
@@ -22,7 +22,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard with policies and shadow li
   const start = async () => {
     app = await startGraphQLApp({
       platform,
-      resolvers: [PlanResolver, CallerPlans, ContextPlanPolicy],
+      resolvers: [PlanResolver, TwiceGuardedPlanResolver, CallerPlans, ContextPlanPolicy],
       context: callerContext,
       options: { headers: 'both', shadowHeader: true },
     });
@@ -65,6 +65,14 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard with policies and shadow li
     expect(gold[3].errors[0].extensions).toMatchObject({ policy: '"gold";q=3;w=60' });
     const basic = await queries(app, 'stated', { 'x-api-key': 'b' }, 2);
     expect(basic[1].errors[0].extensions).toMatchObject({ policy: '"basic";q=1;w=60' });
+  });
+
+  it('resolves the policy once per field call when the resolver is guarded twice (global and @UseGuards)', async () => {
+    const { app, plans } = await start();
+    const replies = await queries(app, 'twice', { 'x-api-key': 'twice' }, 3);
+    expect(admitted(replies)).toBe(2);
+    expect(replies[2].errors[0].extensions).toMatchObject({ policy: '"free";q=2;w=60' });
+    expect(plans.lookups).toBe(3);
   });
 
   it('applies a plan change on the next operation, keeping the history both ways', async () => {

@@ -1,4 +1,4 @@
-import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Injectable, UseGuards, type ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext, Query, Resolver } from '@nestjs/graphql';
 import {
   SlidingLimit,
@@ -6,6 +6,7 @@ import {
   type RateLimitPolicyResult,
   type RateLimitRequest,
 } from 'nestjs-sliding-limit';
+import { GqlSlidingLimitGuard } from 'nestjs-sliding-limit/graphql';
 import { CallerPlans, statedTier, tierOf } from '../fixtures/transports/caller-plans';
 
 /** What the app's GraphQL context function adds to `req`: the caller (its API key). */
@@ -69,5 +70,16 @@ export class PlanResolver {
   @SlidingLimit({ name: 'trial', limit: 1, windowMs: 60_000, mode: 'shadow', key: 'header:x-api-key' })
   trial(): string {
     return 'trial';
+  }
+}
+
+/** A resolver guarded by its own @UseGuards besides the app's global guard: each call counts once. */
+@Resolver()
+@UseGuards(GqlSlidingLimitGuard)
+export class TwiceGuardedPlanResolver {
+  @Query(() => String)
+  @SlidingLimit({ name: 'plan-twice', policy: ContextPlanPolicy, windowMs: 60_000, key: 'header:x-api-key' })
+  twice(): string {
+    return 'twice';
   }
 }

@@ -3,7 +3,9 @@ import { ClientProxyFactory, Transport, type ClientProxy, type MicroserviceOptio
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
+import { APP_GUARD } from '@nestjs/core';
 import { RateLimitModule } from 'nestjs-sliding-limit';
+import { RpcSlidingLimitGuard } from 'nestjs-sliding-limit/microservices';
 import { CallerPlans } from '../fixtures/transports/caller-plans';
 import { PayloadPlanPolicy, PlanOrdersController } from '../fixtures/transports/plan-orders.controllers';
 import { freePort } from '../support/free-port';
@@ -27,16 +29,22 @@ describe('RpcSlidingLimitGuard with policies and shadow limits (TCP)', () => {
     jest.restoreAllMocks();
   });
 
-  const start = async () => {
+  /** With `appGuard`, RpcSlidingLimitGuard is also the global guard: the handlers are guarded twice. */
+  const start = async ({ appGuard = false } = {}) => {
     keyPrefix = uniquePrefix('rpc-policies');
     const transport = { transport: Transport.TCP, options: { host: '127.0.0.1', port: await freePort() } } as const;
     const moduleRef = await Test.createTestingModule({
-      imports: [RateLimitModule.forRoot({ redis: sharedRedisUrl(), keyPrefix })],
+      imports: [RateLimitModule.forRoot({ redis: sharedRedisUrl(), keyPrefix, global: !appGuard })],
       controllers: [PlanOrdersController],
-      providers: [CallerPlans, PayloadPlanPolicy],
+      providers: [
+        CallerPlans,
+        PayloadPlanPolicy,
+        ...(appGuard ? [{ provide: APP_GUARD, useClass: RpcSlidingLimitGuard }] : []),
+      ],
     }).compile();
     app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
-    app.connectMicroservice<MicroserviceOptions>(transport);
+    // Global guards reach a hybrid application's microservice only when it inherits the app's config.
+    app.connectMicroservice<MicroserviceOptions>(transport, { inheritAppConfig: appGuard });
     await app.startAllMicroservices();
     await app.init();
     client = ClientProxyFactory.create(transport);
@@ -84,6 +92,14 @@ describe('RpcSlidingLimitGuard with policies and shadow limits (TCP)', () => {
     expect(gold[3].error).toHaveProperty('policy', '"gold";q=3;w=60');
     const basic = await send('nsl.plan.stated', { apiKey: 'b' }, 2);
     expect(basic[1].error).toHaveProperty('policy', '"basic";q=1;w=60');
+  });
+
+  it('resolves the policy once per message when the handler is guarded twice (global and @UseGuards)', async () => {
+    const { plans } = await start({ appGuard: true });
+    const free = await send('nsl.plan.order', { apiKey: 'twice' }, 3);
+    expect(admitted(free)).toBe(2);
+    expect(free[2].error).toHaveProperty('policy', '"free";q=2;w=60');
+    expect(plans.lookups).toBe(3);
   });
 
   it('applies a plan change on the next message, keeping the history both ways', async () => {
