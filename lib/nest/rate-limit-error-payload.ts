@@ -74,7 +74,12 @@ export function refusedPolicy(
   named: readonly NamedRule[],
 ): string {
   return refused
-    .map((i) => `"${named[i].name}";q=${decision.limits[i].limit};w=${Math.max(1, toWholeSeconds(named[i].windowMs))}`)
+    .map((i) => {
+      const { name, windowMs } = named[i];
+      // A policy's limit known by the plan alone has no window: the guard passes the request's.
+      const window = typeof windowMs === 'number' ? `;w=${Math.max(1, toWholeSeconds(windowMs))}` : '';
+      return `"${name}";q=${decision.limits[i].limit}${window}`;
+    })
     .join(', ');
 }
 

@@ -8,6 +8,7 @@ import { RateLimitModule } from 'nestjs-sliding-limit';
 import { RpcSlidingLimitGuard } from 'nestjs-sliding-limit/microservices';
 import { CallerPlans } from '../fixtures/transports/caller-plans';
 import { PayloadPlanPolicy, PlanOrdersController } from '../fixtures/transports/plan-orders.controllers';
+import { RedisOverridesStore } from '../../lib/redis/overrides-store';
 import { freePort } from '../support/free-port';
 import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 
@@ -111,6 +112,20 @@ describe('RpcSlidingLimitGuard with policies and shadow limits (TCP)', () => {
     plans.plans.set('mover', 'free');
     const [down] = await send('nsl.plan.order', caller);
     expect(down.error).toHaveProperty('policy', '"free";q=2;w=60');
+  });
+
+  it("names an override's limit, set at runtime, in the next refusal", async () => {
+    await start();
+    const redis = connectShared();
+    try {
+      const overrides = new RedisOverridesStore(redis, { keyPrefix });
+      await overrides.set('plan-orders:{body.apiKey:vip}', { action: 'limit', limit: 3 }, { ttlMs: 60_000 });
+      const orders = await send('nsl.plan.order', { apiKey: 'vip' }, 4);
+      expect(admitted(orders)).toBe(3);
+      expect(orders[3].error).toHaveProperty('policy', '"free";q=3;w=60');
+    } finally {
+      await redis.quit();
+    }
   });
 
   it('never refuses for a shadow limit or a candidate; the candidate counts in keys of its own', async () => {
