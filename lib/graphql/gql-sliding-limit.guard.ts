@@ -4,7 +4,7 @@ import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
 import { SlidingLimitPlans } from '../nest/rate-limit-plans';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
-import { HEADER, retryAfterSeconds } from '../nest/rate-limit-headers';
+import { HEADER, retryAfterSeconds, type NamedRule } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { executionOf, fieldPathOf, graphQLContextOf, graphQLHttpContext, isGraphQLCall } from './graphql-call';
 import { decideOncePerField } from './operation-decisions';
@@ -83,15 +83,19 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
     );
   }
 
-  /** In GraphQL, a `TOO_MANY_REQUESTS` error with `retryAfter`, `retryAfterMs` and the full limits' names. */
+  /**
+   * In GraphQL, a `TOO_MANY_REQUESTS` error with `retryAfter`, `retryAfterMs`, the full limits' names
+   * and, as `policy`, those limits as the caller's own (its tier's name and limit).
+   */
   protected override throwRateLimited(
     context: ExecutionContext,
     decision: MultiRateLimitDecision,
     plan: HandlerPlan,
+    named?: readonly NamedRule[],
   ): never {
-    if (!isGraphQLCall(context)) return super.throwRateLimited(context, decision, plan);
+    if (!isGraphQLCall(context)) return super.throwRateLimited(context, decision, plan, named);
     this.logRefusal(context, decision, plan);
-    throw tooManyRequestsError(decision, plan);
+    throw tooManyRequestsError(decision, plan, named);
   }
 
   /** In GraphQL, a `RATE_LIMIT_UNAVAILABLE` error with `retryAfter`, and `Retry-After` on the response. */

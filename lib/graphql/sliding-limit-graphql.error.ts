@@ -1,7 +1,8 @@
 import { GraphQLError } from 'graphql';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
-import { retryAfterSeconds } from '../nest/rate-limit-headers';
+import { retryAfterSeconds, type NamedRule } from '../nest/rate-limit-headers';
+import { refusedPolicy, refusingLimits } from '../nest/rate-limit-error-payload';
 import { TOO_MANY_REQUESTS_MESSAGE } from '../nest/too-many-requests.exception';
 import { markAsRefusal } from '../nest/rate-limit-refusal';
 
@@ -24,8 +25,14 @@ export interface SlidingLimitGraphQLExtensions {
   retryAfter?: number;
   /** Milliseconds after which a retry can be admitted, as the limiter computed it. */
   retryAfterMs?: number;
-  /** Names of the limits that were full (`TOO_MANY_REQUESTS` only). */
+  /** Names of the limits that were full (`TOO_MANY_REQUESTS` only); shadow limits refuse nothing and are never among them. */
   limits?: string[];
+  /**
+   * The limits that were full as the caller's own, in `RateLimit-Policy` form (`TOO_MANY_REQUESTS`
+   * only): its tier's name when a policy made them, the limit that applied to it and the window in
+   * seconds — `"free";q=3;w=60`.
+   */
+  policy?: string;
 }
 
 /** Message of a `RATE_LIMIT_UNAVAILABLE` error. */
@@ -48,13 +55,19 @@ export class SlidingLimitGraphQLError extends GraphQLError {
   }
 }
 
-/** The refusal of a call a full limit rejected. */
-export function tooManyRequestsError(decision: MultiRateLimitDecision, plan: HandlerPlan): SlidingLimitGraphQLError {
+/** The refusal of a call a full limit rejected; `named` is what the caller's limits are called (its tier). */
+export function tooManyRequestsError(
+  decision: MultiRateLimitDecision,
+  plan: HandlerPlan,
+  named: readonly NamedRule[] = plan.limits as readonly NamedRule[],
+): SlidingLimitGraphQLError {
+  const refused = refusingLimits(decision);
   return new SlidingLimitGraphQLError(TOO_MANY_REQUESTS_MESSAGE, {
     code: 'TOO_MANY_REQUESTS',
     retryAfter: retryAfterSeconds(decision.retryAfterMs),
     retryAfterMs: decision.retryAfterMs,
-    limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
+    limits: refused.map((i) => plan.limits[i].name),
+    policy: refusedPolicy(decision, refused, named),
   });
 }
 

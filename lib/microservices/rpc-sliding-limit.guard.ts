@@ -8,6 +8,7 @@ import {
   unidentifiedPayload,
   unpriceablePayload,
 } from '../nest/rate-limit-error-payload';
+import type { NamedRule } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { buildRpcRateLimitRequest, type RpcRateLimitRequest } from './rpc-rate-limit-request';
 
@@ -68,12 +69,13 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
     context: ExecutionContext,
     decision: MultiRateLimitDecision,
     plan: HandlerPlan,
+    named?: readonly NamedRule[],
   ): never {
-    if (context.getType() !== 'rpc') return super.throwRateLimited(context, decision, plan);
+    if (context.getType() !== 'rpc') return super.throwRateLimited(context, decision, plan, named);
     const event = isEventHandler(context);
     if (event) this.warnDroppedEvents(plan);
     this.logRefusal(context, decision, plan, event ? 'dropped an event' : undefined);
-    throw new RpcException(tooManyRequestsPayload(decision, plan));
+    throw new RpcException(tooManyRequestsPayload(decision, plan, named));
   }
 
   protected override throwUnavailable(

@@ -1,7 +1,7 @@
 import { HttpStatus } from '@nestjs/common';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from './limit-plan';
-import { retryAfterSeconds } from './rate-limit-headers';
+import { retryAfterSeconds, toWholeSeconds, type NamedRule } from './rate-limit-headers';
 import { TOO_MANY_REQUESTS_MESSAGE } from './too-many-requests.exception';
 
 /**
@@ -23,22 +23,64 @@ export interface RateLimitErrorPayload {
   retryAfter?: number;
   /** Milliseconds after which a retry can be admitted, as the limiter computed it (429 and 503 only). */
   retryAfterMs?: number;
-  /** Names of the limits that were full (429 only). */
+  /** Names of the limits that were full (429 only); shadow limits refuse nothing and are never among them. */
   limits?: string[];
+  /**
+   * The limits that were full as the caller's own, in `RateLimit-Policy` form (429 only): the name a
+   * policy gave the caller's tier (or the limit's name), the limit that applied to the caller (a
+   * tier's, a per-key override's) and the window in seconds — `"free.api-minute";q=3;w=60`. What the
+   * headers say over HTTP, for transports that have none.
+   */
+  policy?: string;
   /** WebSockets: the message (event) refused, so a client tells which of its messages it answers. */
   event?: string;
 }
 
-/** The 429: which limits were full and when to retry. */
-export function tooManyRequestsPayload(decision: MultiRateLimitDecision, plan: HandlerPlan): RateLimitErrorPayload {
+/**
+ * The 429: which limits were full and when to retry. `named` is what the caller's limits are called
+ * (its tier, when a policy made them); the plan's own limits by default.
+ */
+export function tooManyRequestsPayload(
+  decision: MultiRateLimitDecision,
+  plan: HandlerPlan,
+  named?: readonly NamedRule[],
+): RateLimitErrorPayload {
+  const refused = refusingLimits(decision);
   return {
     status: HttpStatus.TOO_MANY_REQUESTS,
     code: 'TOO_MANY_REQUESTS',
     message: TOO_MANY_REQUESTS_MESSAGE,
     retryAfter: retryAfterSeconds(decision.retryAfterMs),
     retryAfterMs: decision.retryAfterMs,
-    limits: plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name),
+    limits: refused.map((i) => plan.limits[i].name),
+    policy: refusedPolicy(decision, refused, named ?? (plan.limits as readonly NamedRule[])),
   };
+}
+
+/** Indices of the enforced limits that refused a decision: a shadow limit (a candidate) refuses nothing. */
+export function refusingLimits(decision: MultiRateLimitDecision): number[] {
+  const refused: number[] = [];
+  for (let i = 0; i < decision.limits.length; i++) {
+    const limit = decision.limits[i];
+    if (!limit.allowed && limit.shadow === undefined) refused.push(i);
+  }
+  return refused;
+}
+
+/** `RateLimit-Policy` entries of the `refused` limits, named as the caller's and with the limits that applied. */
+export function refusedPolicy(
+  decision: MultiRateLimitDecision,
+  refused: readonly number[],
+  named: readonly NamedRule[],
+): string {
+  return refused
+    .map((i) => {
+      const { name, windowMs } = named[i];
+      // A policy's limit known by the plan alone has no window: the guard passes the request's.
+      const window = typeof windowMs === 'number' ? `;w=${Math.max(1, toWholeSeconds(windowMs))}` : '';
+      return `"${name}";q=${decision.limits[i].limit}${window}`;
+    })
+    .join(', ');
 }
 
 /** Redis could not decide and the policy is `deny`: the server's fault, retry shortly. */

@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from './limit-plan';
 import { retryAfterSeconds } from './rate-limit-headers';
+import { refusingLimits } from './rate-limit-error-payload';
 
 /**
  * The line of one refusal: the handler, its transport, the full limits and when to retry. Never the
@@ -13,7 +14,8 @@ export function refusalLine(
   plan: HandlerPlan,
   what = 'refused a call',
 ): string {
-  const full = plan.limits.filter((_, i) => !decision.limits[i]?.allowed).map((limit) => limit.name);
+  // A shadow limit (a candidate) that would have refused refused nothing: not named here.
+  const full = refusingLimits(decision).map((i) => plan.limits[i].name);
   return (
     `${plan.route} (${context.getType()}) ${what} over its rate limit ${full.join(', ')}; ` +
     `retry after ${retryAfterSeconds(decision.retryAfterMs)} s`

@@ -428,7 +428,7 @@ export class SlidingLimitGuard implements CanActivate {
         rateLimitHeaders(options.headers, named, plan.policyHeader, decision, options.shadowHeader && plan.hasShadow),
       );
     }
-    if (!decision.allowed) this.throwRateLimited(context, decision, plan);
+    if (!decision.allowed) this.throwRateLimited(context, decision, plan, named);
     return true;
   }
 
@@ -518,8 +518,17 @@ export class SlidingLimitGuard implements CanActivate {
     throw new ForbiddenException(`Rate limit of ${plan.route} cannot identify the client`);
   }
 
-  /** Throws the 429. Override to throw a `WsException`, a GraphQL error or an `RpcException` instead. */
-  protected throwRateLimited(context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): never {
+  /**
+   * Throws the 429. Override to throw a `WsException`, a GraphQL error or an `RpcException` instead;
+   * `named` says what the caller's limits are called (its tier, when a policy made them), for a
+   * refusal that names them where there are no headers.
+   */
+  protected throwRateLimited(
+    context: ExecutionContext,
+    decision: MultiRateLimitDecision,
+    plan: HandlerPlan,
+    _named?: readonly NamedRule[],
+  ): never {
     this.logRefusal(context, decision, plan);
     const details = {
       retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),

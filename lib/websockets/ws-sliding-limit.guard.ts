@@ -9,6 +9,7 @@ import {
   unpriceablePayload,
   type RateLimitErrorPayload,
 } from '../nest/rate-limit-error-payload';
+import type { NamedRule } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { buildWsRateLimitRequest, type WsRateLimitRequest } from './ws-rate-limit-request';
 
@@ -59,10 +60,11 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
     context: ExecutionContext,
     decision: MultiRateLimitDecision,
     plan: HandlerPlan,
+    named?: readonly NamedRule[],
   ): never {
-    if (context.getType() !== 'ws') return super.throwRateLimited(context, decision, plan);
+    if (context.getType() !== 'ws') return super.throwRateLimited(context, decision, plan, named);
     this.logRefusal(context, decision, plan);
-    return refuse(context, tooManyRequestsPayload(decision, plan));
+    return refuse(context, tooManyRequestsPayload(decision, plan, named));
   }
 
   protected override throwUnavailable(

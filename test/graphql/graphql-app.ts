@@ -31,12 +31,15 @@ export interface GraphQLAppOptions {
   batched?: boolean;
   /** More modules of the application (a middleware's, say). */
   imports?: ModuleMetadata['imports'];
+  /** Fields the GraphQL context gets from the HTTP request, beside `req` (a caller's identity, say). */
+  context?: (request: { headers: Record<string, string | string[] | undefined> }) => Record<string, unknown>;
 }
 
 export function graphQLModule(
   platform: Platform,
   enhancers: GraphQLAppOptions['fieldResolverEnhancers'],
   batched = false,
+  context?: GraphQLAppOptions['context'],
 ): DynamicModule {
   const fieldResolverEnhancers = enhancers ?? ['guards'];
   if (platform === 'fastify') {
@@ -48,6 +51,7 @@ export function graphQLModule(
       cache: false,
       fieldResolverEnhancers,
       allowBatchedQueries: batched,
+      ...(context && { context: (request: Parameters<typeof context>[0]) => ({ req: request, ...context(request) }) }),
     });
   }
   return GraphQLModule.forRoot<ApolloDriverConfig>({
@@ -55,6 +59,9 @@ export function graphQLModule(
     autoSchemaFile: true,
     fieldResolverEnhancers,
     allowBatchedHttpRequests: batched,
+    ...(context && {
+      context: ({ req, res }: { req: Parameters<typeof context>[0]; res: unknown }) => ({ req, res, ...context(req) }),
+    }),
   });
 }
 
@@ -65,7 +72,7 @@ export function startGraphQLApp(options: GraphQLAppOptions): Promise<TestApp> {
   return startTestApp({
     platform: options.platform,
     imports: [
-      graphQLModule(options.platform, options.fieldResolverEnhancers, options.batched),
+      graphQLModule(options.platform, options.fieldResolverEnhancers, options.batched, options.context),
       ...(options.imports ?? []),
     ],
     providers,
@@ -91,10 +98,11 @@ export interface GraphQLReply {
 export async function postGraphQL(
   app: TestApp,
   query: string,
-  options: { client?: string; variables?: Record<string, unknown> } = {},
+  options: { client?: string; variables?: Record<string, unknown>; headers?: Record<string, string> } = {},
 ): Promise<GraphQLReply> {
   let call = app.http().post('/graphql').set('content-type', 'application/json');
   if (options.client !== undefined) call = call.set('x-client', options.client);
+  if (options.headers !== undefined) call = call.set(options.headers);
   const response: Response = await call.send({ query, variables: options.variables ?? {} });
   const body = response.body as { data?: Record<string, unknown> | null; errors?: ClientError[] };
   return {

@@ -10,6 +10,7 @@ import {
   checkParameters,
   checkTtls,
   compareCall,
+  errorText,
   expectSameKeys,
   garbage,
   jsonField,
@@ -36,6 +37,9 @@ import {
  *    bucketed window's promises (no lock-out); a shadow limit alone would refuse exactly what it
  *    refuses enforced; a shadow limit stacked on an enforced one records what both admit; v3 and v4
  *    alternating on the same keys decide as v4 alone.
+ * 4. Overrides with a TTL (limit, exempt, block; on enforced and shadow limits, alone and stacked):
+ *    they apply up to the millisecond they expire and not after (Redis' rule: expired once now >
+ *    expiry), and a Retry-After read from an override's remaining time is the same on both.
  *
  * A failure prints fast-check's seed and path; replay it with FC_SEED=<seed> FC_PATH=<path>.
  */
@@ -1139,3 +1143,193 @@ async function liveCounts(key: string, nowMs: number, { windowMs }: KeyRule): Pr
   const counted = Object.entries(fields).filter(([field]) => /^\d+$/.test(field) && Number(field) >= first);
   return { counted: counted.sort(), ids: fields.ids, p: fields.p };
 }
+
+// ------------------------------------------------------------------------------------------------
+// 4. Overrides that expire, on Redis and in the model
+// ------------------------------------------------------------------------------------------------
+
+/** One step of a run with expiring overrides on two keys. */
+interface ExpiringStep {
+  /** How far time moves first: not, a little, anywhere in two windows, or next to an override's expiry. */
+  gapKind: 'zero' | 'small' | 'any' | 'expiry';
+  gapRoll: number;
+  /** With `expiry`: lands this many ms from the expiry (Redis: expired once now > expiry). */
+  offset: -1 | 0 | 1;
+  op: 'allow' | 'peek' | 'set' | 'unset';
+  key: 0 | 1;
+  /** A decision on both keys (stacked), rather than on `key` alone. */
+  stacked: boolean;
+  costRoll: number;
+  fields: string[];
+  ttlMs: number;
+}
+
+const expiringStep: fc.Arbitrary<ExpiringStep> = fc.record({
+  gapKind: fc.constantFrom('zero', 'small', 'any', 'expiry', 'expiry'),
+  gapRoll: fc.nat(),
+  offset: fc.constantFrom(-1, 0, 1),
+  op: fc.oneof(
+    { weight: 6, arbitrary: fc.constant('allow' as const) },
+    { weight: 1, arbitrary: fc.constant('peek' as const) },
+    { weight: 3, arbitrary: fc.constant('set' as const) },
+    { weight: 1, arbitrary: fc.constant('unset' as const) },
+  ),
+  key: fc.constantFrom(0, 1),
+  stacked: fc.boolean(),
+  costRoll: fc.oneof(fc.constant(0), fc.nat(10)),
+  fields: overrideFields.filter((fields) => fields[1] !== 'slower'),
+  ttlMs: fc.oneof(fc.constantFrom(1, 2, 5, 100), fc.integer({ min: 1, max: 10_000 })),
+});
+
+const expiringRun = fc.record({
+  rules: fc.array(keyRule, { minLength: 2, maxLength: 2 }),
+  steps: fc.array(expiringStep, { minLength: 1, maxLength: 40, size: 'medium' }),
+});
+
+interface ExpiringCoverage {
+  /** Decisions an override applied to (limit, exempt or block). */
+  applied: number;
+  /** Decisions on a key whose override had expired (it applied no more). */
+  afterExpiry: number;
+  /** Decisions at the very millisecond an override expires (it still applies). */
+  atExpiry: number;
+  /** Retry-After read from an override's remaining time (a block, or a cost over an override's limit). */
+  fromOverrideTtl: number;
+  blocked: number;
+}
+
+/**
+ * A decision on Redis with the override keys' remaining time (on the test's clock) set in the same
+ * transaction, so that the Lua's PTTL reads it less at most the milliseconds the transaction took;
+ * every key is PERSISTed after it (Redis' own clock would otherwise expire them between steps).
+ */
+async function decideOnRedis(
+  fn: string,
+  keys: string[],
+  args: (string | number)[],
+  ttls: [key: string, ms: number][],
+): Promise<{ reply?: unknown; error?: string; spanMs: number; pttls: number[] }> {
+  const transaction = redis.multi().time();
+  for (const [key, ms] of ttls) transaction.pexpire(key, ms);
+  transaction.call(fn.startsWith('sliding_peek') ? 'FCALL_RO' : 'FCALL', fn, keys.length, ...keys, ...args.map(String));
+  for (const key of keys) transaction.pttl(key).persist(key);
+  transaction.time();
+  const results = (await transaction.exec()) ?? [];
+  const millisOf = (time: unknown) => {
+    const [seconds, micros] = time as [string, string];
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
+  const spanMs = millisOf(results[results.length - 1][1]) - millisOf(results[0][1]);
+  const [error, reply] = results[1 + ttls.length];
+  const pttls = keys.map((_, i) => Number(results[2 + ttls.length + 2 * i][1]));
+  return error ? { error: errorText(error), spanMs, pttls } : { reply, spanMs, pttls };
+}
+
+describe('overrides that expire, on Redis and in the model', () => {
+  it('apply until the millisecond they expire, then no more, with the same replies and keys on both', async () => {
+    const coverage: ExpiringCoverage = { applied: 0, afterExpiry: 0, atExpiry: 0, fromOverrideTtl: 0, blocked: 0 };
+    await fc.assert(
+      fc.asyncProperty(expiringRun, async ({ rules, steps }) => {
+        await redis.flushdb();
+        redis.expiresAt.clear();
+        let now = T0;
+        const model = new SlidingWindowModel({ clock: () => now });
+        const limitKey = (key: number) => `x:{k}:${key}`;
+        const overrideKey = (key: number) => `${limitKey(key)}|override`;
+        // Each override's expiry on the test's clock, kept for Redis by Redis' rule (not the model's).
+        const expiresAt = new Map<number, number>();
+        /** Keys whose override has expired: a decision on them sees none. */
+        const expired = new Set<number>();
+        let members = 0;
+        for (const [index, step] of steps.entries()) {
+          const rule = rules[step.key];
+          const expiries = [...expiresAt.values()];
+          now += {
+            zero: 0,
+            small: step.gapRoll % 10,
+            any: step.gapRoll % (2 * rule.windowMs),
+            expiry: expiries.length > 0 ? Math.max(0, expiries[step.gapRoll % expiries.length] + step.offset - now) : 0,
+          }[step.gapKind];
+          await redis.expireUpTo(now);
+          for (const [key, at] of expiresAt) {
+            if (now <= at) continue;
+            expect(await plain.del(overrideKey(key))).toBe(1);
+            expiresAt.delete(key);
+            expired.add(key);
+          }
+          const context = `step ${index} at T0+${now - T0}: ${JSON.stringify(step)}`;
+          if (step.op === 'set' || step.op === 'unset') {
+            const key = overrideKey(step.key);
+            expect({ context, deleted: await plain.del(key) }).toEqual({ context, deleted: model.del(key) });
+            expiresAt.delete(step.key);
+            expired.delete(step.key);
+            if (step.op === 'unset') continue;
+            await plain.hset(key, ...step.fields);
+            model.hset(key, step.fields);
+            model.pexpire(key, step.ttlMs);
+            expiresAt.set(step.key, now + step.ttlMs);
+            continue;
+          }
+          const keys = step.stacked ? [0, 1] : [step.key];
+          const cost = 1 + (step.costRoll % Math.min(...keys.map((key) => rules[key].limit)));
+          const quadruples = keys.flatMap((key) => {
+            const { windowMs, limit, precisionMs, shadow } = rules[key];
+            return [windowMs, limit, precisionMs, (shadow ? 1 : 0) + 2];
+          });
+          const callKeys = [...keys.map(limitKey), ...keys.map(overrideKey)];
+          const fn = step.op === 'peek' ? 'sliding_peek_v4' : 'sliding_allow_v4';
+          const args =
+            step.op === 'peek' ? [now, cost, ...quadruples] : [now, `m${members++}`, 1_000_000, cost, ...quadruples];
+          const ttls = keys.flatMap((key): [string, number][] => {
+            const at = expiresAt.get(key);
+            // PEXPIRE 0 would delete it: at its last millisecond an override lives on with 1 ms in Redis.
+            return at === undefined ? [] : [[overrideKey(key), Math.max(1, at - now)]];
+          });
+          const remaining = keys.map((key) => model.pttl(overrideKey(key)));
+          const fromRedis = await decideOnRedis(fn, callKeys, args, ttls);
+          const fromModel = await settle(() =>
+            Promise.resolve(model.call(fn, callKeys, args.map(String), step.op === 'peek')),
+          );
+          const { spanMs, pttls, ...redisOutcome } = fromRedis;
+          // A Retry-After read from an override's PTTL: Redis read it up to the transaction's duration
+          // (and the 1 ms above) later than the model did.
+          if (Array.isArray(redisOutcome.reply) && Array.isArray(fromModel.reply)) {
+            const redisReply = [...(redisOutcome.reply as number[])];
+            const modelReply = fromModel.reply as number[];
+            keys.forEach((key, i) => {
+              const at = 1 + 7 * i + 3;
+              if (remaining[i] < 0 || modelReply[at] !== remaining[i] || modelReply[1 + 7 * i] === 1) return;
+              coverage.fromOverrideTtl++;
+              if (Math.abs(redisReply[at] - modelReply[at]) <= spanMs + 1) redisReply[at] = modelReply[at];
+            });
+            redisOutcome.reply = redisReply;
+          }
+          expect({ context, ...redisOutcome }).toEqual({ context, ...fromModel });
+          for (const [i, key] of callKeys.entries()) {
+            const modelPttl = model.pttl(key);
+            expect({ context, key, exists: pttls[i] !== -2 }).toEqual({ context, key, exists: modelPttl !== -2 });
+            // Limit keys expire on the test's clock as in the model (their TTLs are compared in 2.).
+            if (i < keys.length) {
+              if (modelPttl >= 0) redis.expiresAt.set(key, now + modelPttl);
+              else redis.expiresAt.delete(key);
+            }
+          }
+          if (!Array.isArray(fromModel.reply)) continue;
+          const reply = fromModel.reply as number[];
+          keys.forEach((key, i) => {
+            const kind = reply[1 + 7 * i + 6];
+            if (kind > 0) coverage.applied++;
+            if (kind === 3) coverage.blocked++;
+            if (expired.has(key)) coverage.afterExpiry++;
+            if (kind > 0 && expiresAt.get(key) === now) coverage.atExpiry++;
+          });
+        }
+        await expectSameKeys(redis, model, 'x:*');
+      }),
+      checkParameters(150),
+    );
+    for (const [kind, count] of Object.entries(coverage)) {
+      expect({ kind, reached: count > 0 }).toEqual({ kind, reached: true });
+    }
+  }, 180_000);
+});

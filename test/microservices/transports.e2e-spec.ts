@@ -77,6 +77,7 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
       retryAfter: 60,
       retryAfterMs: expect.any(Number),
       limits: ['orders'],
+      policy: '"orders";q=2;w=60',
     });
     await expect(send('nsl.order.create', { tenantId: 't2' })).resolves.toHaveProperty('created');
   });

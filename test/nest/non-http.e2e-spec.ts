@@ -187,6 +187,7 @@ describe('the global guard beside WsSlidingLimitGuard (socket.io)', () => {
       retryAfter: 60,
       retryAfterMs: expect.any(Number),
       limits: [event],
+      policy: `"${event}";q=2;w=60`,
       event,
     });
     await expect(call(socket, event, 4)).resolves.toHaveProperty('exception.code', 'TOO_MANY_REQUESTS');

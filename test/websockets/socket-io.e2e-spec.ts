@@ -38,6 +38,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) 
         retryAfter: 60,
         retryAfterMs: expect.any(Number),
         limits: ['chat'],
+        policy: '"chat";q=2;w=60',
         event: 'chat',
       },
     });
@@ -142,6 +143,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) 
       retryAfter: 60,
       retryAfterMs: expect.any(Number),
       limits: ['chat'],
+      policy: '"chat";q=2;w=60',
       event: 'chat',
     };
     await expect(emitWithAck(3)).resolves.toEqual(refusal);

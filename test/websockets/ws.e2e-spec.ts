@@ -87,6 +87,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with ws (@nestjs/platform-ws) on %
         retryAfter: 60,
         retryAfterMs: expect.any(Number),
         limits: ['chat'],
+        policy: '"chat";q=2;w=60',
         event: 'chat',
       },
     });
