@@ -3,8 +3,8 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import Redis from 'ioredis';
 import { DEFAULT_FUNCTION_NAME, SlidingWindowLimiter, type RateLimitUsageReport } from 'nestjs-sliding-limit';
-import { RedisOverridesStore } from '../../lib/redis/overrides-store';
 import { AppModule } from '../../sample/app.module';
+import { runCli } from '../cli/run-cli';
 import { startRedisServer, type RedisServer } from '../support/redis-server';
 
 /*
@@ -101,12 +101,15 @@ describe('the sample app', () => {
 
   describePlanTiers(http);
 
-  it('reports: an override set at runtime on the key the README names applies to the next request', async () => {
+  it("reports: an override set with the README's CLI command applies to the next request", async () => {
     const reports = () => http().get('/reports').set('x-api-key', 'demo-free');
     await reports().expect(200);
-    // What `npx nestjs-sliding-limit overrides set 'reports:{header.x-api-key:demo-free}' --limit 3 --ttl 10m` writes.
-    const overrides = new RedisOverridesStore(redis, { keyPrefix: 'rl:' });
-    await overrides.set('reports:{header.x-api-key:demo-free}', { action: 'limit', limit: 3 }, { ttlMs: 600_000 });
+    // The command README.md and the start-up lines print, on the sample's Redis.
+    const key = 'reports:{header.x-api-key:demo-free}';
+    const set = await runCli(['overrides', 'set', key, '--limit', '3', '--ttl', '10m', '--note', 'demo'], {
+      REDIS_URL: server.url,
+    });
+    expect(set).toMatchObject({ code: 0, stderr: '' });
     const lowered = await reports().expect(200);
     expect(lowered.headers['x-ratelimit-limit']).toBe('3');
     expect(lowered.headers['ratelimit-policy']).toBe('"free";q=3;w=60');
@@ -115,7 +118,7 @@ describe('the sample app', () => {
     // Other keys keep their plan's limit.
     const other = await http().get('/reports').set('x-api-key', 'demo-pro').expect(200);
     expect(other.headers['x-ratelimit-limit']).toBe('100');
-    await overrides.delete('reports:{header.x-api-key:demo-free}');
+    expect((await runCli(['overrides', 'delete', key], { REDIS_URL: server.url })).code).toBe(0);
     await reports().expect(200);
   });
 });
