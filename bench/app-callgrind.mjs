@@ -6,6 +6,7 @@
 //   node bench/app-callgrind.mjs                 # 10 rounds of 600 requests per route
 //   APP_CALLGRIND_REQUESTS=1000 APP_CALLGRIND_ROUNDS=20 node bench/app-callgrind.mjs
 //   node bench/app-callgrind.mjs bench/results/app-callgrind-<date>.json   # the table of a saved run
+//   BENCH_FUNCTION=sliding_allow_v4 BENCH_LABEL=v4-after node bench/app-callgrind.mjs   # v4, a file of its own
 //
 // Starts a Redis of its own and the `ours` configuration of http-app.mjs (the quick start's
 // RateLimitModule.forRoot({ redis }) + @SlidingLimit on GET /, and GET /fcall: @SkipRateLimit(), the
@@ -89,6 +90,16 @@ const get = (path) =>
     });
     request.once('error', reject);
   });
+/**
+ * One request outside the measurement, before a round: the keep-alive connection has idled while the
+ * last dump was read (seconds under load), and the app may have closed it meanwhile — a request on a
+ * connection the server is closing fails with ECONNRESET before it reached the app, so it is sent again.
+ */
+const wakeUp = (path) =>
+  get(path).catch((error) => {
+    if (error?.code !== 'ECONNRESET') throw error;
+    return get(path);
+  });
 const control = (...args) => execFileSync('callgrind_control', [...args, String(app.pid)], { stdio: 'ignore' });
 const stats = new Redis({ host: '127.0.0.1', port: redis.port });
 const fcalls = async () => (await commandCalls(stats)).fcall ?? 0;
@@ -133,6 +144,7 @@ try {
   const seen = new Set();
   for (let round = 0; round < ROUNDS; round++) {
     for (const route of round % 2 === 0 ? ROUTES : [...ROUTES].reverse()) {
+      await wakeUp(route);
       control('-z');
       const before = await fcalls();
       for (let i = 0; i < REQUESTS; i++) await get(route);
@@ -158,9 +170,12 @@ try {
 }
 
 const date = new Date().toISOString().slice(0, 10);
+// A labelled run (BENCH_LABEL) is saved under a name of its own, so it never overwrites another.
+const label = process.env.BENCH_LABEL;
+const functionName = process.env.BENCH_FUNCTION ?? 'sliding_allow_v2';
 writeFileSync(
-  join(here, 'results', `app-callgrind-${date}.json`),
-  `${JSON.stringify({ date, REQUESTS, ROUNDS, WARMUP, results }, null, 2)}\n`,
+  join(here, 'results', label ? `app-callgrind-${date}-${label}.json` : `app-callgrind-${date}.json`),
+  `${JSON.stringify({ date, functionName, REQUESTS, ROUNDS, WARMUP, results }, null, 2)}\n`,
 );
 report(results);
 
