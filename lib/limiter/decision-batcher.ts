@@ -63,15 +63,21 @@ class BatchCall extends FunctionCall<MultiRateLimitDecision[]> {
     batcher: DecisionBatcher,
     private readonly version: ActiveVersion,
     batch: BatchFunction,
-    keys: readonly string[],
     private readonly calls: readonly AllowCall[],
   ) {
-    super(batcher, version.runner, batch.name, batch.keys ? batch.keys(calls) : keys, batch.arguments(calls));
+    super(batcher, version.runner, batch.name, batch.keys ? batch.keys(calls) : keysOf(calls), batch.arguments(calls));
   }
 
   parse(reply: unknown): MultiRateLimitDecision[] {
     return this.version.reader.batch(reply, this.calls);
   }
+}
+
+/** KEYS of a batch whose function takes the calls' keys as they are: concatenated, in order. */
+function keysOf(calls: readonly AllowCall[]): string[] {
+  const keys: string[] = [];
+  for (const call of calls) for (const key of call.keys) keys.push(key);
+  return keys;
 }
 
 /** A decision waiting for its batch, and who is told its outcome. */
@@ -156,13 +162,9 @@ export class DecisionBatcher {
       return;
     }
     const calls = new Array<AllowCall>(lane.length);
-    const keys: string[] = [];
-    for (let i = 0; i < lane.length; i++) {
-      calls[i] = lane[i].call;
-      for (const key of calls[i].keys) keys.push(key);
-    }
+    for (let i = 0; i < lane.length; i++) calls[i] = lane[i].call;
     this.inFlight++;
-    this.channel.call(new BatchCall(this, version, batch, keys, calls), keys[0], lane.length).then(
+    this.channel.call(new BatchCall(this, version, batch, calls), calls[0].keys[0], lane.length).then(
       (decisions) => {
         for (let i = 0; i < lane.length; i++) lane[i].settlers.resolve(decisions[i]);
       },

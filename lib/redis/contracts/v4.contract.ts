@@ -27,18 +27,31 @@ function readsOverride(readOverrides: boolean, rule: SlidingLimitRule, key: stri
   return close !== -1 && close !== open + 1;
 }
 
-/** The limit keys, then the override keys read: one list, sized once. */
-function keysOf(readOverrides: boolean, keys: readonly string[], rules: readonly SlidingLimitRule[]): string[] {
-  if (!readOverrides) return keys.slice();
-  const all = new Array<string>(2 * keys.length);
-  for (let i = 0; i < keys.length; i++) all[i] = keys[i];
-  let length = keys.length;
+/**
+ * Writes the limit keys, then the override keys read, into `all` from `at` on; returns the length
+ * written up to. A list sized for every limit reading its override (the common case) is not grown.
+ */
+function writeKeys(
+  all: string[],
+  at: number,
+  readOverrides: boolean,
+  keys: readonly string[],
+  rules: readonly SlidingLimitRule[],
+): number {
+  for (let i = 0; i < keys.length; i++) all[at++] = keys[i];
+  if (!readOverrides) return at;
   for (let i = 0; i < rules.length; i++) {
     const overrideKey = overrideKeyFor(true, rules[i], keys[i]);
-    if (overrideKey !== undefined) all[length++] = overrideKey;
+    if (overrideKey !== undefined) all[at++] = overrideKey;
   }
+  return at;
+}
+
+/** The limit keys, then the override keys read: one list, sized once. */
+function keysOf(readOverrides: boolean, keys: readonly string[], rules: readonly SlidingLimitRule[]): string[] {
+  const all = new Array<string>(readOverrides ? 2 * keys.length : keys.length);
   // Every limit reads its override, but for keys that opt out or cannot carry one.
-  all.length = length;
+  all.length = writeKeys(all, 0, readOverrides, keys, rules);
   return all;
 }
 
@@ -118,9 +131,13 @@ export const V4_CONTRACT: FunctionContract = {
     },
 
     keys(calls) {
-      const keys: string[] = [];
+      let most = 0;
+      for (const { keys: own, overrides = false } of calls) most += overrides ? 2 * own.length : own.length;
+      const keys = new Array<string>(most);
+      let length = 0;
       for (const { keys: own, rules, overrides = false } of calls)
-        for (const key of keysOf(overrides, own, rules)) keys.push(key);
+        length = writeKeys(keys, length, overrides, own, rules);
+      keys.length = length;
       return keys;
     },
 
