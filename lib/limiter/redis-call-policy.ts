@@ -68,7 +68,7 @@ export abstract class PolicedCall<T> {
 }
 
 /** A call given as a function (anything off the decision path): its promise is the reply. */
-class FunctionCall<T> extends PolicedCall<T> {
+class PlainCall<T> extends PolicedCall<T> {
   constructor(private readonly run: () => Promise<T>) {
     super();
   }
@@ -121,7 +121,7 @@ export class RedisCallPolicy {
    * path passes the decision in flight, which goes on from the outcome without another promise.
    */
   callInto<T>(attempt: RedisAttempt<T>, settlers: CallSettlers<T>, routeKey?: string, decisions = 1): void {
-    const call = typeof attempt === 'function' ? new FunctionCall(attempt) : attempt;
+    const call = typeof attempt === 'function' ? new PlainCall(attempt) : attempt;
     call.policy = this;
     call.settlers = settlers;
     call.decisions = decisions;
