@@ -9,6 +9,7 @@
 //   node bench/app-heap.mjs        # 4 rounds; per route 10,000 requests profiled at 1 connection, 20,000 at 50
 //   APP_HEAP_CONNECTIONS=50 APP_HEAP_REQUESTS_50=8000 APP_HEAP_ROUNDS=3 node bench/app-heap.mjs
 //   node bench/app-heap.mjs bench/results/app-heap-<date>.json   # the tables of a saved run
+//   BENCH_FUNCTION=sliding_allow_v4 BENCH_LABEL=v4-before node bench/app-heap.mjs   # v4, saved as app-heap-<date>-v4-before.json
 //
 // Starts a Redis of its own and the `ours` configuration of http-app.mjs (the quick start's
 // RateLimitModule.forRoot({ redis }) + @SlidingLimit on GET /; GET /fcall: @SkipRateLimit(), the
@@ -33,7 +34,7 @@ import { createRequire } from 'node:module';
 import { constants } from 'node:perf_hooks';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { askApp, HTTP_CONFIGS, startApps } from './lib/apps.mjs';
 import { autocannonRun } from './lib/http-load.mjs';
 import { interleaved, median } from './lib/measure.mjs';
@@ -59,7 +60,8 @@ if (process.argv[2]) {
 
 const settings = readSettings(process.env);
 installCleanup(2 * 60 * 60_000);
-const dist = await snapshotDist(join(here, '..'));
+// Frames name the files Node loaded, symbolic links resolved (node_modules may be one).
+const dist = realpathSync(await snapshotDist(join(here, '..')));
 const redis = await startRedis();
 const stats = new Redis({ host: '127.0.0.1', port: redis.port });
 const runs = [];
@@ -74,9 +76,21 @@ try {
   await stopAll();
 }
 const date = new Date().toISOString().slice(0, 10);
-const saved = { date, build: buildOf(), settings, runs };
-writeFileSync(join(here, 'results', `app-heap-${date}.json`), `${JSON.stringify(saved, null, 2)}\n`);
+const saved = {
+  date,
+  build: buildOf(),
+  functionName: process.env.BENCH_FUNCTION ?? 'sliding_allow_v2',
+  settings,
+  runs,
+};
+writeFileSync(join(here, 'results', resultName('app-heap', date)), `${JSON.stringify(saved, null, 2)}\n`);
 report(saved);
+
+/** `<tool>-<date>.json`, or `<tool>-<date>-<BENCH_LABEL>.json`: a labelled run never overwrites another. */
+function resultName(tool, date) {
+  const label = process.env.BENCH_LABEL;
+  return label ? `${tool}-${date}-${label}.json` : `${tool}-${date}.json`;
+}
 
 /** The commit the measured dist/ was built from, as far as git can tell (`+` when lib/ had changes). */
 function buildOf() {
@@ -159,7 +173,12 @@ function progress(result) {
 async function load(app, route, connections, requests) {
   if (requests === 0) return { requests: 0, fcalls: 0 };
   const before = (await commandCalls(stats)).fcall ?? 0;
-  const result = await autocannonRun(`http://127.0.0.1:${app.port}${route}`, { connections, amount: requests });
+  // A request may wait long under the profiler on a busy host: a slow answer is not an error here.
+  const result = await autocannonRun(`http://127.0.0.1:${app.port}${route}`, {
+    connections,
+    amount: requests,
+    timeoutSeconds: 60,
+  });
   const fcalls = ((await commandCalls(stats)).fcall ?? 0) - before;
   if (result.non2xx > 0 || result.errors > 0)
     throw new Error(`GET ${route}: ${result.non2xx} non-2xx answers and ${result.errors} errors`);
@@ -261,10 +280,11 @@ function kb(bytes) {
 }
 
 /** Prints the tables of a run (saved or just measured) and the two targets. */
-function report({ date, build, settings, runs }) {
+function report({ date, build, functionName = 'sliding_allow_v2', settings, runs }) {
   console.log(
     `Allocation per request, sampling heap profiler every ${settings.samplingInterval} bytes, collected ` +
-      `objects included (${date}, build ${build}; KB = 1,000 bytes; ${settings.rounds} rounds per route):\n`,
+      `objects included (${date}, build ${build}, ${functionName}; KB = 1,000 bytes; ` +
+      `${settings.rounds} rounds per route):\n`,
   );
   for (const run of runs) reportRun(run, settings);
   console.log('Targets:');

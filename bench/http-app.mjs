@@ -47,6 +47,13 @@ const port = Number(redisPort);
 const limit = Number(limitArg);
 const windowMs = Number(windowArg);
 const TRACKER_HEADER = 'x-client-id';
+/**
+ * The function the `ours` configurations decide with, and GET /fcall calls: `sliding_allow_v2` (what
+ * every saved run used), or `sliding_allow_v4` (the default of the module) with BENCH_FUNCTION.
+ */
+const BENCH_FUNCTION = process.env.BENCH_FUNCTION ?? 'sliding_allow_v2';
+if (!['sliding_allow_v2', 'sliding_allow_v4'].includes(BENCH_FUNCTION))
+  throw new Error(`BENCH_FUNCTION must be sliding_allow_v2 or sliding_allow_v4, not ${BENCH_FUNCTION}`);
 
 function decorateMethod(target, name, decorators) {
   const descriptor = Object.getOwnPropertyDescriptor(target.prototype, name);
@@ -110,31 +117,57 @@ async function buildModule() {
       let counter = 0;
       const prefix = `ref:${process.pid}:`;
       // The function and arguments a single decision of the guard sends (limit, window, skew 1000).
-      // One key, as the latency section's one connection has one x-client-id.
-      reference.fcall = () =>
-        own
-          .fcall(
-            'sliding_allow_v2',
-            1,
-            'ref:fcall',
-            Date.now(),
-            prefix + (counter++).toString(36),
-            1000,
-            windowMs,
-            limit,
-          )
-          .then(() => 'ok');
+      // One key, as the latency section's one connection has one x-client-id; v4 also reads the
+      // key's override (its key follows, flags 2), as the guard's v4 decisions do by default.
+      reference.fcall =
+        BENCH_FUNCTION === 'sliding_allow_v4'
+          ? () =>
+              own
+                .fcall(
+                  BENCH_FUNCTION,
+                  2,
+                  'ref:{fcall}',
+                  'ref:{fcall}|override',
+                  Date.now(),
+                  prefix + (counter++).toString(36),
+                  1000,
+                  1,
+                  windowMs,
+                  limit,
+                  0,
+                  2,
+                )
+                .then(() => 'ok')
+          : () =>
+              own
+                .fcall(
+                  'sliding_allow_v2',
+                  1,
+                  'ref:fcall',
+                  Date.now(),
+                  prefix + (counter++).toString(36),
+                  1000,
+                  windowMs,
+                  limit,
+                )
+                .then(() => 'ok');
       reference.ping = () => own.ping().then(() => 'ok');
       routeDecorators.fcall = [Get('/fcall'), SkipRateLimit()];
       routeDecorators.ping = [Get('/ping'), SkipRateLimit()];
       // The module closes the connection it opened when the app closes. The bench's function (v2, as
-      // the FCALL reference and bench/lib/config.mjs), not the module's default, so runs stay comparable.
-      imports.push(RateLimitModule.forRoot({ redis: `redis://127.0.0.1:${port}`, functionName: 'sliding_allow_v2' }));
+      // the FCALL reference and bench/lib/config.mjs, unless BENCH_FUNCTION names v4), not the
+      // module's default, so runs stay comparable.
+      // BENCH_TIMEOUT_MS: the limiter's timeoutMs (app-callgrind.mjs sets it: under valgrind a call
+      // can take longer than the default 250 ms, and a retried call is work the other route does not do).
+      const timeout = process.env.BENCH_TIMEOUT_MS ? { timeoutMs: Number(process.env.BENCH_TIMEOUT_MS) } : {};
+      imports.push(
+        RateLimitModule.forRoot({ redis: `redis://127.0.0.1:${port}`, functionName: BENCH_FUNCTION, ...timeout }),
+      );
     } else {
       const Redis = require('ioredis').default;
       const client = new Redis({ host: '127.0.0.1', port });
       closers.push(() => client.quit());
-      imports.push(RateLimitModule.forRoot({ client, functionName: 'sliding_allow_v2' }));
+      imports.push(RateLimitModule.forRoot({ client, functionName: BENCH_FUNCTION }));
     }
   } else if (config === 'nest-lab' || config === 'nestjs-redis') {
     const { SkipThrottle, ThrottlerGuard, ThrottlerModule } = require('@nestjs/throttler');

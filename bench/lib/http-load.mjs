@@ -54,6 +54,8 @@ export async function autocannonRun(url, options, sink = httpSink()) {
     url,
     connections: options.connections,
     ...(options.amount ? { amount: options.amount } : { duration: options.seconds }),
+    // Seconds a request may take before autocannon counts it as an error (its default: 10).
+    ...(options.timeoutSeconds ? { timeout: options.timeoutSeconds } : {}),
     setupClient: (c) => c.setHeaders({ 'x-client-id': `c${client++}` }),
   });
   instance.on('response', (_client, statusCode, _bytes, responseTime) => {

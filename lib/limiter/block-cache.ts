@@ -1,7 +1,12 @@
 import type { SlidingLimitRule } from '../core/limit-rule';
-import type { LimitOutcome } from '../core/function-contract';
 
-interface Blocked {
+/** What the cache needs of a rejected limit's state (the limiter keeps the caller's `RateLimitDecision`). */
+export interface BlockedTimes {
+  readonly retryAfterMs: number;
+  readonly resetMs: number;
+}
+
+interface Blocked<T> {
   /** The limit and window the rejection was for: the same key limited differently is another matter. */
   readonly limit: number;
   readonly windowMs: number;
@@ -10,7 +15,7 @@ interface Blocked {
   /** Caller-clock ms before which no request can be admitted. */
   readonly until: number;
   /** The limit's state as Redis reported it at `decidedAt`. */
-  readonly state: LimitOutcome;
+  readonly state: T;
 }
 
 /**
@@ -23,13 +28,13 @@ interface Blocked {
  * Keyed by the full key alone, so a lookup costs no string building; bounded: the least recently
  * blocked entries are evicted beyond `maxEntries`.
  */
-export class BlockCache {
-  private readonly entries = new Map<string, Blocked>();
+export class BlockCache<T extends BlockedTimes = BlockedTimes> {
+  private readonly entries = new Map<string, Blocked<T>>();
 
   constructor(private readonly maxEntries: number) {}
 
   /** The limit's state of a rejection of `key` under `rule` still in force at `nowMs`, its times brought up to date. */
-  get(key: string, rule: SlidingLimitRule, nowMs: number): LimitOutcome | undefined {
+  get(key: string, rule: SlidingLimitRule, nowMs: number): T | undefined {
     if (this.entries.size === 0) return undefined;
     const blocked = this.entries.get(key);
     if (!blocked || blocked.limit !== rule.limit || blocked.windowMs !== rule.windowMs) return undefined;
@@ -47,7 +52,7 @@ export class BlockCache {
   }
 
   /** Records a rejection of `key` under `rule`, decided at `nowMs` with the limit in `state`. */
-  set(key: string, rule: SlidingLimitRule, nowMs: number, state: LimitOutcome): void {
+  set(key: string, rule: SlidingLimitRule, nowMs: number, state: T): void {
     if (!(state.retryAfterMs > 0)) return;
     this.entries.delete(key);
     this.entries.set(key, {
@@ -55,7 +60,8 @@ export class BlockCache {
       windowMs: rule.windowMs,
       decidedAt: nowMs,
       until: nowMs + state.retryAfterMs,
-      state,
+      // A copy: the state may be what a caller was given, and callers may change their decisions.
+      state: { ...state },
     });
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;

@@ -2,44 +2,45 @@ import calculateSlot from 'cluster-key-slot';
 // The timers module's own setImmediate: fake timers (jest, sinon) replace the global one, and a test
 // that fakes timers must not leave batched decisions waiting forever.
 import { setImmediate } from 'node:timers';
-import type { AllowCall, BatchFunction, CallOutcome } from '../core/function-contract';
+import type { MultiRateLimitDecision } from '../core/decisions';
+import type { AllowCall, BatchFunction } from '../core/function-contract';
 import type { LuaRunner } from '../core/lua-runner';
 import { errorKindOf, isUnanswered } from '../redis/error-kind';
 import type { ActiveVersion } from './function-routing';
 import type { DecisionChannel } from './decision-channel';
-import type { CallAttempt, CallSettlers } from './redis-call-policy';
+import { PolicedCall, type CallSettlers } from './redis-call-policy';
 
 /**
  * One call of a version's function as the call policy makes it: sent, sent again as it is for a
- * retry, recovered by the runner (a library reloaded), its reply parsed, and the batcher told when it
- * is over. One object per call whose methods are the steps: no closure is made per decision.
+ * retry, recovered by the runner (a library reloaded), its reply read, and the batcher told when it
+ * is over. One object per call, which the policy keeps its state on: no closure is made per decision.
  */
-abstract class FunctionCall<T> implements CallAttempt<T> {
+abstract class FunctionCall<T> extends PolicedCall<T> {
   constructor(
     private readonly batcher: DecisionBatcher,
     private readonly runner: LuaRunner,
     private readonly functionName: string,
     private readonly keys: readonly string[],
     private readonly args: readonly (string | number)[],
-  ) {}
-
-  abstract parse(reply: unknown): T;
+  ) {
+    super();
+  }
 
   send(): Promise<unknown> {
     return this.runner.run(this.functionName, this.keys, this.args, false);
   }
 
-  recover(error: unknown): Promise<unknown> | undefined {
+  override recover(error: unknown): Promise<unknown> | undefined {
     return this.runner.recover?.(error, this.functionName, this.keys, this.args, false);
   }
 
-  done(): void {
+  override done(): void {
     this.batcher.callSettled();
   }
 }
 
-/** One decision in a call of its own: the allow function, its reply parsed by the version's contract. */
-class SingleDecisionCall extends FunctionCall<CallOutcome> {
+/** One decision in a call of its own: the allow function, its reply read into the caller's decision. */
+class SingleDecisionCall extends FunctionCall<MultiRateLimitDecision> {
   constructor(
     batcher: DecisionBatcher,
     private readonly version: ActiveVersion,
@@ -51,32 +52,38 @@ class SingleDecisionCall extends FunctionCall<CallOutcome> {
     super(batcher, version.runner, contract.allowFunction, keys, contract.allowArguments(call));
   }
 
-  parse(reply: unknown): CallOutcome {
-    return this.version.contract.parseAllowReply(reply, this.call.rules, this.call.cost);
+  parse(reply: unknown): MultiRateLimitDecision {
+    return this.version.reader.allow(reply, this.call);
   }
 }
 
-/** Several decisions in one call of the version's batch function: one outcome each, in order. */
-class BatchCall extends FunctionCall<CallOutcome[]> {
+/** Several decisions in one call of the version's batch function: one decision each, in order. */
+class BatchCall extends FunctionCall<MultiRateLimitDecision[]> {
   constructor(
     batcher: DecisionBatcher,
-    runner: LuaRunner,
-    private readonly batch: BatchFunction,
-    keys: readonly string[],
+    private readonly version: ActiveVersion,
+    batch: BatchFunction,
     private readonly calls: readonly AllowCall[],
   ) {
-    super(batcher, runner, batch.name, batch.keys ? batch.keys(calls) : keys, batch.arguments(calls));
+    super(batcher, version.runner, batch.name, batch.keys ? batch.keys(calls) : keysOf(calls), batch.arguments(calls));
   }
 
-  parse(reply: unknown): CallOutcome[] {
-    return this.batch.parseReply(reply, this.calls);
+  parse(reply: unknown): MultiRateLimitDecision[] {
+    return this.version.reader.batch(reply, this.calls);
   }
+}
+
+/** KEYS of a batch whose function takes the calls' keys as they are: concatenated, in order. */
+function keysOf(calls: readonly AllowCall[]): string[] {
+  const keys: string[] = [];
+  for (const call of calls) for (const key of call.keys) keys.push(key);
+  return keys;
 }
 
 /** A decision waiting for its batch, and who is told its outcome. */
 interface QueuedDecision {
   readonly call: AllowCall;
-  readonly settlers: CallSettlers<CallOutcome>;
+  readonly settlers: CallSettlers<MultiRateLimitDecision>;
 }
 
 /** Decisions that can share one call: same version and, on a cluster, same slot. */
@@ -111,7 +118,7 @@ export class DecisionBatcher {
   ) {}
 
   /** Decides `call` by `version`, at once or in the next batch; `settlers` is told the outcome. */
-  decide(version: ActiveVersion, call: AllowCall, settlers: CallSettlers<CallOutcome>): void {
+  decide(version: ActiveVersion, call: AllowCall, settlers: CallSettlers<MultiRateLimitDecision>): void {
     const mayWait =
       this.maxSize > 1 && version.contract.batch !== undefined && (this.inFlight > 0 || this.flushScheduled);
     // While the node fails, a decision is answered at once (fail fast, or the breaker's probe) rather
@@ -155,15 +162,11 @@ export class DecisionBatcher {
       return;
     }
     const calls = new Array<AllowCall>(lane.length);
-    const keys: string[] = [];
-    for (let i = 0; i < lane.length; i++) {
-      calls[i] = lane[i].call;
-      for (const key of calls[i].keys) keys.push(key);
-    }
+    for (let i = 0; i < lane.length; i++) calls[i] = lane[i].call;
     this.inFlight++;
-    this.channel.call(new BatchCall(this, version.runner, batch, keys, calls), keys[0], lane.length).then(
-      (outcomes) => {
-        for (let i = 0; i < lane.length; i++) lane[i].settlers.resolve(outcomes[i]);
+    this.channel.call(new BatchCall(this, version, batch, calls), calls[0].keys[0], lane.length).then(
+      (decisions) => {
+        for (let i = 0; i < lane.length; i++) lane[i].settlers.resolve(decisions[i]);
       },
       (error: unknown) => this.afterFailure(version, lane, error),
     );
@@ -189,10 +192,10 @@ export class DecisionBatcher {
   }
 
   /**
-   * One decision in a call of its own: the call policy settles `settlers` with the parsed outcome —
+   * One decision in a call of its own: the call policy settles `settlers` with the caller's decision —
    * no promise, async frame or callback of the batcher's own per decision.
    */
-  private sendOne(version: ActiveVersion, call: AllowCall, settlers: CallSettlers<CallOutcome>): void {
+  private sendOne(version: ActiveVersion, call: AllowCall, settlers: CallSettlers<MultiRateLimitDecision>): void {
     this.inFlight++;
     this.channel.callInto(new SingleDecisionCall(this, version, call), settlers, call.keys[0]);
   }

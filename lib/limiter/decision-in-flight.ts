@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
+import { requestDecision } from '../core/caller-decisions';
 import type { MultiRateLimitDecision, RateLimitDecision } from '../core/decisions';
-import type { CallOutcome, LimitOutcome } from '../core/function-contract';
+import type { LimiterErrorKind } from '../core/call-metrics';
 import type { SlidingLimitRule } from '../core/limit-rule';
 import type { BlockCache } from './block-cache';
-import type { Decided } from './decided';
 import type { DecisionListeners } from './decision-listeners';
-import type { FailurePolicy } from './failure-policy';
+import type { DegradedDecision, FailurePolicy } from './failure-policy';
 import type { ActiveVersion } from './function-routing';
 import type { InstanceReporter } from './instance-reporter';
 import type { LimiterMetrics } from './limiter-metrics';
@@ -18,7 +18,7 @@ export interface DecisionRecorders {
   readonly failures: FailurePolicy;
   readonly listeners: DecisionListeners;
   readonly reporter: InstanceReporter | undefined;
-  readonly blockCache: BlockCache | undefined;
+  readonly blockCache: BlockCache<RateLimitDecision> | undefined;
 }
 
 /*
@@ -35,12 +35,13 @@ function unset(): void {}
 
 /**
  * One decision on its way, from the limiter to its caller's answer: made by the limiter, handed down
- * as the one receiver of its Redis call's outcome (through the batcher and the call policy, which
- * make no promise of their own for it), and completing the caller's promise with the decision — or,
- * when Redis could not decide, with the failure policy's. Its methods are the steps, so a decision
- * costs this object and its promise rather than an async frame per layer.
+ * as the one receiver of its Redis call's decision (through the batcher and the call policy, which
+ * make no promise of their own for it, and the version's reply reader, which reads the reply straight
+ * into the caller's decision), and completing the caller's promise with it — or, when Redis could not
+ * decide, with the failure policy's. Its methods are the steps, so a decision costs this object and
+ * its promise rather than an async frame per layer.
  */
-export class DecisionInFlight implements CallSettlers<CallOutcome> {
+export class DecisionInFlight implements CallSettlers<MultiRateLimitDecision> {
   /** What the caller awaits. */
   readonly promise: Promise<MultiRateLimitDecision>;
   /** The version deciding, once picked (none when start-up failed). */
@@ -64,23 +65,24 @@ export class DecisionInFlight implements CallSettlers<CallOutcome> {
   }
 
   /** Redis decided. */
-  resolve(outcome: CallOutcome): void {
+  resolve(decision: MultiRateLimitDecision): void {
     const { recorders } = this;
-    const functionName = (this.version as ActiveVersion).contract.allowFunction;
     const latencyMs = performance.now() - this.started;
-    recorders.metrics.recordDecision(functionName, outcome.allowed, latencyMs);
+    recorders.metrics.recordDecision(decision.functionName, decision.allowed, latencyMs);
     recorders.failures.recovered();
-    if (this.blockCacheNowMs !== undefined && !outcome.allowed) {
-      recorders.blockCache?.set(this.keys[0], this.rules[0], this.blockCacheNowMs, outcome.limits[0]);
+    if (this.blockCacheNowMs !== undefined && !decision.allowed) {
+      recorders.blockCache?.set(this.keys[0], this.rules[0], this.blockCacheNowMs, decision.limits[0]);
     }
-    this.respond(outcome.allowed, outcome.limits, functionName, latencyMs, undefined, undefined, false);
+    this.respond(decision, latencyMs, undefined, false);
   }
 
-  /** The block cache rejected the request without a call. */
-  blockedLocally(blocked: LimitOutcome): void {
+  /** The block cache rejected the request without a call (`blocked`: the cache's copy of the limit). */
+  blockedLocally(blocked: RateLimitDecision): void {
     const functionName = (this.version as ActiveVersion).contract.allowFunction;
+    // The version deciding the key now, which a switch may have changed since the rejection.
+    blocked.functionName = functionName;
     this.recorders.metrics.recordBlockedLocally(functionName);
-    this.respond(false, [blocked], functionName, undefined, undefined, undefined, true);
+    this.respond(requestDecision(false, [blocked], functionName), undefined, undefined, true);
   }
 
   /**
@@ -91,49 +93,28 @@ export class DecisionInFlight implements CallSettlers<CallOutcome> {
     const latencyMs = performance.now() - this.started;
     this.recorders.failures
       .decide(error, this.version, this.keys, this.rules, this.options, latencyMs)
-      .then((decided) => this.answer(decided, latencyMs), this.rejectCaller);
+      .then((degraded) => this.answer(degraded, latencyMs), this.rejectCaller);
   }
 
   /** The failure policy's decision, answered. */
-  private answer(decided: Decided, latencyMs: number): void {
-    const { allowed, limits, functionName, degraded, degradedCause } = decided;
-    this.respond(allowed, limits, functionName, latencyMs, degraded, degradedCause, false);
+  private answer({ decision, cause }: DegradedDecision, latencyMs: number): void {
+    this.respond(decision, latencyMs, cause, false);
   }
 
-  /** The caller's decision, the instance report's count and the listeners. */
+  /** The instance report's count, the listeners, and the caller's decision. */
   private respond(
-    allowed: boolean,
-    outcomes: readonly LimitOutcome[],
-    functionName: string,
+    decision: MultiRateLimitDecision,
     latencyMs: number | undefined,
-    degraded: RateLimitDecision['degraded'],
-    degradedCause: Decided['degradedCause'],
+    degradedCause: LimiterErrorKind | undefined,
     blockedLocally: boolean,
   ): void {
     this.recorders.reporter?.noteDecision();
-    const { rules } = this;
-    const limits = new Array<RateLimitDecision>(outcomes.length);
-    let retryAfterMs = 0;
-    for (let i = 0; i < limits.length; i++) {
-      const limit = (limits[i] = toDecision(outcomes[i], rules[i], functionName, degraded));
-      // A shadow limit refuses nothing, so it never makes a client wait.
-      if (limit.retryAfterMs > retryAfterMs && limit.shadow === undefined) retryAfterMs = limit.retryAfterMs;
-    }
-    const decision: MultiRateLimitDecision = { allowed, retryAfterMs, functionName, limits };
-    if (degraded) decision.degraded = degraded;
     const { listeners } = this.recorders;
     if (listeners.active) {
+      const { allowed, functionName, degraded, limits, retryAfterMs } = decision;
       listeners.notify(
-        {
-          allowed,
-          limits: outcomes as LimitOutcome[],
-          functionName,
-          latencyMs,
-          degraded,
-          degradedCause,
-          blockedLocally,
-        },
-        withoutKeys(rules),
+        { allowed, functionName, latencyMs, degraded, degradedCause, blockedLocally },
+        withoutKeys(this.rules),
         limits,
         retryAfterMs,
         this.options,
@@ -141,30 +122,6 @@ export class DecisionInFlight implements CallSettlers<CallOutcome> {
     }
     this.resolveCaller(decision);
   }
-}
-
-/** One limit's outcome as the caller sees it. */
-export function toDecision(
-  outcome: LimitOutcome,
-  rule: SlidingLimitRule,
-  functionName: string,
-  degraded?: RateLimitDecision['degraded'],
-): RateLimitDecision {
-  const decision: RateLimitDecision = {
-    allowed: outcome.allowed,
-    limit: outcome.effectiveLimit ?? rule.limit,
-    remaining: outcome.remaining,
-    retryAfterMs: outcome.retryAfterMs,
-    resetMs: outcome.resetMs,
-    functionName,
-  };
-  if (degraded) decision.degraded = degraded;
-  if (outcome.override !== undefined) decision.override = outcome.override;
-  if (outcome.shadow) {
-    decision.shadow = true;
-    decision.wouldRefuse = outcome.wouldRefuse === true;
-  }
-  return decision;
 }
 
 /** Rules as listeners see them: limits and windows, without the keys (identities) of stacked rules. */

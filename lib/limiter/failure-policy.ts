@@ -5,8 +5,9 @@ import type { SlidingLimitRule } from '../core/limit-rule';
 import { scrubSecrets } from '../core/redact';
 import { errorKindOf } from '../redis/error-kind';
 import { isClockSkew } from '../redis/reply';
-import type { Decided } from './decided';
-import type { FallbackKind } from '../core/call-metrics';
+import { decisionFromOutcomes } from '../core/caller-decisions';
+import type { MultiRateLimitDecision } from '../core/decisions';
+import type { FallbackKind, LimiterErrorKind } from '../core/call-metrics';
 import { DegradedModeLog, type LimiterLogger } from './degraded-mode-log';
 import { DegradedStretch, type DegradedMode } from './degraded-stretch';
 import { policyOutcome } from './fallback-outcomes';
@@ -18,6 +19,12 @@ import type { DecisionOptions, RedisErrorPolicy } from './sliding-window-limiter
 /** v2's CLOCKSKEW error reply as the typed error; anything else as it is, secrets scrubbed. */
 export function translated(error: unknown): unknown {
   return scrubSecrets(isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error);
+}
+
+/** A decision made without Redis, and why Redis did not make it. */
+export interface DegradedDecision {
+  readonly decision: MultiRateLimitDecision;
+  readonly cause: LimiterErrorKind;
 }
 
 /**
@@ -59,23 +66,23 @@ export class FailurePolicy {
     rules: readonly SlidingLimitRule[],
     options: DecisionOptions | undefined,
     latencyMs: number,
-  ): Promise<Decided> {
+  ): Promise<DegradedDecision> {
     if (caught instanceof RateLimitConfigError) throw caught;
     const error = translated(caught);
     const contract = version?.contract ?? this.stableContract();
     const functionName = contract.allowFunction;
-    const degradedCause = errorKindOf(error);
-    this.metrics.recordError(functionName, degradedCause, latencyMs);
+    const cause = errorKindOf(error);
+    this.metrics.recordError(functionName, cause, latencyMs);
     const policy = this.policyFor(options);
     if (policy === 'throw') throw error;
     if (policy === 'allow' && this.insurance) {
-      const { allowed, limits } = await this.insurance.decide(contract, keys, rules, options?.cost ?? 1);
+      const decision = await this.insurance.decide(contract, keys, rules, options?.cost ?? 1);
       this.recordDegraded(functionName, 'insurance', error);
-      return { allowed, limits, functionName, degraded: 'insurance', degradedCause, latencyMs };
+      return { decision: asDegraded(decision, 'insurance'), cause };
     }
     this.recordDegraded(functionName, policy, error);
     const { allowed, limits } = policyOutcome(rules, policy, this.denyRetryAfterMs);
-    return { allowed, limits, functionName, degraded: policy, degradedCause, latencyMs };
+    return { decision: decisionFromOutcomes(allowed, limits, rules, functionName, policy), cause };
   }
 
   /** The current stretch of degraded decisions, when the latest is at most `withinMs` old. */
@@ -128,4 +135,11 @@ export class FailurePolicy {
     this.degradedLog.fallback(policy, error);
     return policyOutcome(rules, policy, this.denyRetryAfterMs);
   }
+}
+
+/** The insurance limiter's decision, marked as made without Redis (on every limit, as the caller reads it). */
+function asDegraded(decision: MultiRateLimitDecision, kind: 'insurance'): MultiRateLimitDecision {
+  for (const limit of decision.limits) limit.degraded = kind;
+  decision.degraded = kind;
+  return decision;
 }

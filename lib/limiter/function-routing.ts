@@ -1,5 +1,6 @@
 import type { FunctionContract } from '../core/function-contract';
 import type { LuaRunner } from '../core/lua-runner';
+import { decisionReaderOf, type DecisionReader } from '../redis/contracts/decision-readers';
 import { CANARY_BUCKETS, canaryBucket } from './canary-bucket';
 import { clockFor, type Clock } from './clock';
 import type { LimiterBackend } from '../core/limiter-backend';
@@ -7,11 +8,12 @@ import type { CanarySplit, FunctionSelection } from '../core/function-selection'
 import type { ClockSource } from './sliding-window-limiter.interfaces';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 
-/** A function version ready to be called: its contract, the runner that calls it, its clock. */
+/** A function version ready to be called: its contract, the runner that calls it, its clock, its replies' reader. */
 export interface ActiveVersion {
   readonly contract: FunctionContract;
   readonly runner: LuaRunner;
   readonly now: Clock;
+  readonly reader: DecisionReader;
 }
 
 /** The canary of `selection` that takes traffic: none when it is at 0 % or names the stable function. */
@@ -31,6 +33,7 @@ export async function activateVersion(
     contract,
     runner: await backend.runnerFor(contract, policy),
     now: clockFor(contract, clock, backend.commands),
+    reader: decisionReaderOf(contract),
   };
 }
 

@@ -1,4 +1,6 @@
-import type { AllowCall, CallOutcome, LimitOutcome } from '../core/function-contract';
+import { requestDecision } from '../core/caller-decisions';
+import type { MultiRateLimitDecision, RateLimitDecision } from '../core/decisions';
+import type { AllowCall } from '../core/function-contract';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { callGroups } from './call-groups';
 import type { NowMs } from './clock';
@@ -43,7 +45,7 @@ export class GroupedDecisions {
     rules: readonly SlidingLimitRule[],
     nowMs: NowMs,
     cost: number,
-    settlers: CallSettlers<CallOutcome>,
+    settlers: CallSettlers<MultiRateLimitDecision>,
   ): void {
     const member = this.members.next();
     // The common case, one call, without building groups.
@@ -54,7 +56,7 @@ export class GroupedDecisions {
     // not a cost spread over entries or a sub-window's count.
     if (cost !== 1 || rules.some(isBucketed)) return settlers.reject(new RateLimitConfigError([SPLIT_WEIGHTED]));
     this.inGroups(version, keys, rules, nowMs, member, groups).then(
-      (outcome) => settlers.resolve(outcome),
+      (decision) => settlers.resolve(decision),
       (error: unknown) => settlers.reject(error),
     );
   }
@@ -66,7 +68,7 @@ export class GroupedDecisions {
     rules: readonly SlidingLimitRule[],
     nowMs: NowMs,
     cost = 1,
-  ): Promise<CallOutcome> {
+  ): Promise<MultiRateLimitDecision> {
     return new Promise((resolve, reject) => this.decide(version, keys, rules, nowMs, cost, { resolve, reject }));
   }
 
@@ -77,11 +79,11 @@ export class GroupedDecisions {
     nowMs: NowMs,
     member: string,
     groups: number[][],
-  ): Promise<CallOutcome> {
-    const outcomes = await Promise.all(
+  ): Promise<MultiRateLimitDecision> {
+    const decisions = await Promise.all(
       groups.map(
         (group) =>
-          new Promise<CallOutcome>((resolve, reject) =>
+          new Promise<MultiRateLimitDecision>((resolve, reject) =>
             this.once(
               version,
               group.map((i) => keys[i]),
@@ -94,17 +96,17 @@ export class GroupedDecisions {
           ),
       ),
     );
-    const limits = new Array<LimitOutcome>(keys.length);
-    groups.forEach((group, g) => group.forEach((index, j) => (limits[index] = outcomes[g].limits[j])));
-    if (outcomes.every((outcome) => outcome.allowed)) return { allowed: true, limits };
+    const limits = new Array<RateLimitDecision>(keys.length);
+    groups.forEach((group, g) => group.forEach((index, j) => (limits[index] = decisions[g].limits[j])));
+    const { functionName } = decisions[0];
+    if (decisions.every((decision) => decision.allowed)) return requestDecision(true, limits, functionName);
 
-    const recorded = groups.filter((_, g) => outcomes[g].allowed).flat();
+    const recorded = groups.filter((_, g) => decisions[g].allowed).flat();
     await Promise.all(
       recorded.map((i) => this.channel.call(() => this.channel.commands.zrem(keys[i], member), keys[i])),
     );
-    for (const i of recorded)
-      limits[i] = { ...limits[i], count: limits[i].count - 1, remaining: limits[i].remaining + 1 };
-    return { allowed: false, limits };
+    for (const i of recorded) limits[i] = { ...limits[i], remaining: limits[i].remaining + 1 };
+    return requestDecision(false, limits, functionName);
   }
 
   private once(
@@ -114,7 +116,7 @@ export class GroupedDecisions {
     nowMs: NowMs,
     member: string,
     cost: number,
-    settlers: CallSettlers<CallOutcome>,
+    settlers: CallSettlers<MultiRateLimitDecision>,
   ): void {
     const call: AllowCall = { keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs };
     if (cost !== 1) call.cost = cost;

@@ -1,5 +1,6 @@
 import { MemoryBackend } from '../memory/memory-backend';
-import type { CallOutcome, FunctionContract } from '../core/function-contract';
+import type { MultiRateLimitDecision } from '../core/decisions';
+import type { FunctionContract } from '../core/function-contract';
 import { activateVersion, type ActiveVersion } from './function-routing';
 import { GroupedDecisions } from './grouped-decisions';
 import type { MemberIdSource } from './member-ids';
@@ -13,7 +14,7 @@ async function callInProcess<T>(attempt: RedisAttempt<T>): Promise<T> {
   try {
     return attempt.parse(await attempt.send());
   } finally {
-    attempt.done?.();
+    attempt.done();
   }
 }
 
@@ -61,7 +62,7 @@ export class Insurance {
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     cost = 1,
-  ): Promise<CallOutcome> {
+  ): Promise<MultiRateLimitDecision> {
     const version = await this.versionOf(contract);
     return this.decisions.decided(version, keys, rules, await version.now(), cost);
   }

@@ -6,29 +6,84 @@ import type { CircuitBreakers } from './circuit-breakers';
 import { DeadlineQueue } from './deadline-queue';
 import { timeoutError } from './with-timeout';
 
-/**
- * One call as the decision path hands it to the policy: its state and its steps as one object, so
- * that the policy makes no closure per call.
- */
-export interface CallAttempt<T> {
-  /** Sends the call; sent again, as it is, for a retry. */
-  send(): Promise<unknown>;
-  /** After `send` failed: the reply once the cause is repaired, or undefined (a runner's `recover`). */
-  recover?(error: unknown): Promise<unknown> | undefined;
-  /** The reply as the caller gets it; a throw rejects the call (Redis answered, if with nonsense). */
-  parse(reply: unknown): T;
-  /** Called once when the call is settled, either way. */
-  done?(): void;
-}
-
 /** Who is told how a call ended: a promise's settling functions, or a decision in flight. */
 export interface CallSettlers<T> {
   resolve(value: T): void;
   reject(error: unknown): void;
 }
 
-/** One call as the policy makes it: an attempt object (the decision path) or a function (anything else). */
-export type RedisAttempt<T> = (() => Promise<T>) | CallAttempt<T>;
+/**
+ * One call as the policy makes it: its steps (send, recover, parse, done) as methods of a subclass,
+ * and the state the policy keeps while the call is in flight on the same object — the decision path
+ * makes one object per call, with no promise, state object or closure of the policy's own beside it
+ * (only the reply's two callbacks, bound once per call; methods rather than closures, so that V8
+ * keeps their optimized code with the class — see SlidingLimitGuard.enforce).
+ */
+export abstract class PolicedCall<T> {
+  /** The policy making the call, and who it settles: set when the call starts. */
+  policy: RedisCallPolicy | undefined = undefined;
+  settlers: CallSettlers<T> | undefined = undefined;
+  /** The circuit breaker of the call's node. */
+  breaker: CircuitBreaker | undefined = undefined;
+  /** How many decisions the call carries (a batch carries several): a failure counts that many. */
+  decisions = 1;
+  /** Attempts made before the current one. */
+  attempts = 0;
+  /** The current attempt's number in the deadline queue. */
+  seq = 0;
+  /** Whether the call is over: a reply that comes after this is a late answer. */
+  settled = false;
+  /** Whether the attempt's recovery (a reload and the same call again) is what is awaited now. */
+  recovering = false;
+  readonly onReply: (reply: unknown) => void = this.replied.bind(this);
+  readonly onError: (error: unknown) => void = this.erred.bind(this);
+
+  /** Sends the call; sent again, as it is, for a retry. */
+  abstract send(): Promise<unknown>;
+
+  /** The reply as the caller gets it; a throw rejects the call (Redis answered, if with nonsense). */
+  abstract parse(reply: unknown): T;
+
+  /** After `send` failed: the reply once the cause is repaired (a runner's `recover`), or undefined. */
+  recover(_error: unknown): Promise<unknown> | undefined {
+    return undefined;
+  }
+
+  /** Called once when the call is settled, either way. */
+  done(): void {}
+
+  /** Called by the deadline queue when the attempt has had its time. */
+  expire(): void {
+    const policy = this.policy as RedisCallPolicy;
+    policy.failed(this, timeoutError(policy.deadlines.timeoutMs));
+  }
+
+  private replied(reply: unknown): void {
+    (this.policy as RedisCallPolicy).answered(this, reply);
+  }
+
+  private erred(error: unknown): void {
+    (this.policy as RedisCallPolicy).failed(this, error);
+  }
+}
+
+/** A call given as a function (anything off the decision path): its promise is the reply. */
+class PlainCall<T> extends PolicedCall<T> {
+  constructor(private readonly run: () => Promise<T>) {
+    super();
+  }
+
+  send(): Promise<unknown> {
+    return this.run();
+  }
+
+  parse(reply: unknown): T {
+    return reply as T;
+  }
+}
+
+/** One call as the policy takes it: a policed call (the decision path) or a function (anything else). */
+export type RedisAttempt<T> = (() => Promise<T>) | PolicedCall<T>;
 
 /**
  * How every call to Redis is made: never to a connection that is down (ioredis would queue it until
@@ -36,7 +91,8 @@ export type RedisAttempt<T> = (() => Promise<T>) | CallAttempt<T>;
  * one timer serves every call), at most `retries` more attempts after
  * a timeout or a dropped connection, and not at all while the circuit breaker is open. The attempt
  * is sent again as is, so a retry carries the same arguments — the same request id — and a write
- * whose outcome was unknown can never count twice.
+ * whose outcome was unknown can never count twice; for the same reason, a reply to the timed-out
+ * attempt that comes while its retry is in flight answers the call.
  */
 export class RedisCallPolicy {
   readonly deadlines: DeadlineQueue;
@@ -65,66 +121,58 @@ export class RedisCallPolicy {
    * path passes the decision in flight, which goes on from the outcome without another promise.
    */
   callInto<T>(attempt: RedisAttempt<T>, settlers: CallSettlers<T>, routeKey?: string, decisions = 1): void {
-    const breaker = this.breakers.for(routeKey);
+    const call = typeof attempt === 'function' ? new PlainCall(attempt) : attempt;
+    call.policy = this;
+    call.settlers = settlers;
+    call.decisions = decisions;
+    const breaker = (call.breaker = this.breakers.for(routeKey));
     if (!breaker.tryAcquire()) {
-      if (typeof attempt !== 'function') attempt.done?.();
+      call.settled = true;
+      call.done();
       settlers.reject(
         new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'),
       );
       return;
     }
-    this.attemptFrom(attempt, settlers, breaker, 0, decisions);
+    this.attempt(call);
   }
 
-  /**
-   * One attempt, settled by the reply or by the deadline, whichever comes first. Its state is one
-   * object whose methods are the callbacks, rather than closures made per call: fewer allocations,
-   * and V8 keeps a method's optimized code (see SlidingLimitGuard.enforce). A retry settles the
-   * same `settlers` as the first attempt.
-   */
-  private attemptFrom(
-    attempt: RedisAttempt<unknown>,
-    settlers: CallSettlers<unknown>,
-    breaker: CircuitBreaker,
-    attempts: number,
-    decisions: number,
-  ): void {
-    const pending = new PendingAttempt(this, attempt, settlers, breaker, attempts, decisions);
+  /** One attempt, settled by the reply or by the deadline, whichever comes first. */
+  private attempt(call: PolicedCall<unknown>): void {
+    call.settled = false;
+    call.recovering = false;
     if (!this.isConnected()) {
-      breaker.onFailure(decisions);
-      this.finish(pending, new RedisUnavailableError('Redis is not connected', 'disconnected'));
+      (call.breaker as CircuitBreaker).onFailure(call.decisions);
+      this.finish(call, new RedisUnavailableError('Redis is not connected', 'disconnected'));
       return;
     }
-    pending.seq = this.deadlines.track(pending);
+    call.seq = this.deadlines.track(call);
     let reply: Promise<unknown>;
     try {
-      reply = typeof attempt === 'function' ? attempt() : attempt.send();
+      reply = call.send();
     } catch (error) {
-      this.failed(pending, error);
+      this.failed(call, error);
       return;
     }
-    reply.then(pending.onReply, pending.onError);
+    reply.then(call.onReply, call.onError);
   }
 
-  /** The reply: settles the attempt unless its deadline has already. */
-  answered(pending: PendingAttempt, result: unknown): void {
-    if (pending.settled) {
+  /** The reply: settles the call unless its deadline has already. */
+  answered(call: PolicedCall<unknown>, reply: unknown): void {
+    const breaker = call.breaker as CircuitBreaker;
+    if (call.settled) {
       // Redis answers again (the command was still in ioredis' queue): probe at once.
-      pending.breaker.onLateAnswer();
+      breaker.onLateAnswer();
       return;
     }
-    pending.settled = true;
-    this.deadlines.settle(pending.seq);
-    pending.breaker.onSuccess();
-    const { attempt, settlers } = pending;
-    if (typeof attempt === 'function') {
-      settlers.resolve(result);
-      return;
-    }
-    attempt.done?.();
+    call.settled = true;
+    this.deadlines.settle(call.seq);
+    breaker.onSuccess();
+    call.done();
+    const settlers = call.settlers as CallSettlers<unknown>;
     let parsed: unknown;
     try {
-      parsed = attempt.parse(result);
+      parsed = call.parse(reply);
     } catch (error) {
       settlers.reject(error);
       return;
@@ -133,89 +181,52 @@ export class RedisCallPolicy {
   }
 
   /**
-   * An error, or the deadline (an unanswered error): settles the attempt unless it is already, after
-   * the attempt's own recovery (a library reloaded) when it has one for this error.
+   * An error, or the deadline (an unanswered error): settles the call unless it is already, after
+   * the call's own recovery (a library reloaded) when it has one for this error.
    */
-  failed(pending: PendingAttempt, error: unknown): void {
-    if (pending.settled) {
+  failed(call: PolicedCall<unknown>, error: unknown): void {
+    const breaker = call.breaker as CircuitBreaker;
+    if (call.settled) {
       // An error reply that came after the deadline is an answer too.
-      if (!isUnanswered(error)) pending.breaker.onLateAnswer();
+      if (!isUnanswered(error)) breaker.onLateAnswer();
       return;
     }
-    const { attempt } = pending;
-    if (typeof attempt !== 'function' && attempt.recover && !pending.recovering) {
-      const recovery = attempt.recover(error);
+    if (!call.recovering) {
+      const recovery = call.recover(error);
       if (recovery) {
         // Within the same deadline: the caller never waits longer for a recovered call.
-        pending.recovering = true;
-        recovery.then(pending.onReply, pending.onError);
+        call.recovering = true;
+        recovery.then(call.onReply, call.onError);
         return;
       }
     }
-    pending.settled = true;
-    this.deadlines.settle(pending.seq);
-    const { breaker, attempts, decisions } = pending;
+    call.settled = true;
+    this.deadlines.settle(call.seq);
     if (!isUnanswered(error)) {
       // Redis answered, if with an error: it is up.
       breaker.onSuccess();
-      this.finish(pending, error);
+      this.finish(call, error);
       return;
     }
-    if (attempts >= this.retries) {
-      breaker.onFailure(decisions);
+    if (call.attempts >= this.retries) {
+      breaker.onFailure(call.decisions);
       this.finish(
-        pending,
+        call,
         error instanceof RedisUnavailableError
           ? error
           : new RedisUnavailableError(messageOf(error), 'error', { cause: error }),
       );
       return;
     }
-    this.attemptFrom(attempt, pending.settlers, breaker, attempts + 1, decisions);
+    call.attempts++;
+    this.attempt(call);
   }
 
   /** Rejects the caller with `error`: the call is over. */
-  private finish(pending: PendingAttempt, error: unknown): void {
-    const { attempt } = pending;
-    if (typeof attempt !== 'function') attempt.done?.();
-    pending.settlers.reject(error);
-  }
-}
-
-/** One attempt in flight: what it retries with, and how its caller is settled. */
-class PendingAttempt {
-  settled = false;
-  /** Whether the attempt's recovery (a reload and the same call again) is what is awaited now. */
-  recovering = false;
-  /** Its number in the deadline queue. */
-  seq = 0;
-  /**
-   * The reply's callbacks, made once per attempt: this class's methods bound to it rather than
-   * closures, so that their optimized code stays with the class (see SlidingLimitGuard.enforce).
-   */
-  readonly onReply: (result: unknown) => void = this.replied.bind(this);
-  readonly onError: (error: unknown) => void = this.erred.bind(this);
-
-  constructor(
-    private readonly policy: RedisCallPolicy,
-    readonly attempt: RedisAttempt<unknown>,
-    readonly settlers: CallSettlers<unknown>,
-    readonly breaker: CircuitBreaker,
-    readonly attempts: number,
-    readonly decisions: number,
-  ) {}
-
-  private replied(result: unknown): void {
-    this.policy.answered(this, result);
-  }
-
-  private erred(error: unknown): void {
-    this.policy.failed(this, error);
-  }
-
-  /** Called by the deadline queue when the attempt has had its time. */
-  expire(): void {
-    this.policy.failed(this, timeoutError(this.policy.deadlines.timeoutMs));
+  private finish(call: PolicedCall<unknown>, error: unknown): void {
+    call.settled = true;
+    call.done();
+    (call.settlers as CallSettlers<unknown>).reject(error);
   }
 }
 

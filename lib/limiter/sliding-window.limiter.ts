@@ -6,7 +6,8 @@ import { CircuitBreakers } from './circuit-breakers';
 import { numericNow } from './clock';
 import { defaultLimiterLogger } from './default-logger';
 import { checkSupported, isSupported } from './version-capabilities';
-import { DecisionInFlight, toDecision, type DecisionRecorders } from './decision-in-flight';
+import { DecisionInFlight, type DecisionRecorders } from './decision-in-flight';
+import { toDecision } from '../core/caller-decisions';
 import { DecisionListeners } from './decision-listeners';
 import { FailurePolicy, translated } from './failure-policy';
 import { peekByCounting } from './fallback-outcomes';
@@ -81,7 +82,7 @@ export class SlidingWindowLimiter {
   private readonly failures: FailurePolicy;
   private readonly listeners: DecisionListeners;
   private readonly decisions: GroupedDecisions;
-  private readonly blockCache?: BlockCache;
+  private readonly blockCache?: BlockCache<RateLimitDecision>;
   private readonly reporter?: InstanceReporter;
   private readonly insurance?: Insurance;
   private readonly stopListening: () => void;
@@ -143,7 +144,7 @@ export class SlidingWindowLimiter {
       this.options.keyOverrides,
     );
     const blockCacheEntries = switchSize(blockCache, 'maxEntries', DEFAULT_BLOCK_CACHE_ENTRIES);
-    if (blockCacheEntries !== undefined) this.blockCache = new BlockCache(blockCacheEntries);
+    if (blockCacheEntries !== undefined) this.blockCache = new BlockCache<RateLimitDecision>(blockCacheEntries);
     if (report && client)
       this.reporter = new InstanceReporter({ limiter: this, client, ...(report === true ? {} : report) });
     const { metrics, failures, listeners, reporter } = this;

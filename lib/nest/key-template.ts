@@ -71,6 +71,8 @@ export function compileKey(key: RateLimitKey): CompiledKey {
     };
   }
   const parts = key.split('+').map((part) => parsePart(part.trim()) as KeyPart);
+  // `label:` of each part, joined once here rather than for every request.
+  const labelled = parts.map((part) => `${part.label}:`);
   const hasIp = parts.some((part) => part.label === 'ip');
   // Runs for every request: the identity is concatenated as it goes, with no array per request.
   return (source) => {
@@ -89,7 +91,7 @@ export function compileKey(key: RateLimitKey): CompiledKey {
           if (part.label === 'ip') ipMissing = true;
           rendered = `no-${part.label}`;
         } else {
-          rendered = `${part.label}:${segment}`;
+          rendered = labelled[i] + segment;
         }
       }
       identity = i === 0 ? rendered : `${identity}:${rendered}`;

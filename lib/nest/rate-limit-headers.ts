@@ -97,6 +97,9 @@ function shadowHeaderValue(limits: readonly NamedRule[], decisions: readonly Rat
   return entries.join(', ');
 }
 
+/** Where headers go as they are made: a list of entries, or a response they are written on at once. */
+type HeaderSink<T> = (target: T, name: string, value: string) => void;
+
 /**
  * Headers for one decision, telling each caller its own limits: `X-RateLimit-Limit` and
  * `RateLimit-Policy`'s `q` are the limits that applied (a tier's, a per-key override's), and
@@ -114,15 +117,57 @@ export function rateLimitHeaders(
   withShadow = false,
 ): HeaderEntry[] {
   const headers: HeaderEntry[] = [];
+  emitHeaders(pushEntry, headers, style, limits, policyHeader, decision, withShadow);
+  return headers;
+}
+
+/**
+ * {@link rateLimitHeaders} written on `response` as {@link writeHeaders} writes a list, but each as it
+ * is made: no entry and no list per request (the guard's path when `setHeaders` is its own).
+ */
+export function writeRateLimitHeaders(
+  response: unknown,
+  style: RateLimitHeaderStyle,
+  limits: readonly NamedRule[],
+  policyHeader: string,
+  decision: MultiRateLimitDecision,
+  withShadow = false,
+): void {
+  if (typeof response !== 'object' || response === null) return;
+  if (response instanceof ServerResponse) {
+    try {
+      emitHeaders(setNodeHeader, response, style, limits, policyHeader, decision, withShadow);
+    } catch (error) {
+      if (!isHeadersSent(error)) throw error;
+    }
+    return;
+  }
+  const res = response as OtherResponse;
+  if (res.headersSent === true || res.sent === true) return;
+  if (typeof res.setHeader === 'function') {
+    emitHeaders(callSetHeader, res, style, limits, policyHeader, decision, withShadow);
+  } else if (typeof res.header === 'function') {
+    emitHeaders(callHeader, res, style, limits, policyHeader, decision, withShadow);
+  }
+}
+
+/** The headers of {@link rateLimitHeaders}, each handed to `sink` as it is made. */
+function emitHeaders<T>(
+  sink: HeaderSink<T>,
+  target: T,
+  style: RateLimitHeaderStyle,
+  limits: readonly NamedRule[],
+  policyHeader: string,
+  decision: MultiRateLimitDecision,
+  withShadow: boolean,
+): void {
   const decisions = decision.limits;
   if (style === 'legacy' || style === 'both') {
     const worst = mostRestrictive(decisions);
     if (worst) {
-      headers.push(
-        [HEADER.limit, String(worst.limit)],
-        [HEADER.remaining, String(Math.max(0, worst.remaining))],
-        [HEADER.reset, String(toWholeSeconds(worst.resetMs))],
-      );
+      sink(target, HEADER.limit, String(worst.limit));
+      sink(target, HEADER.remaining, String(Math.max(0, worst.remaining)));
+      sink(target, HEADER.reset, String(toWholeSeconds(worst.resetMs)));
     }
   }
   if (style === 'draft' || style === 'both') {
@@ -132,16 +177,44 @@ export function rateLimitHeaders(
       if (!d.shadow) entries.push(`"${limits[i].name}";r=${Math.max(0, d.remaining)};t=${toWholeSeconds(d.resetMs)}`);
     }
     if (entries.length > 0) {
-      headers.push([HEADER.policy, requestPolicy(limits, policyHeader, decisions)]);
-      headers.push([HEADER.rateLimit, entries.join(', ')]);
+      sink(target, HEADER.policy, requestPolicy(limits, policyHeader, decisions));
+      sink(target, HEADER.rateLimit, entries.join(', '));
     }
   }
   if (withShadow) {
     const shadow = shadowHeaderValue(limits, decisions);
-    if (shadow !== '') headers.push([HEADER.shadow, shadow]);
+    if (shadow !== '') sink(target, HEADER.shadow, shadow);
   }
-  if (!decision.allowed) headers.push([HEADER.retryAfter, String(retryAfterSeconds(decision.retryAfterMs))]);
-  return headers;
+  if (!decision.allowed) sink(target, HEADER.retryAfter, String(retryAfterSeconds(decision.retryAfterMs)));
+}
+
+function pushEntry(headers: HeaderEntry[], name: string, value: string): void {
+  headers.push([name, value]);
+}
+
+function setNodeHeader(response: ServerResponse, name: string, value: string): void {
+  ServerResponse.prototype.setHeader.call(response, name, value);
+}
+
+function callSetHeader(res: OtherResponse, name: string, value: string): void {
+  res.setHeader?.(name, value);
+}
+
+function callHeader(res: OtherResponse, name: string, value: string): void {
+  res.header?.(name, value);
+}
+
+/** A response that is not Node's: a Fastify reply (`header`), or one with `setHeader` (HTTP/2 compatibility). */
+interface OtherResponse {
+  headersSent?: unknown;
+  sent?: unknown;
+  header?: (name: string, value: string) => unknown;
+  setHeader?: (name: string, value: string) => unknown;
+}
+
+/** Node's error for a header set once the head has gone. */
+function isHeadersSent(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'ERR_HTTP_HEADERS_SENT';
 }
 
 /**
@@ -154,12 +227,7 @@ export function writeHeaders(response: unknown, headers: readonly HeaderEntry[])
     writeNodeHeaders(response as ServerResponse, headers);
     return;
   }
-  const res = response as {
-    headersSent?: unknown;
-    sent?: unknown;
-    header?: (name: string, value: string) => unknown;
-    setHeader?: (name: string, value: string) => unknown;
-  };
+  const res = response as OtherResponse;
   if (res.headersSent === true || res.sent === true) return;
   // A Fastify reply has header() only; other responses with setHeader (HTTP/2 compatibility) use it.
   if (typeof res.setHeader === 'function') {
@@ -183,6 +251,6 @@ function writeNodeHeaders(response: ServerResponse, headers: readonly HeaderEntr
     for (let i = 0; i < headers.length; i++)
       ServerResponse.prototype.setHeader.call(response, headers[i][0], headers[i][1]);
   } catch (error) {
-    if ((error as { code?: unknown } | null)?.code !== 'ERR_HTTP_HEADERS_SENT') throw error;
+    if (!isHeadersSent(error)) throw error;
   }
 }

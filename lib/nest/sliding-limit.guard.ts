@@ -19,6 +19,7 @@ import {
   rateLimitHeaders,
   retryAfterSeconds,
   writeHeaders,
+  writeRateLimitHeaders,
   type HeaderEntry,
   type NamedRule,
 } from './rate-limit-headers';
@@ -171,6 +172,8 @@ export class SlidingLimitGuard implements CanActivate {
 
   protected readonly limiter: SlidingWindowLimiter;
   protected readonly plans: SlidingLimitPlans;
+  /** Whether {@link SlidingLimitGuard.setHeaders} is this class's own (a subclass may override it). */
+  private readonly ownHeaderWriting = this.setHeaders === SlidingLimitGuard.prototype.setHeaders;
 
   /**
    * Both come from `RateLimitModule`. They are optional for Nest so that a guard used where the
@@ -423,10 +426,11 @@ export class SlidingLimitGuard implements CanActivate {
     if (plan.hasShadow) this.shadowReport.note(plan.route, plan.limits, decision.limits);
     // No response (WebSockets, microservices): no headers to build.
     if (response !== undefined) {
-      this.setHeaders(
-        response,
-        rateLimitHeaders(options.headers, named, plan.policyHeader, decision, options.shadowHeader && plan.hasShadow),
-      );
+      const withShadow = options.shadowHeader && plan.hasShadow;
+      // Written as they are made, unless a subclass writes headers its own way (it gets the list).
+      if (this.ownHeaderWriting)
+        writeRateLimitHeaders(response, options.headers, named, plan.policyHeader, decision, withShadow);
+      else this.setHeaders(response, rateLimitHeaders(options.headers, named, plan.policyHeader, decision, withShadow));
     }
     if (!decision.allowed) this.throwRateLimited(context, decision, plan, named);
     return true;
@@ -492,7 +496,8 @@ export class SlidingLimitGuard implements CanActivate {
     plan: HandlerPlan,
     request: RateLimitRequest,
     context: ExecutionContext,
-    rules: KeyedSlidingLimitRule[] = [],
+    // Of its final length from the start: one allocation, where pushes would grow it.
+    rules = new Array<KeyedSlidingLimitRule>(plan.limits.length),
     from = 0,
   ): KeyedSlidingLimitRule[] | Promise<KeyedSlidingLimitRule[]> {
     const { limits } = plan;
@@ -501,11 +506,11 @@ export class SlidingLimitGuard implements CanActivate {
       const key = this.resolveKey(limit, request, context, plan);
       if (typeof key !== 'string') {
         return key.then((resolved) => {
-          rules.push(keyedRule(limit, resolved));
+          rules[i] = keyedRule(limit, resolved);
           return this.rulesFor(plan, request, context, rules, i + 1);
         });
       }
-      rules.push(keyedRule(limit, key));
+      rules[i] = keyedRule(limit, key);
     }
     return rules;
   }

@@ -23,6 +23,15 @@ export function toIntegerArray(reply: unknown, length: number, command: string):
   return values;
 }
 
+/**
+ * Checks that a function reply is an array of `length` elements and returns it as it is, for a reader
+ * that takes each integer with {@link toInteger} as it goes (no array of numbers in between).
+ */
+export function replyOfLength(reply: unknown, length: number, command: string): readonly unknown[] {
+  if (!Array.isArray(reply) || reply.length !== length) throw new UnexpectedReplyError(command, reply);
+  return reply;
+}
+
 /** A RESP map as a plain object, whether it arrived as flat pairs, a Map or an object. */
 export function toRecord(value: unknown, command: string): Record<string, unknown> {
   if (Array.isArray(value)) {

@@ -1,6 +1,8 @@
-import type { CallOutcome, LimitOutcome } from '../../core/function-contract';
+import { limitDecision, requestDecision } from '../../core/caller-decisions';
+import type { MultiRateLimitDecision, RateLimitDecision } from '../../core/decisions';
+import type { AllowCall, CallOutcome, LimitOutcome } from '../../core/function-contract';
 import type { SlidingLimitRule } from '../../core/limit-rule';
-import { toIntegerArray } from '../reply';
+import { replyOfLength, toInteger, toIntegerArray } from '../reply';
 
 /** Integers per limit in a v2 or v3 reply: count, remaining, retry_after_ms, reset_ms. */
 export const LIMIT_STRIDE = 4;
@@ -55,4 +57,67 @@ export function parseDecisions(
   for (let c = 0, at = 0; c < calls.length; at += 1 + LIMIT_STRIDE * calls[c].rules.length, c++)
     outcomes[c] = outcomeAt(values, at, calls[c].rules, calls[c].cost);
   return outcomes;
+}
+
+/**
+ * The caller's decision of the request whose reply starts at `reply[at]`, read straight from the
+ * reply (checked by the caller to be long enough): what {@link outcomeAt} says, without the outcome.
+ */
+export function decisionAt(
+  reply: readonly unknown[],
+  at: number,
+  rules: readonly SlidingLimitRule[],
+  cost: number,
+  command: string,
+  functionName: string,
+): MultiRateLimitDecision {
+  const allowed = toInteger(reply[at], command, reply) === 1;
+  const limits = new Array<RateLimitDecision>(rules.length);
+  for (let i = 0; i < rules.length; i++) {
+    const first = at + 1 + LIMIT_STRIDE * i;
+    const { limit } = rules[i];
+    limits[i] = limitDecision(
+      allowed || toInteger(reply[first], command, reply) + cost <= limit,
+      limit,
+      toInteger(reply[first + 1], command, reply),
+      toInteger(reply[first + 2], command, reply),
+      toInteger(reply[first + 3], command, reply),
+      functionName,
+    );
+  }
+  return requestDecision(allowed, limits, functionName);
+}
+
+/** A single decision's reply as its caller's decision. */
+export function readDecision(
+  reply: unknown,
+  rules: readonly SlidingLimitRule[],
+  cost: number,
+  command: string,
+  functionName: string,
+): MultiRateLimitDecision {
+  return decisionAt(
+    replyOfLength(reply, 1 + LIMIT_STRIDE * rules.length, command),
+    0,
+    rules,
+    cost,
+    command,
+    functionName,
+  );
+}
+
+/** A batch reply as each caller's decision, in order. */
+export function readDecisions(
+  reply: unknown,
+  calls: readonly AllowCall[],
+  command: string,
+  functionName: string,
+): MultiRateLimitDecision[] {
+  let length = 0;
+  for (const call of calls) length += 1 + LIMIT_STRIDE * call.rules.length;
+  const values = replyOfLength(reply, length, command);
+  const decisions = new Array<MultiRateLimitDecision>(calls.length);
+  for (let c = 0, at = 0; c < calls.length; at += 1 + LIMIT_STRIDE * calls[c].rules.length, c++)
+    decisions[c] = decisionAt(values, at, calls[c].rules, calls[c].cost ?? 1, command, functionName);
+  return decisions;
 }

@@ -1,8 +1,10 @@
+import { limitDecision, requestDecision } from '../../core/caller-decisions';
+import type { MultiRateLimitDecision, RateLimitDecision } from '../../core/decisions';
 import { UnexpectedReplyError } from '../../core/errors/unexpected-reply.error';
 import type { CallOutcome, LimitOutcome } from '../../core/function-contract';
 import type { OverrideAction } from '../../core/key-overrides';
 import { isShadow, type SlidingLimitRule } from '../../core/limit-rule';
-import { toIntegerArray } from '../reply';
+import { replyOfLength, toInteger, toIntegerArray } from '../reply';
 
 /**
  * Integers per limit in a v4 reply: room, count, remaining, retry_after_ms, reset_ms, limit,
@@ -78,4 +80,76 @@ export function parseV4Decisions(
   for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
     outcomes[c] = v4OutcomeAt(values, at, calls[c].rules, command);
   return outcomes;
+}
+
+/**
+ * The caller's decision of the request whose reply starts at `reply[at]`, read straight from the
+ * reply (checked by the caller to be long enough): what {@link v4OutcomeAt} says, without the outcome.
+ * @throws UnexpectedReplyError when a flag or an override code is out of range
+ */
+export function v4DecisionAt(
+  reply: readonly unknown[],
+  at: number,
+  rules: readonly SlidingLimitRule[],
+  command: string,
+  functionName: string,
+): MultiRateLimitDecision {
+  const allowedFlag = toInteger(reply[at], command, reply);
+  if (allowedFlag !== 0 && allowedFlag !== 1) throw new UnexpectedReplyError(command, reply);
+  const allowed = allowedFlag === 1;
+  const limits = new Array<RateLimitDecision>(rules.length);
+  for (let i = 0; i < rules.length; i++) {
+    const first = at + 1 + V4_LIMIT_STRIDE * i;
+    const room = toInteger(reply[first], command, reply);
+    const overrideCode = toInteger(reply[first + 6], command, reply);
+    if ((room !== 0 && room !== 1) || !(overrideCode >= 0 && overrideCode < OVERRIDES.length)) {
+      throw new UnexpectedReplyError(command, reply);
+    }
+    const shadow = isShadow(rules[i]);
+    const limit = limitDecision(
+      // An enforced limit of an admitted request allowed it (a retry is admitted with a full window).
+      room === 1 || (allowed && !shadow),
+      toInteger(reply[first + 5], command, reply),
+      toInteger(reply[first + 2], command, reply),
+      toInteger(reply[first + 3], command, reply),
+      toInteger(reply[first + 4], command, reply),
+      functionName,
+    );
+    // The count (reply[first + 1]) is checked too, although a caller's decision does not carry it.
+    toInteger(reply[first + 1], command, reply);
+    const override = OVERRIDES[overrideCode];
+    if (override !== undefined) limit.override = override;
+    if (shadow) {
+      limit.shadow = true;
+      limit.wouldRefuse = allowed && room === 0;
+    }
+    limits[i] = limit;
+  }
+  return requestDecision(allowed, limits, functionName);
+}
+
+/** A single decision's reply as its caller's decision. */
+export function readV4Decision(
+  reply: unknown,
+  rules: readonly SlidingLimitRule[],
+  command: string,
+  functionName: string,
+): MultiRateLimitDecision {
+  return v4DecisionAt(replyOfLength(reply, decisionLength(rules), command), 0, rules, command, functionName);
+}
+
+/** A batch reply as each caller's decision, in order. */
+export function readV4Decisions(
+  reply: unknown,
+  calls: readonly { rules: readonly SlidingLimitRule[] }[],
+  command: string,
+  functionName: string,
+): MultiRateLimitDecision[] {
+  let length = 0;
+  for (const call of calls) length += decisionLength(call.rules);
+  const values = replyOfLength(reply, length, command);
+  const decisions = new Array<MultiRateLimitDecision>(calls.length);
+  for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
+    decisions[c] = v4DecisionAt(values, at, calls[c].rules, command, functionName);
+  return decisions;
 }

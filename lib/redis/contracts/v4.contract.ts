@@ -15,29 +15,61 @@ function overrideKeyFor(readOverrides: boolean, rule: SlidingLimitRule, key: str
   return readOverrides && rule.overrides !== false ? overrideKeyOf(key) : undefined;
 }
 
-/** The limit keys, then the override keys read. */
-function keysOf(readOverrides: boolean, keys: readonly string[], rules: readonly SlidingLimitRule[]): string[] {
-  if (!readOverrides) return keys.slice();
-  const all = keys.slice();
+/**
+ * Whether limit `i` reads an override: {@link overrideKeyFor} without building the key (a key can
+ * carry one when it has a hash tag, or no brace at all — the rule of `overrideKeyOf`).
+ */
+function readsOverride(readOverrides: boolean, rule: SlidingLimitRule, key: string): boolean {
+  if (!readOverrides || rule.overrides === false) return false;
+  const open = key.indexOf('{');
+  if (open === -1) return !key.includes('}');
+  const close = key.indexOf('}', open + 1);
+  return close !== -1 && close !== open + 1;
+}
+
+/**
+ * Writes the limit keys, then the override keys read, into `all` from `at` on; returns the length
+ * written up to. A list sized for every limit reading its override (the common case) is not grown.
+ */
+function writeKeys(
+  all: string[],
+  at: number,
+  readOverrides: boolean,
+  keys: readonly string[],
+  rules: readonly SlidingLimitRule[],
+): number {
+  for (let i = 0; i < keys.length; i++) all[at++] = keys[i];
+  if (!readOverrides) return at;
   for (let i = 0; i < rules.length; i++) {
     const overrideKey = overrideKeyFor(true, rules[i], keys[i]);
-    if (overrideKey !== undefined) all.push(overrideKey);
+    if (overrideKey !== undefined) all[at++] = overrideKey;
   }
+  return at;
+}
+
+/** The limit keys, then the override keys read: one list, sized once. */
+function keysOf(readOverrides: boolean, keys: readonly string[], rules: readonly SlidingLimitRule[]): string[] {
+  const all = new Array<string>(readOverrides ? 2 * keys.length : keys.length);
+  // Every limit reads its override, but for keys that opt out or cannot carry one.
+  all.length = writeKeys(all, 0, readOverrides, keys, rules);
   return all;
 }
 
-/** The (window_ms, limit, precision_ms, flags) quadruples of v4's ARGV, appended to `args`. */
-function pushQuadruples(
+/** Writes the (window_ms, limit, precision_ms, flags) quadruples of v4's ARGV into `args` from `at` on. */
+function writeQuadruples(
   args: (string | number)[],
+  at: number,
   readOverrides: boolean,
   keys: readonly string[],
   rules: readonly SlidingLimitRule[],
 ): void {
-  for (let i = 0; i < rules.length; i++) {
+  for (let i = 0; i < rules.length; i++, at += 4) {
     const rule = rules[i];
-    const overrideKey = overrideKeyFor(readOverrides, rule, keys[i]);
-    const flags = (rule.mode === 'shadow' ? SHADOW : 0) + (overrideKey === undefined ? 0 : OVERRIDE_KEY);
-    args.push(rule.windowMs, rule.limit, rule.precisionMs ?? 0, flags);
+    args[at] = rule.windowMs;
+    args[at + 1] = rule.limit;
+    args[at + 2] = rule.precisionMs ?? 0;
+    args[at + 3] =
+      (rule.mode === 'shadow' ? SHADOW : 0) + (readsOverride(readOverrides, rule, keys[i]) ? OVERRIDE_KEY : 0);
   }
 }
 
@@ -68,8 +100,13 @@ export const V4_CONTRACT: FunctionContract = {
   overrides: true,
 
   allowArguments({ keys, rules, nowMs, member, maxClockSkewMs, cost = 1, overrides = false }: AllowCall) {
-    const args: (string | number)[] = [wholeNow(nowMs), member, maxClockSkewMs, cost];
-    pushQuadruples(args, overrides, keys, rules);
+    // One list of its final length: built by pushes, it would grow (and be copied) on the way.
+    const args = new Array<string | number>(4 + 4 * rules.length);
+    args[0] = wholeNow(nowMs);
+    args[1] = member;
+    args[2] = maxClockSkewMs;
+    args[3] = cost;
+    writeQuadruples(args, 4, overrides, keys, rules);
     return args;
   },
 
@@ -88,15 +125,19 @@ export const V4_CONTRACT: FunctionContract = {
       const decisions: (string | number)[] = [];
       for (const { keys, rules, nowMs, member, cost = 1, overrides = false } of calls) {
         decisions.push(wholeNow(nowMs), member, cost, rules.length);
-        pushQuadruples(decisions, overrides, keys, rules);
+        writeQuadruples(decisions, decisions.length, overrides, keys, rules);
       }
       return [calls[0].maxClockSkewMs, JSON.stringify(decisions)];
     },
 
     keys(calls) {
-      const keys: string[] = [];
+      let most = 0;
+      for (const { keys: own, overrides = false } of calls) most += overrides ? 2 * own.length : own.length;
+      const keys = new Array<string>(most);
+      let length = 0;
       for (const { keys: own, rules, overrides = false } of calls)
-        for (const key of keysOf(overrides, own, rules)) keys.push(key);
+        length = writeKeys(keys, length, overrides, own, rules);
+      keys.length = length;
       return keys;
     },
 
@@ -107,7 +148,7 @@ export const V4_CONTRACT: FunctionContract = {
 
   peekArguments(nowMs, rules, cost = 1, keys) {
     const args: (string | number)[] = [wholeNow(nowMs), cost];
-    pushQuadruples(args, keys !== undefined, keys ?? [], rules);
+    writeQuadruples(args, 2, keys !== undefined, keys ?? [], rules);
     return args;
   },
 
