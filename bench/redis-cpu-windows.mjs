@@ -13,8 +13,8 @@
 //   all admitted   90% of the limit: nothing is refused
 //   half refused   twice the limit: a sliding window refuses about half
 // - The sliding windows (sliding_allow_v3 / _v4, cost 1; the log, and the bounded-memory window at
-//   1 s precision) run on 100 busy keys on a synthetic clock: a full window of the load written
-//   first, then the measured requests continue it (each key's clock moves on as in production).
+//   1 s precision) run on busy keys on a synthetic clock: a full window of the load written first,
+//   then a second full window measured (33 keys × 90 requests; 15 keys × 200 at twice the limit).
 //   v4 passes each key's override key, as the limiter does by default (none set: one EXISTS).
 // - The fixed window is the real thing: RedisThrottlerStorage.increment() on a node-redis client
 //   (the EVALSHA of its script: EXISTS of the block key, HINCRBY, PTTL, PEXPIRE on a new counter,
@@ -29,6 +29,7 @@
 //
 //   CALLGRIND_SERVER=<path>/valkey-server   another server binary (Valkey's build has symbols to profile)
 //   CALLGRIND_KEEP=<dir>                    keeps each variant's callgrind dump there, for callgrind_annotate
+//   CALLGRIND_LUA_V4=<file>                 another rate_limit_v4 source (e.g. the last commit's), to compare
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -40,12 +41,16 @@ import { fixedWindowCycle, slidingCalls, throttlerKeys } from './lib/window-load
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 const DECISIONS = Number(process.env.CALLGRIND_DECISIONS ?? 3000);
-const KEYS = 100;
+const KEYS = 100; // the floors' keys
 const IN_FLIGHT = 200;
 const WINDOW = { windowMs: 60_000, limit: 100 };
 const LOADS = { 'all admitted': 0.9, 'half refused': 2 };
 const FLOOR_LIBRARY = "#!lua name=bench_floor\nredis.register_function('bench_empty', function() return 0 end)";
-const source = (version) => readFileSync(join(here, '..', 'lib', 'redis', 'lua', `rate_limit_${version}.lua`), 'utf8');
+const source = (version) =>
+  readFileSync(
+    process.env[`CALLGRIND_LUA_${version.toUpperCase()}`] ?? join(here, '..', 'lib', 'redis', 'lua', `rate_limit_${version}.lua`),
+    'utf8',
+  );
 const keepName = (variant, load) => `${variant}${load ? `-${load}` : ''}`.replaceAll(' ', '-');
 
 /** Sends calls `IN_FLIGHT` at a time; returns how many were admitted. Throws on an error reply. */
@@ -62,17 +67,23 @@ async function sendFcalls(client, calls) {
   return admitted;
 }
 
-/** A sliding window of rate_limit_<version>: 100 keys at `load`, a full window first. */
+/**
+ * A sliding window of rate_limit_<version> at `load`: each key gets a full window written first,
+ * then a second full window is measured (a window's worth of requests per key, so that a key
+ * refusing in bursts, as a bounded-memory key at twice its limit does, is measured over all of it).
+ */
 async function measureSliding(variant, load, { version, precisionMs }) {
   const redis = await startCallgrindRedis();
   await redis.client.call('FUNCTION', 'LOAD', source(version));
-  const spec = { ...WINDOW, version, precisionMs, load, keys: KEYS, overrideKey: version === 'v4' };
-  const warmUp = Math.round(load * WINDOW.limit) * KEYS;
+  const perWindow = Math.round(load * WINDOW.limit);
+  const keys = Math.max(1, Math.round(DECISIONS / perWindow));
+  const spec = { ...WINDOW, version, precisionMs, load, keys, overrideKey: version === 'v4' };
+  const warmUp = perWindow * keys;
   await sendFcalls(redis.client, slidingCalls(spec, 0, warmUp));
   zeroCounters(redis);
-  const admitted = await sendFcalls(redis.client, slidingCalls(spec, warmUp, warmUp + DECISIONS));
+  const admitted = await sendFcalls(redis.client, slidingCalls(spec, warmUp, 2 * warmUp));
   const instructions = await stopAndCount(redis, keepName(variant, load));
-  return { decisions: DECISIONS, admitted, instructions };
+  return { decisions: warmUp, keys, admitted, instructions };
 }
 
 /** The requests of one fixed-window cycle per key, in rounds over the keys, `IN_FLIGHT` at a time. */
@@ -111,7 +122,7 @@ async function measureFixedWindow(variant, load) {
   }
   client.destroy();
   const instructions = await stopAndCount(redis, keepName(variant, load));
-  return { decisions: keys * cycle.requests, admitted, instructions };
+  return { decisions: keys * cycle.requests, keys, admitted, instructions };
 }
 
 /** The floors: an empty FCALL with v4's keys and arguments, an empty EVALSHA with the throttler's. */
@@ -139,7 +150,7 @@ async function measureFloor(variant, kind) {
   zeroCounters(redis);
   await run(DECISIONS, 2 * DECISIONS);
   const instructions = await stopAndCount(redis, keepName(variant));
-  return { decisions: DECISIONS, admitted: DECISIONS, instructions };
+  return { decisions: DECISIONS, keys: KEYS, admitted: DECISIONS, instructions };
 }
 
 const VARIANTS = {
@@ -181,7 +192,7 @@ const label = process.env.CALLGRIND_LABEL ? `-${process.env.CALLGRIND_LABEL}` : 
 const server = process.env.CALLGRIND_SERVER ?? 'redis-server';
 writeFileSync(
   join(here, 'results', `redis-cpu-windows-${date}${label}.json`),
-  `${JSON.stringify({ date, server, decisions: DECISIONS, keys: KEYS, window: WINDOW, loads: LOADS, results }, null, 2)}\n`,
+  `${JSON.stringify({ date, server, decisions: DECISIONS, window: WINDOW, loads: LOADS, results }, null, 2)}\n`,
 );
 
 const k = (n) => `${(n / 1000).toFixed(1)}k`;
