@@ -437,6 +437,10 @@ export class RateLimitV4Model {
     }
     state.ids = withRecentId(state.ids, member);
     if (state.rewrite) return this.writeBuckets(key, state, nowMs, window);
+    // The Lua's `oldest_held`: the bound `o` written after sub-windows left is the oldest one held.
+    if (state.counts === undefined && state.oldest !== state.storedOldest) {
+      state.oldest = this.oldestHeld(key, state.oldest as number, index);
+    }
     if (state.gone) this.commands.hdel(key, state.gone);
     if (countText !== undefined) this.commands.hset(key, name, countText);
     this.commands.hset(key, 'ids', state.ids);
@@ -448,6 +452,16 @@ export class RateLimitV4Model {
     if (newestBefore === undefined || index > newestBefore) {
       this.commands.pexpire(key, untilBucketLeaves(index, nowMs, window, state.precision));
     }
+  }
+
+  /** The oldest sub-window held from `from`, or `last` (held) when none before it is. */
+  private oldestHeld(key: string, from: number, last: number): number {
+    for (let index = from; index < last; index += SCAN_STEP) {
+      const [, counts] = this.subWindows(key, index, Math.min(index + SCAN_STEP, last) - 1);
+      const held = counts.findIndex((count) => count !== undefined);
+      if (held >= 0) return index + held;
+    }
+    return last;
   }
 
   private leavingIndex(key: string, state: BucketState, limit: number, cost: number): number {
