@@ -408,7 +408,8 @@ local function expire_sub_windows(key, state, first)
     -- Under steady traffic one sub-window leaves at a time: read with it the first one left, which
     -- tells whether that one is the key's oldest now (its bound `o`, when a request is recorded).
     local name = digits(index)
-    local counts = call('HMGET', key, name, digits(first))
+    state.first, state.first_name = first, digits(first)
+    local counts = call('HMGET', key, name, state.first_name)
     if counts[1] then
       state.count = state.count - tonumber(counts[1])
       state.gone = { name }
@@ -565,10 +566,10 @@ local function record_buckets(key, state, now_ms, window, member, cost)
     args = { 'ids', state.ids, 't', total_text }
   end
   if state.stored_oldest ~= state.oldest then
-    args[#args + 1], args[#args + 2] = 'o', digits(state.oldest)
+    args[#args + 1], args[#args + 2] = 'o', state.oldest == state.first and state.first_name or digits(state.oldest)
   end
   if state.stored_newest ~= state.newest then
-    args[#args + 1], args[#args + 2] = 'n', digits(state.newest)
+    args[#args + 1], args[#args + 2] = 'n', state.newest == index and name or digits(state.newest)
   end
   if state.stored_newest == nil then
     args[#args + 1], args[#args + 2] = 'p', digits(state.precision)
