@@ -48,7 +48,8 @@ const LOADS = { 'all admitted': 0.9, 'half refused': 2 };
 const FLOOR_LIBRARY = "#!lua name=bench_floor\nredis.register_function('bench_empty', function() return 0 end)";
 const source = (version) =>
   readFileSync(
-    process.env[`CALLGRIND_LUA_${version.toUpperCase()}`] ?? join(here, '..', 'lib', 'redis', 'lua', `rate_limit_${version}.lua`),
+    process.env[`CALLGRIND_LUA_${version.toUpperCase()}`] ??
+      join(here, '..', 'lib', 'redis', 'lua', `rate_limit_${version}.lua`),
     'utf8',
   );
 const keepName = (variant, load) => `${variant}${load ? `-${load}` : ''}`.replaceAll(' ', '-');
@@ -58,7 +59,8 @@ async function sendFcalls(client, calls) {
   let admitted = 0;
   for (let at = 0; at < calls.length; at += IN_FLIGHT) {
     const pipeline = client.pipeline();
-    for (const { name, keys, args } of calls.slice(at, at + IN_FLIGHT)) pipeline.fcall(name, keys.length, ...keys, ...args);
+    for (const { name, keys, args } of calls.slice(at, at + IN_FLIGHT))
+      pipeline.fcall(name, keys.length, ...keys, ...args);
     for (const [error, reply] of await pipeline.exec()) {
       if (error) throw error;
       admitted += Array.isArray(reply) && reply[0] === 1 ? 1 : 0;
@@ -133,8 +135,19 @@ async function measureFloor(variant, kind) {
   const sha = await client.call('SCRIPT', 'LOAD', 'return 0');
   const call = (m) => {
     const key = `bench:{k${m % KEYS}}`;
-    if (kind === 'fcall') return ['fcall', 'bench_empty', 2, key, `${key}|override`, m, `Ab3dEf9h${m}`, 1000, 1, 60000, 100, 0, 2];
-    return ['evalsha', sha, 2, `_throttler:{${key}}`, `_throttler:{${key}}:block:default`, 'default', 60000, 100, 60000];
+    if (kind === 'fcall')
+      return ['fcall', 'bench_empty', 2, key, `${key}|override`, m, `Ab3dEf9h${m}`, 1000, 1, 60000, 100, 0, 2];
+    return [
+      'evalsha',
+      sha,
+      2,
+      `_throttler:{${key}}`,
+      `_throttler:{${key}}:block:default`,
+      'default',
+      60000,
+      100,
+      60000,
+    ];
   };
   const run = async (from, to) => {
     for (let at = from; at < to; at += IN_FLIGHT) {
@@ -166,12 +179,17 @@ const VARIANTS = {
     run: (v, load) => measureSliding(v, load, { version: 'v3', precisionMs: 1000 }),
   },
   'empty FCALL': { label: 'floor: empty FCALL (v4 keys and arguments)', floor: 'fcall', run: measureFloor },
-  'empty EVALSHA': { label: 'floor: empty EVALSHA (the throttler keys and arguments)', floor: 'evalsha', run: measureFloor },
+  'empty EVALSHA': {
+    label: 'floor: empty EVALSHA (the throttler keys and arguments)',
+    floor: 'evalsha',
+    run: measureFloor,
+  },
 };
 
 installCleanup(60 * 60_000);
 const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(VARIANTS);
-for (const name of chosen) if (!VARIANTS[name]) throw new Error(`unknown variant "${name}": ${Object.keys(VARIANTS).join(', ')}`);
+for (const name of chosen)
+  if (!VARIANTS[name]) throw new Error(`unknown variant "${name}": ${Object.keys(VARIANTS).join(', ')}`);
 const results = {};
 try {
   for (const name of chosen) {
@@ -198,7 +216,11 @@ writeFileSync(
 const k = (n) => `${(n / 1000).toFixed(1)}k`;
 const fixed = results['fixed window'];
 console.log(`| Redis instructions per decision | ${Object.keys(LOADS).join(' | ')} |`);
-console.log(`|---|${Object.keys(LOADS).map(() => '---').join('|')}|`);
+console.log(
+  `|---|${Object.keys(LOADS)
+    .map(() => '---')
+    .join('|')}|`,
+);
 for (const name of chosen) {
   const cells = Object.keys(LOADS).map((load) => {
     const r = results[name][load] ?? results[name].any;
@@ -212,6 +234,8 @@ for (const name of chosen) {
 for (const window of ['log', 'bounded']) {
   const [v4, v3] = [results[`v4 ${window}`], results[`v3 ${window}`]];
   if (!v4 || !v3) continue;
-  const ratios = Object.keys(LOADS).map((load) => `${(v4[load].perDecision / v3[load].perDecision).toFixed(3)}× ${load}`);
+  const ratios = Object.keys(LOADS).map(
+    (load) => `${(v4[load].perDecision / v3[load].perDecision).toFixed(3)}× ${load}`,
+  );
   console.log(`\nv4 / v3, ${window}: ${ratios.join(', ')}`);
 }
