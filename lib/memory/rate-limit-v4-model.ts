@@ -423,7 +423,15 @@ export class RateLimitV4Model {
     return state;
   }
 
-  private recordBuckets(key: string, state: BucketState, nowMs: number, window: number, member: string, cost: number) {
+  private recordBuckets(
+    key: string,
+    state: BucketState,
+    nowMs: number,
+    window: number,
+    member: string,
+    cost: number,
+    limit: number,
+  ) {
     const index = Math.floor(nowMs / state.precision);
     const newestBefore = state.newest;
     const name = digits(index);
@@ -437,8 +445,8 @@ export class RateLimitV4Model {
     }
     state.ids = withRecentId(state.ids, member);
     if (state.rewrite) return this.writeBuckets(key, state, nowMs, window);
-    // The Lua's `oldest_held`: the bound `o` written after sub-windows left is the oldest one held.
-    if (state.counts === undefined && state.oldest !== state.storedOldest) {
+    // The Lua's `oldest_held`: the bound `o` written when a request fills the key is the oldest held.
+    if (state.counts === undefined && state.count >= limit && (state.oldest as number) < index) {
       state.oldest = this.oldestHeld(key, state.oldest as number, index);
     }
     if (state.gone) this.commands.hdel(key, state.gone);
@@ -517,7 +525,7 @@ export class RateLimitV4Model {
     // A log read by a bucketed limit becomes a hash of the limit's precision.
     const buckets = state.log ? this.logAsBuckets(lim, state) : state;
     lim.state = buckets;
-    this.recordBuckets(lim.key as string, buckets, nowMs, lim.window, member, cost);
+    this.recordBuckets(lim.key as string, buckets, nowMs, lim.window, member, cost, lim.effective);
     return cost;
   }
 

@@ -24,8 +24,8 @@
     counted in its own sub-windows until it expires.
   - A bucketed key's TTL is set when its newest sub-window changes, not on every request: it
     already lasts until that sub-window leaves the window. Its bound "o" (below every sub-window)
-    is written as its oldest sub-window held, not the window's first: a refusal, which writes
-    nothing, then reads no sub-window that left before it, however long the gap after them.
+    is written as its oldest sub-window held when a request fills it, not the window's first: a
+    refusal, which writes nothing, then reads no sub-window that left, however long the gap.
   - Numbers reach Redis commands as '%d' text, never as Lua numbers (which Redis prints with
     '%.17g', several times the cost); limits are read without string patterns (costly in Lua).
 
@@ -405,16 +405,13 @@ end
 local function expire_sub_windows(key, state, first)
   local index, last_gone = state.oldest, min(first - 1, state.newest)
   if index == last_gone then
-    -- Under steady traffic one sub-window leaves at a time: read with it the first one left, which
-    -- tells whether that one is the key's oldest now (its bound `o`, when a request is recorded).
+    -- Under steady traffic one sub-window leaves at a time: read it without the tables.
     local name = digits(index)
-    state.first, state.first_name = first, digits(first)
-    local counts = call('HMGET', key, name, state.first_name)
-    if counts[1] then
-      state.count = state.count - tonumber(counts[1])
+    local count = tonumber(call('HGET', key, name))
+    if count then
+      state.count = state.count - count
       state.gone = { name }
     end
-    state.first_held = counts[2] ~= false
   else
     scan_held(key, index, last_gone, SCAN_STEP, function(_, count, name)
       state.gone = state.gone or {}
@@ -529,14 +526,14 @@ local function log_as_buckets(lim)
 end
 
 -- The oldest sub-window held from `from`, `last` (held) when none before it is. Written as the key's
--- bound `o` when sub-windows have left: the next decisions (refusals above all, which write
--- nothing) then read none that left before, however long the gap after them; found here once.
+-- bound `o` when a request fills the key: the refusals that follow, which write nothing, then read
+-- no sub-window that left before them, however long the gap after it; found once per fill.
 local function oldest_held(key, from, last)
   return scan_held(key, from, last - 1, SCAN_STEP, function() return true end) or last
 end
 
 -- Records a request in a bucketed key (not a retry: the caller checked its ids).
-local function record_buckets(key, state, now_ms, window, member, cost)
+local function record_buckets(key, state, now_ms, window, member, cost, limit)
   local index = floor(now_ms / state.precision)
   local newest_before = state.newest
   local name = digits(index)
@@ -552,8 +549,8 @@ local function record_buckets(key, state, now_ms, window, member, cost)
   if state.rewrite then
     return write_buckets(key, state, now_ms, window)
   end
-  if state.counts == nil and state.oldest ~= state.stored_oldest and not state.first_held then
-    state.oldest = oldest_held(key, state.oldest + (state.first_held == false and 1 or 0), index)
+  if state.counts == nil and state.count >= limit and state.oldest < index then
+    state.oldest = oldest_held(key, state.oldest, index)
   end
   if state.gone then
     call('HDEL', key, unpack(state.gone))
@@ -566,7 +563,7 @@ local function record_buckets(key, state, now_ms, window, member, cost)
     args = { 'ids', state.ids, 't', total_text }
   end
   if state.stored_oldest ~= state.oldest then
-    args[#args + 1], args[#args + 2] = 'o', state.oldest == state.first and state.first_name or digits(state.oldest)
+    args[#args + 1], args[#args + 2] = 'o', digits(state.oldest)
   end
   if state.stored_newest ~= state.newest then
     args[#args + 1], args[#args + 2] = 'n', state.newest == index and name or digits(state.newest)
@@ -645,7 +642,7 @@ local function record(lim, now_ms, member, cost)
     -- A log read by a bucketed limit becomes a hash of the limit's precision.
     lim.state = log_as_buckets(lim)
   end
-  record_buckets(lim.key, lim.state, now_ms, lim.window, member, cost)
+  record_buckets(lim.key, lim.state, now_ms, lim.window, member, cost, lim.effective)
   return cost
 end
 
