@@ -16,16 +16,13 @@
 //
 //   CALLGRIND_SERVER=<path>/valkey-server   another server binary (Valkey's build has symbols to profile)
 //   CALLGRIND_KEEP=<dir>                    keeps each variant's callgrind dump there, for callgrind_annotate
-import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, installCleanup, outputReady, redisServerArgs, stopAll, tempDir, track } from './lib/processes.mjs';
+import { startCallgrindRedis, stopAndCount, zeroCounters } from './lib/callgrind-redis.mjs';
+import { installCleanup, stopAll } from './lib/processes.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const require = createRequire(import.meta.url);
-const Redis = require('ioredis').default;
 const DECISIONS = Number(process.env.CALLGRIND_DECISIONS ?? 3000);
 const KEYS = 100;
 const T0 = 1_735_660_800_000;
@@ -103,39 +100,16 @@ async function send(client, calls) {
   return admitted;
 }
 
-async function startServer() {
-  const port = await freePort();
-  const dir = tempDir('sliding-bench-versions-');
-  const args = [
-    '--tool=callgrind',
-    `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
-    process.env.CALLGRIND_SERVER ?? 'redis-server',
-  ];
-  const server = track(
-    spawn('valgrind', [...args, ...redisServerArgs(port, dir)], { stdio: ['ignore', 'pipe', 'pipe'] }),
-  );
-  await outputReady(server, 'redis-server under callgrind', 60_000);
-  return { port, server, dir };
-}
-
 /** Instructions per decision of one variant on one scenario, on a fresh server. */
 async function measure(variant, spec) {
-  const { port, server, dir } = await startServer();
-  const client = new Redis({ host: '127.0.0.1', port, commandTimeout: 600_000, retryStrategy: () => null });
-  client.on('error', () => {});
+  const redis = await startCallgrindRedis();
+  const { client } = redis;
   await client.call('FUNCTION', 'LOAD', source(variant.version));
   const prefill = Math.floor((0.9 * spec.limit) / spec.cost) * KEYS;
   await send(client, fcalls(variant, spec, 0, prefill));
-  execFileSync('callgrind_control', ['-z', String(server.pid)], { stdio: 'ignore' });
+  zeroCounters(redis);
   const admitted = await send(client, fcalls(variant, spec, prefill, prefill + DECISIONS));
-  const exited = new Promise((resolve) => server.once('exit', resolve));
-  await client.call('SHUTDOWN', 'NOSAVE').catch(() => undefined);
-  client.disconnect();
-  await exited;
-  const text = readFileSync(join(dir, 'callgrind.out'), 'utf8');
-  if (process.env.CALLGRIND_KEEP)
-    writeFileSync(join(process.env.CALLGRIND_KEEP, `${variant.version}-${variant.overrides}.out`), text);
-  const instructions = Number(text.match(/^totals:\s*(\d+)/m)?.[1] ?? text.match(/^summary:\s*(\d+)/m)?.[1]);
+  const instructions = await stopAndCount(redis, `${variant.version}-${variant.overrides}`);
   return { decisions: DECISIONS, admitted, instructions, perDecision: Math.round(instructions / DECISIONS) };
 }
 

@@ -423,7 +423,15 @@ export class RateLimitV4Model {
     return state;
   }
 
-  private recordBuckets(key: string, state: BucketState, nowMs: number, window: number, member: string, cost: number) {
+  private recordBuckets(
+    key: string,
+    state: BucketState,
+    nowMs: number,
+    window: number,
+    member: string,
+    cost: number,
+    limit: number,
+  ) {
     const index = Math.floor(nowMs / state.precision);
     const newestBefore = state.newest;
     const name = digits(index);
@@ -437,6 +445,10 @@ export class RateLimitV4Model {
     }
     state.ids = withRecentId(state.ids, member);
     if (state.rewrite) return this.writeBuckets(key, state, nowMs, window);
+    // The Lua's `oldest_held`: the bound `o` written when a request fills the key is the oldest held.
+    if (state.counts === undefined && state.count >= limit && (state.oldest as number) < index) {
+      state.oldest = this.oldestHeld(key, state.oldest as number, index);
+    }
     if (state.gone) this.commands.hdel(key, state.gone);
     if (countText !== undefined) this.commands.hset(key, name, countText);
     this.commands.hset(key, 'ids', state.ids);
@@ -448,6 +460,16 @@ export class RateLimitV4Model {
     if (newestBefore === undefined || index > newestBefore) {
       this.commands.pexpire(key, untilBucketLeaves(index, nowMs, window, state.precision));
     }
+  }
+
+  /** The oldest sub-window held from `from`, or `last` (held) when none before it is. */
+  private oldestHeld(key: string, from: number, last: number): number {
+    for (let index = from; index < last; index += SCAN_STEP) {
+      const [, counts] = this.subWindows(key, index, Math.min(index + SCAN_STEP, last) - 1);
+      const held = counts.findIndex((count) => count !== undefined);
+      if (held >= 0) return index + held;
+    }
+    return last;
   }
 
   private leavingIndex(key: string, state: BucketState, limit: number, cost: number): number {
@@ -503,7 +525,7 @@ export class RateLimitV4Model {
     // A log read by a bucketed limit becomes a hash of the limit's precision.
     const buckets = state.log ? this.logAsBuckets(lim, state) : state;
     lim.state = buckets;
-    this.recordBuckets(lim.key as string, buckets, nowMs, lim.window, member, cost);
+    this.recordBuckets(lim.key as string, buckets, nowMs, lim.window, member, cost, lim.effective);
     return cost;
   }
 

@@ -23,7 +23,9 @@
     of the limit's precision when a request is recorded in it; a hash read by a log limit is
     counted in its own sub-windows until it expires.
   - A bucketed key's TTL is set when its newest sub-window changes, not on every request: it
-    already lasts until that sub-window leaves the window.
+    already lasts until that sub-window leaves the window. Its bound "o" (below every sub-window)
+    is written as its oldest sub-window held when a request fills it, not the window's first: a
+    refusal, which writes nothing, then reads no sub-window that left, however long the gap.
   - Numbers reach Redis commands as '%d' text, never as Lua numbers (which Redis prints with
     '%.17g', several times the cost); limits are read without string patterns (costly in Lua).
 
@@ -109,41 +111,66 @@ local SCAN_STEP        = 8    -- sub-windows per HMGET when a key's counts are r
 local OVERRIDE_KINDS   = { limit = 1, exempt = 2, block = 3 }
 local EXEMPT, BLOCK    = 2, 3
 
-local function invalid_arguments()
-  return redis.error_reply('ERR invalid arguments')
+-- Redis' and Lua's globals as upvalues, bound by a library's first call: its load sees none of
+-- them (only redis.register_function), and a global read during a call goes through the globals'
+-- metatable, two table lookups per name, dozens of times per decision.
+local call, protected_call, error_reply, json_decode
+local format, find, sub, byte, floor, ceil, min, max, sort, concat
+local tonumber, type, unpack, ipairs, pcall, error
+
+local function bind_globals()
+  call, protected_call, error_reply, json_decode = redis.call, redis.pcall, redis.error_reply, cjson.decode
+  format, find, sub, byte = string.format, string.find, string.sub, string.byte
+  floor, ceil, min, max = math.floor, math.ceil, math.min, math.max
+  sort, concat = table.sort, table.concat
+  tonumber, type, unpack, ipairs, pcall, error = _G.tonumber, _G.type, _G.unpack, _G.ipairs, _G.pcall, _G.error
 end
 
--- `n` when it is a whole number from `min` to `max` (NaN and infinities fail a bound), else nil.
-local function whole(n, min, max)
-  if n and n >= min and n <= max and n % 1 == 0 then
-    return n
+-- The numbers of texts that repeat call after call (a limit's window, limit, precision and flags,
+-- the cost, the tolerance, a key's precision), remembered: tonumber reads a text with strtod twice,
+-- several times the cost of a table lookup. At most NUMBERS_KEPT texts, then forgotten together.
+local NUMBERS_KEPT = 256
+local numbers, numbers_kept = {}, 0
+
+local function number_of(text)
+  local n = numbers[text]
+  if n == nil and text ~= nil then
+    n = tonumber(text) or false
+    if numbers_kept == NUMBERS_KEPT then numbers, numbers_kept = {}, 0 end
+    numbers[text], numbers_kept = n, numbers_kept + 1
   end
-  return nil
+  return n or nil
+end
+
+local function invalid_arguments()
+  return error_reply('ERR invalid arguments')
+end
+
+-- `n` when it is a whole number from `low` to `high` (NaN and infinities fail a bound), else nil.
+local function whole(n, low, high)
+  return n and n >= low and n <= high and n % 1 == 0 and n or nil
 end
 
 -- A decoded JSON value as `whole` takes it: only a number (tonumber would read a string too).
 local function number(value)
-  if type(value) == 'number' then
-    return value
-  end
-  return nil
+  return type(value) == 'number' and value or nil
 end
 
 -- Integers reach commands as '%d' text: a Lua number is printed by Redis with '%.17g', at several
 -- times the cost.
 local function digits(n)
-  return string.format('%d', n)
+  return format('%d', n)
 end
 
 local function server_now()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local time = call('TIME')
+  return tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 end
 
 -- No whitespace (a bucketed key keeps ids space-separated) and no '#' (a log key's cost entries
 -- are <member>#2 .. <member>#c: a member containing one could be taken for another's entry).
 local function is_valid_member(member)
-  return type(member) == 'string' and member ~= '' and not string.find(member, '[%s#]')
+  return type(member) == 'string' and member ~= '' and not find(member, '[%s#]')
 end
 
 -- A limit from its four numbers, or nil when one is missing or out of range for `cost`.
@@ -153,11 +180,8 @@ local function new_limit(window, limit, precision, flags, cost)
   if not (window and limit and precision and flags) then
     return nil
   end
-  if precision == 0 then
-    if cost > MAX_LOG_COST then
-      return nil
-    end
-  elseif precision > window or window > precision * MAX_SUB_WINDOWS then
+  if precision == 0 and cost > MAX_LOG_COST
+    or precision > 0 and (precision > window or window > precision * MAX_SUB_WINDOWS) then
     return nil
   end
   -- Every field a decision sets is named here: a table sized once, not grown field by field.
@@ -188,13 +212,13 @@ local function assign_keys(keys, first, limits)
 end
 
 local function clock_skew(now_ms, newest, key, max_skew_ms)
-  return redis.error_reply(string.format(
+  return error_reply(format(
     'CLOCKSKEW now_ms %d is %d ms behind the newest entry of %s (tolerance %d ms)',
     now_ms, newest - now_ms, key, max_skew_ms))
 end
 
 local function is_wrong_type(reply)
-  return type(reply) == 'table' and reply.err ~= nil and string.sub(reply.err, 1, 9) == 'WRONGTYPE'
+  return type(reply) == 'table' and reply.err ~= nil and sub(reply.err, 1, 9) == 'WRONGTYPE'
 end
 
 ---------------------------------------------------------------------------------------- overrides
@@ -203,25 +227,20 @@ end
 -- reply, the cheapest), so that keys without any cost one command. Sets each limit's `kind` and
 -- `effective` limit; returns an error reply for a malformed override.
 local function read_overrides(keys, from, to, limits)
-  if to < from or redis.call('EXISTS', unpack(keys, from, to)) == 0 then
+  if to < from or call('EXISTS', unpack(keys, from, to)) == 0 then
     return nil
   end
   for i = 1, #limits do
     local lim = limits[i]
     if lim.has_override then
-      local fields = redis.call('HMGET', lim.override_key, 'action', 'limit')
+      local fields = call('HMGET', lim.override_key, 'action', 'limit')
       if fields[1] then
         local kind = OVERRIDE_KINDS[fields[1]]
         local value = whole(tonumber(fields[2]), 0, MAX_LIMIT)
         if kind == nil or (kind == 1 and value == nil) then
-          return redis.error_reply('ERR invalid override at ' .. lim.override_key)
+          return error_reply('ERR invalid override at ' .. lim.override_key)
         end
-        lim.kind = kind
-        if kind == 1 then
-          lim.effective = value
-        elseif kind == BLOCK then
-          lim.effective = 0
-        end
+        lim.kind, lim.effective = kind, kind == 1 and value or kind == BLOCK and 0 or lim.effective
       end
     end
   end
@@ -230,17 +249,14 @@ end
 
 -- When an override refuses whatever the window holds: its remaining TTL, or the window without one.
 local function until_override_ends(lim)
-  local ttl = redis.call('PTTL', lim.override_key)
-  if ttl < 0 then
-    return lim.window
-  end
-  return ttl
+  local ttl = call('PTTL', lim.override_key)
+  return ttl < 0 and lim.window or ttl
 end
 
 ---------------------------------------------------------------------------------------------- log
 
 local function newest_score(key)
-  return tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+  return tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
 end
 
 -- A log key read for a decision: its count in the window and its newest time when one lies after
@@ -248,19 +264,16 @@ end
 -- then counts: cheaper than ZCOUNT, which walks a small sorted set entry by entry); a peek counts.
 local function read_log(lim, now_ms, writes)
   local key, now_text, cutoff_text = lim.key, digits(now_ms), digits(now_ms - lim.window)
-  local later = redis.pcall('ZCOUNT', key, '(' .. now_text, '+inf')
+  local later = protected_call('ZCOUNT', key, '(' .. now_text, '+inf')
   if type(later) == 'table' then
-    if is_wrong_type(later) then
-      return nil
-    end
-    return error(later.err)
+    return not is_wrong_type(later) and error(later.err) or nil
   end
   local state = { count = 0, ahead = nil, now_text = now_text, cutoff_text = cutoff_text }
   if writes then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff_text)
-    state.count = redis.call('ZCARD', key)
+    call('ZREMRANGEBYSCORE', key, '-inf', cutoff_text)
+    state.count = call('ZCARD', key)
   else
-    state.count = redis.call('ZCOUNT', key, '(' .. cutoff_text, '+inf')
+    state.count = call('ZCOUNT', key, '(' .. cutoff_text, '+inf')
   end
   if later > 0 then
     state.ahead = newest_score(key)
@@ -272,31 +285,31 @@ end
 local function record_log(lim, now_ms, member, cost)
   local key, state = lim.key, lim.state
   local now_text = state.now_text
-  if redis.call('ZADD', key, 'NX', now_text, member) == 0 then
+  if call('ZADD', key, 'NX', now_text, member) == 0 then
     return 0
   end
   local k = 2
   while k <= cost do
-    local args, last = {}, math.min(cost, k + ZADD_CHUNK - 1)
+    local args, last = {}, min(cost, k + ZADD_CHUNK - 1)
     for j = k, last do
       args[#args + 1] = now_text
       args[#args + 1] = member .. '#' .. j
     end
-    redis.call('ZADD', key, unpack(args))
+    call('ZADD', key, unpack(args))
     k = last + 1
   end
   -- Rounded up: a key written by v3 may hold fractional times.
   state.ahead = state.ahead or now_ms
-  redis.call('PEXPIRE', key, digits(math.ceil(state.ahead + lim.window - now_ms)))
+  call('PEXPIRE', key, digits(ceil(state.ahead + lim.window - now_ms)))
   state.count = state.count + cost
   return cost
 end
 
 -- ms until the cost fits in a log limit: when count + cost - limit entries have left the window.
 local function log_retry_after(lim, now_ms, count, cost, limit)
-  local entry = redis.call('ZRANGEBYSCORE', lim.key, '(' .. lim.state.cutoff_text, '+inf', 'WITHSCORES', 'LIMIT',
+  local entry = call('ZRANGEBYSCORE', lim.key, '(' .. lim.state.cutoff_text, '+inf', 'WITHSCORES', 'LIMIT',
                            count + cost - limit - 1, 1)
-  return math.ceil(tonumber(entry[2]) + lim.window - now_ms)
+  return ceil(tonumber(entry[2]) + lim.window - now_ms)
 end
 
 ----------------------------------------------------------------------------------------- bucketed
@@ -318,12 +331,8 @@ local function add_count(state, index, count)
     counts[index] = counts[index] + count
   end
   state.count = state.count + count
-  if state.newest == nil or index > state.newest then
-    state.newest = index
-  end
-  if state.oldest == nil or index < state.oldest then
-    state.oldest = index
-  end
+  state.newest = (state.newest == nil or index > state.newest) and index or state.newest
+  state.oldest = (state.oldest == nil or index < state.oldest) and index or state.oldest
 end
 
 -- A bucketed key's state: its count, oldest and newest sub-windows, ids and precision; the names of
@@ -339,10 +348,7 @@ end
 -- own, unless finer than the window allows (more than 1000 sub-windows): then the limit's, or the
 -- finest the window allows for a log limit. Never finer than the key's: never a lock-out.
 local function counted_precision(stored, window, precision)
-  if stored * MAX_SUB_WINDOWS >= window then
-    return stored
-  end
-  return math.max(precision, math.ceil(window / MAX_SUB_WINDOWS))
+  return stored * MAX_SUB_WINDOWS >= window and stored or max(precision, ceil(window / MAX_SUB_WINDOWS))
 end
 
 -- A hash read whole (HGETALL `fields`) in `precision`: counts per sub-window still counted, and
@@ -350,7 +356,7 @@ end
 -- is re-bucketed, each count into the sub-window holding its old one's last millisecond (or now),
 -- so that it counts at least as long as before; the key is rewritten when a request is recorded.
 local function read_buckets(fields, now_ms, window, precision, stored)
-  local first = math.floor((now_ms - window + 1) / stored)
+  local first = floor((now_ms - window + 1) / stored)
   local state = empty_buckets(precision)
   state.rewrite = stored ~= precision
   for i = 1, #fields, 2 do
@@ -365,7 +371,7 @@ local function read_buckets(fields, now_ms, window, precision, stored)
         state.gone = state.gone or {}
         state.gone[#state.gone + 1] = name
       elseif state.rewrite then
-        add_count(state, math.floor(math.min((index + 1) * stored - 1, now_ms) / precision), tonumber(fields[i + 1]))
+        add_count(state, floor(min((index + 1) * stored - 1, now_ms) / precision), tonumber(fields[i + 1]))
       else
         add_count(state, index, tonumber(fields[i + 1]))
       end
@@ -374,39 +380,43 @@ local function read_buckets(fields, now_ms, window, precision, stored)
   return state
 end
 
--- Sub-windows `from` .. `to` of a key: their names and counts (one HMGET).
-local function sub_windows(key, from, to)
-  local names = {}
-  for index = from, to do
-    names[#names + 1] = digits(index)
+-- Visits the sub-windows held from `from` to `to`, oldest first, read `step` at a time (then
+-- SCAN_STEP) by HMGET: visit(index, count, name) until it returns true; returns that index.
+local function scan_held(key, from, to, step, visit)
+  local index = from
+  while index <= to do
+    local names = {}
+    for i = index, min(index + step - 1, to) do
+      names[#names + 1] = digits(i)
+    end
+    local counts = call('HMGET', key, unpack(names))
+    for k = 1, #counts do
+      if counts[k] and visit(index + k - 1, tonumber(counts[k]), names[k]) then
+        return index + k - 1
+      end
+    end
+    index, step = index + #names, SCAN_STEP
   end
-  return names, redis.call('HMGET', key, unpack(names))
+  return nil
 end
 
 -- A fast-path state whose oldest sub-windows have left the window (before `first`): their counts
 -- are read by name and taken off its count; they are deleted when a request is recorded.
 local function expire_sub_windows(key, state, first)
-  local index, last_gone = state.oldest, math.min(first - 1, state.newest)
+  local index, last_gone = state.oldest, min(first - 1, state.newest)
   if index == last_gone then
     -- Under steady traffic one sub-window leaves at a time: read it without the tables.
     local name = digits(index)
-    local count = tonumber(redis.call('HGET', key, name))
+    local count = tonumber(call('HGET', key, name))
     if count then
       state.count = state.count - count
       state.gone = { name }
     end
   else
-    while index <= last_gone do
-      local names, counts = sub_windows(key, index, math.min(index + SCAN_STEP - 1, last_gone))
-      for k = 1, #counts do
-        if counts[k] then
-          state.count = state.count - tonumber(counts[k])
-          state.gone = state.gone or {}
-          state.gone[#state.gone + 1] = names[k]
-        end
-      end
-      index = index + SCAN_STEP
-    end
+    scan_held(key, index, last_gone, SCAN_STEP, function(_, count, name)
+      state.gone = state.gone or {}
+      state.count, state.gone[#state.gone + 1] = state.count - count, name
+    end)
   end
   if state.count > 0 then
     state.oldest = first
@@ -419,41 +429,38 @@ end
 -- and newest sub-windows (fields t, o, n) are there, the count is the total less the sub-windows
 -- that left since, without reading every sub-window. Reads only.
 local function read_hash(key, now_ms, window, precision)
-  local meta = redis.pcall('HMGET', key, 't', 'o', 'n', 'p', 'ids')
+  local meta = protected_call('HMGET', key, 't', 'o', 'n', 'p', 'ids')
   if meta.err then
-    if is_wrong_type(meta) then
-      return nil
-    end
-    return error(meta.err)
+    return not is_wrong_type(meta) and error(meta.err) or nil
   end
-  local total, oldest, newest, stored = tonumber(meta[1]), tonumber(meta[2]), tonumber(meta[3]), tonumber(meta[4])
+  local total, oldest, newest, stored = tonumber(meta[1]), tonumber(meta[2]), tonumber(meta[3]), number_of(meta[4])
   if not (total or oldest or newest or stored or meta[5]) then
     -- Nothing of ours: a new key.
-    return empty_buckets(precision > 0 and precision or math.ceil(window / MAX_SUB_WINDOWS))
+    return empty_buckets(precision > 0 and precision or ceil(window / MAX_SUB_WINDOWS))
   end
   if total and oldest and newest and stored and stored * MAX_SUB_WINDOWS >= window then
     local state = { count = total, oldest = oldest, newest = newest, ids = meta[5] or '', precision = stored,
                     stored_oldest = oldest, stored_newest = newest, gone = nil }
-    local first = math.floor((now_ms - window + 1) / stored)
+    local first = floor((now_ms - window + 1) / stored)
     if oldest < first then
       expire_sub_windows(key, state, first)
     end
     return state
   end
-  local fields = redis.call('HGETALL', key)
+  local fields = call('HGETALL', key)
   stored = stored or (precision > 0 and precision or 1)
   return read_buckets(fields, now_ms, window, counted_precision(stored, window, precision), stored)
 end
 
 local function ids_hold(ids, member)
   -- Searched in place: a match must be a whole id, between spaces.
-  local at = string.find(ids, member, 1, true)
+  local at = find(ids, member, 1, true)
   while at do
     local after = at + #member
-    if (at == 1 or string.byte(ids, at - 1) == 32) and (after > #ids or string.byte(ids, after) == 32) then
+    if (at == 1 or byte(ids, at - 1) == 32) and (after > #ids or byte(ids, after) == 32) then
       return true
     end
-    at = string.find(ids, member, at + 1, true)
+    at = find(ids, member, at + 1, true)
   end
   return false
 end
@@ -464,7 +471,7 @@ local function with_id(old, member)
   local budget = RECENT_IDS_BYTES - #member - 1
   local cut, from = 0, 1
   for _ = 2, RECENT_IDS do
-    local space = string.find(old, ' ', from, true)
+    local space = find(old, ' ', from, true)
     local stop = space and space - 1 or #old
     if stop < from or stop > budget then
       break
@@ -476,16 +483,16 @@ local function with_id(old, member)
     from = space + 1
   end
   if cut > 0 then
-    return member .. ' ' .. string.sub(old, 1, cut)
+    return member .. ' ' .. sub(old, 1, cut)
   end
   return member
 end
 
 -- Writes a bucketed key whole (re-bucketed, or a log turned into counts), with its TTL.
 local function write_buckets(key, state, now_ms, window)
-  redis.call('DEL', key)
+  call('DEL', key)
   local args = {}
-  table.sort(state.indexes)
+  sort(state.indexes)
   for _, index in ipairs(state.indexes) do
     args[#args + 1] = digits(index)
     args[#args + 1] = digits(state.counts[index])
@@ -495,37 +502,44 @@ local function write_buckets(key, state, now_ms, window)
   args[#args + 1], args[#args + 2] = 't', digits(state.count)
   args[#args + 1], args[#args + 2] = 'o', digits(state.oldest)
   args[#args + 1], args[#args + 2] = 'n', digits(state.newest)
-  redis.call('HSET', key, unpack(args))
-  redis.call('PEXPIRE', key, digits(until_bucket_leaves(state.newest, now_ms, window, state.precision)))
+  call('HSET', key, unpack(args))
+  call('PEXPIRE', key, digits(until_bucket_leaves(state.newest, now_ms, window, state.precision)))
 end
 
 -- A log key's entries in the window as counts per sub-window of `precision` (exact), with the
 -- newest request ids (entries without a #n suffix) to recognise retries.
 local function log_as_buckets(lim)
-  local entries = redis.call('ZRANGEBYSCORE', lim.key, '(' .. lim.state.cutoff_text, '+inf', 'WITHSCORES')
+  local entries = call('ZRANGEBYSCORE', lim.key, '(' .. lim.state.cutoff_text, '+inf', 'WITHSCORES')
   local state = empty_buckets(lim.precision)
   local ids, length = {}, -1
   for i = #entries - 1, 1, -2 do
-    add_count(state, math.floor(tonumber(entries[i + 1]) / lim.precision), 1)
+    add_count(state, floor(tonumber(entries[i + 1]) / lim.precision), 1)
     local id = entries[i]
-    if not string.find(id, '#', 1, true) and #ids < RECENT_IDS and length + 1 + #id <= RECENT_IDS_BYTES then
+    if not find(id, '#', 1, true) and #ids < RECENT_IDS and length + 1 + #id <= RECENT_IDS_BYTES then
       ids[#ids + 1] = id
       length = length + 1 + #id
     end
   end
-  state.ids = table.concat(ids, ' ')
+  state.ids = concat(ids, ' ')
   state.rewrite = true
   return state
 end
 
+-- The oldest sub-window held from `from`, `last` (held) when none before it is. Written as the key's
+-- bound `o` when a request fills the key: the refusals that follow, which write nothing, then read
+-- no sub-window that left before them, however long the gap after it; found once per fill.
+local function oldest_held(key, from, last)
+  return scan_held(key, from, last - 1, SCAN_STEP, function() return true end) or last
+end
+
 -- Records a request in a bucketed key (not a retry: the caller checked its ids).
-local function record_buckets(key, state, now_ms, window, member, cost)
-  local index = math.floor(now_ms / state.precision)
+local function record_buckets(key, state, now_ms, window, member, cost, limit)
+  local index = floor(now_ms / state.precision)
   local newest_before = state.newest
   local name = digits(index)
   local count_text
   if state.counts == nil and newest_before and index <= newest_before then
-    redis.call('HINCRBY', key, name, digits(cost))
+    call('HINCRBY', key, name, digits(cost))
     add_count(state, index, cost)
   else
     add_count(state, index, cost)
@@ -535,8 +549,11 @@ local function record_buckets(key, state, now_ms, window, member, cost)
   if state.rewrite then
     return write_buckets(key, state, now_ms, window)
   end
+  if state.counts == nil and state.count >= limit and state.oldest < index then
+    state.oldest = oldest_held(key, state.oldest, index)
+  end
   if state.gone then
-    redis.call('HDEL', key, unpack(state.gone))
+    call('HDEL', key, unpack(state.gone))
   end
   local total_text = digits(state.count)
   local args -- built whole by one constructor: appending would grow the table step by step
@@ -549,15 +566,15 @@ local function record_buckets(key, state, now_ms, window, member, cost)
     args[#args + 1], args[#args + 2] = 'o', digits(state.oldest)
   end
   if state.stored_newest ~= state.newest then
-    args[#args + 1], args[#args + 2] = 'n', digits(state.newest)
+    args[#args + 1], args[#args + 2] = 'n', state.newest == index and name or digits(state.newest)
   end
   if state.stored_newest == nil then
     args[#args + 1], args[#args + 2] = 'p', digits(state.precision)
   end
-  redis.call('HSET', key, unpack(args))
+  call('HSET', key, unpack(args))
   -- The key's TTL lasts until its newest sub-window leaves already: only a newer one moves it.
   if newest_before == nil or index > newest_before then
-    redis.call('PEXPIRE', key, digits(until_bucket_leaves(index, now_ms, window, state.precision)))
+    call('PEXPIRE', key, digits(until_bucket_leaves(index, now_ms, window, state.precision)))
   end
 end
 
@@ -565,7 +582,7 @@ end
 local function leaving_index(key, state, limit, cost)
   local left = state.count
   if state.counts then
-    table.sort(state.indexes)
+    sort(state.indexes)
     for _, index in ipairs(state.indexes) do
       left = left - state.counts[index]
       if left + cost <= limit then
@@ -574,20 +591,11 @@ local function leaving_index(key, state, limit, cost)
     end
     return state.newest
   end
-  local index = state.oldest
-  while index <= state.newest do
-    local _, counts = sub_windows(key, index, math.min(index + SCAN_STEP - 1, state.newest))
-    for k = 1, #counts do
-      if counts[k] then
-        left = left - tonumber(counts[k])
-        if left + cost <= limit then
-          return index + k - 1
-        end
-      end
-    end
-    index = index + SCAN_STEP
-  end
-  return state.newest
+  -- The oldest alone first: it is usually held (see oldest_held) and enough.
+  return scan_held(key, state.oldest, state.newest, 1, function(_, count)
+    left = left - count
+    return left + cost <= limit
+  end) or state.newest
 end
 
 ------------------------------------------------------------------------------------------ a limit
@@ -617,7 +625,7 @@ local function holds(lim, member)
     if lim.state.precision then
       lim.retried = ids_hold(lim.state.ids, member)
     else
-      lim.retried = redis.call('ZSCORE', lim.key, member) ~= false
+      lim.retried = call('ZSCORE', lim.key, member) ~= false
     end
   end
   return lim.retried
@@ -634,7 +642,7 @@ local function record(lim, now_ms, member, cost)
     -- A log read by a bucketed limit becomes a hash of the limit's precision.
     lim.state = log_as_buckets(lim)
   end
-  record_buckets(lim.key, lim.state, now_ms, lim.window, member, cost)
+  record_buckets(lim.key, lim.state, now_ms, lim.window, member, cost, lim.effective)
   return cost
 end
 
@@ -662,11 +670,11 @@ local function append_limit(reply, at, lim, allowed, now_ms, cost)
       if state.precision then
         reset_ms = until_bucket_leaves(state.newest, now_ms, lim.window, state.precision)
       else
-        reset_ms = math.ceil((state.ahead or newest_score(lim.key)) + lim.window - now_ms)
+        reset_ms = ceil((state.ahead or newest_score(lim.key)) + lim.window - now_ms)
       end
     end
     reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] =
-      lim.room and 1 or 0, count, math.max(limit - count, 0), retry_after_ms, reset_ms
+      lim.room and 1 or 0, count, max(limit - count, 0), retry_after_ms, reset_ms
   end
   reply[at + 6], reply[at + 7] = lim.effective, lim.kind
 end
@@ -737,27 +745,19 @@ local function decide(reply, at, limits, now_ms, member, max_skew_ms, cost)
   return nil
 end
 
--- A reply of one decision of n limits, sized at once for one limit (the common case).
-local function new_reply(n)
-  if n == 1 then
-    return { 0, 0, 0, 0, 0, 0, 0, 0 }
-  end
-  return {}
-end
-
 -- The limits of a single call (quadruples from args[first], the cost just before them) with their
 -- keys and overrides read; nil when the arguments are invalid, or an error reply.
 local function limits_of_call(keys, args, first)
   local n = (#args - first + 1) / 4
-  local cost = whole(tonumber(args[first - 1]), 1, MAX_TIME_MS)
+  local cost = whole(number_of(args[first - 1]), 1, MAX_TIME_MS)
   if n < 1 or n % 1 ~= 0 or not cost then
     return nil
   end
   local limits = {}
   for i = 1, n do
     local at = first + 4 * (i - 1)
-    limits[i] = new_limit(tonumber(args[at]), tonumber(args[at + 1]), tonumber(args[at + 2]), tonumber(args[at + 3]),
-                          cost)
+    limits[i] = new_limit(number_of(args[at]), number_of(args[at + 1]), number_of(args[at + 2]),
+                          number_of(args[at + 3]), cost)
     if not limits[i] then
       return nil
     end
@@ -769,30 +769,29 @@ local function limits_of_call(keys, args, first)
 end
 
 local function resolve_now(text)
-  if text == '*' then
-    return server_now()
-  end
-  return whole(tonumber(text), 0, MAX_TIME_MS)
+  return text == '*' and server_now() or whole(tonumber(text), 0, MAX_TIME_MS)
 end
 
 local function sliding_allow(keys, args)
+  if not call then bind_globals() end
   local limits, cost, overrides_from = limits_of_call(keys, args, 5)
-  local now_ms, max_skew_ms = resolve_now(args[1]), whole(tonumber(args[3]), 0, MAX_TIME_MS)
+  local now_ms, max_skew_ms = resolve_now(args[1]), whole(number_of(args[3]), 0, MAX_TIME_MS)
   if not limits or not now_ms or not max_skew_ms or not is_valid_member(args[2]) then
     return invalid_arguments()
   end
-  local reply = new_reply(#limits)
+  local reply = #limits == 1 and { 0, 0, 0, 0, 0, 0, 0, 0 } or {} -- sized at once for the usual one limit
   return read_overrides(keys, overrides_from, #keys, limits)
     or decide(reply, 0, limits, now_ms, args[2], max_skew_ms, cost) or reply
 end
 
 local function sliding_peek(keys, args)
+  if not call then bind_globals() end
   local limits, cost, overrides_from = limits_of_call(keys, args, 3)
   local now_ms = resolve_now(args[1])
   if not limits or not now_ms then
     return invalid_arguments()
   end
-  local reply = new_reply(#limits)
+  local reply = #limits == 1 and { 0, 0, 0, 0, 0, 0, 0, 0 } or {} -- sized at once for the usual one limit
   return read_overrides(keys, overrides_from, #keys, limits) or decide(reply, 0, limits, now_ms, nil, nil, cost)
     or reply
 end
@@ -822,11 +821,12 @@ local function batch_decision(keys, list, at, taken)
 end
 
 local function sliding_allow_many(keys, args)
+  if not call then bind_globals() end
   if #args ~= 2 or #keys < 1 then
     return invalid_arguments()
   end
   local max_skew_ms = whole(tonumber(args[1]), 0, MAX_TIME_MS)
-  local ok, list = pcall(cjson.decode, args[2])
+  local ok, list = pcall(json_decode, args[2])
   if not max_skew_ms or not ok or type(list) ~= 'table' then
     return invalid_arguments()
   end
@@ -850,7 +850,7 @@ local function sliding_allow_many(keys, args)
       override_keys[#override_keys + 1] = keys[i]
     end
   end
-  local overrides = #override_keys > 0 and redis.call('EXISTS', unpack(override_keys)) > 0
+  local overrides = #override_keys > 0 and call('EXISTS', unpack(override_keys)) > 0
   local reply, length = {}, 0
   for _, d in ipairs(decisions) do
     local now_ms = d.now == '*' and server_now() or d.now
