@@ -13,6 +13,7 @@ import {
   PlanService,
   PlansController,
   ShadowController,
+  UndecoratedController,
   UnprovidedPolicyController,
 } from '../fixtures/policies/policies.controllers';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
@@ -108,6 +109,26 @@ describe.each(PLATFORMS)('policies and shadow limits through the guard on %s', (
       .filter((line) => line.includes('PlansController.items'));
     expect(again).toHaveLength(2);
     expect(again[1]).toContain('makes no valid limit (limit -1, windowMs 60000)');
+  });
+
+  it("takes the module's defaultLimit values from a policy too, per caller", async () => {
+    app = await startTestApp({
+      platform,
+      controllers: [UndecoratedController],
+      providers: [PlanService, PlanPolicy],
+      options: {
+        headers: 'both',
+        defaultLimit: { name: 'default-plan', policy: PlanPolicy, windowMs: 60_000, key: 'header:x-api-key' },
+      },
+    });
+    app.app.get(PlanService).plans.set('pro-default', 'pro');
+    const free = [];
+    for (let i = 0; i < 3; i++) free.push(await app.http().get('/undecorated').set('x-api-key', 'free-default'));
+    expect(free.map((response) => response.status)).toEqual([200, 200, 429]);
+    expect(free[0].headers['ratelimit-policy']).toBe('"free";q=2;w=60');
+    const pro = await app.http().get('/undecorated').set('x-api-key', 'pro-default').expect(200);
+    expect(pro.headers['x-ratelimit-limit']).toBe('20');
+    expect(pro.headers['ratelimit-policy']).toBe('"pro";q=20;w=60');
   });
 
   it('never refuses for a shadow limit or a candidate, and reports what they would have refused', async () => {
