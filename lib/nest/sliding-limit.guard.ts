@@ -646,10 +646,7 @@ function withPolicyValues(
   const own = answer.limits?.[limit.policyLimitName as string];
   // A candidate may have values per tier too, under its own name: over its decorator's.
   const candidateOwn = limit.fixed === undefined ? undefined : answer.limits?.[limit.name];
-  for (const values of [own, candidateOwn]) {
-    if (values !== undefined && (typeof values !== 'object' || values === null))
-      return `is not an object of limit values`;
-  }
+  if (!isLimitValues(own) || !isLimitValues(candidateOwn)) return `is not an object of limit values`;
   const merged: KeyedSlidingLimitRule = {
     ...rule,
     ...policyValuesOf(answer),
@@ -667,6 +664,11 @@ function withPolicyValues(
     `makes no valid limit (limit ${describeValue(value)}, windowMs ${describeValue(windowMs)}` +
     `${precisionMs === undefined ? '' : `, precisionMs ${describeValue(precisionMs)}`})`
   );
+}
+
+/** An entry of a policy answer's `limits` that is absent or an object (what `policyValuesOf` reads). */
+function isLimitValues(values: unknown): boolean {
+  return values === undefined || (typeof values === 'object' && values !== null);
 }
 
 /** What the headers call a limit: its caller's tier when a policy decided it, else its own name. */
