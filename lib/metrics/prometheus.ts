@@ -118,13 +118,9 @@ export function registerPrometheusMetrics(
   };
 
   type Labels = Record<string, string>;
-  /** A counter whose values are read from the limiter's snapshot at scrape time (reset, then set). */
-  const snapshotCounter = (
-    suffix: string,
-    help: string,
-    labelNames: string[],
-    fill: (m: FunctionCallMetrics, inc: (labels: Labels, value: number) => void) => void,
-  ) =>
+  type Inc = (labels: Labels, value: number) => void;
+  /** A counter whose values are all set at scrape time by `count` (reset, then counted again). */
+  const scrapedCounter = (suffix: string, help: string, labelNames: string[], count: (inc: Inc) => void) =>
     register(
       `${prefix}${suffix}${total}`,
       (name) =>
@@ -135,10 +131,20 @@ export function registerPrometheusMetrics(
           registers,
           collect() {
             this.reset();
-            for (const m of metrics.snapshot()) fill(m, (labels, value) => this.inc(labels, value));
+            count((labels, value) => this.inc(labels, value));
           },
         }),
     );
+  /** A counter read from the limiter's per-function snapshot. */
+  const snapshotCounter = (
+    suffix: string,
+    help: string,
+    labelNames: string[],
+    fill: (m: FunctionCallMetrics, inc: Inc) => void,
+  ) =>
+    scrapedCounter(suffix, help, labelNames, (inc) => {
+      for (const m of metrics.snapshot()) fill(m, inc);
+    });
 
   snapshotCounter(
     'calls',
@@ -164,7 +170,7 @@ export function registerPrometheusMetrics(
     ['function'],
     (m, inc) => inc({ function: m.functionName }, m.blockedLocally ?? 0),
   );
-  const degradedByKind = (m: FunctionCallMetrics, inc: (labels: Labels, value: number) => void) => {
+  const degradedByKind = (m: FunctionCallMetrics, inc: Inc) => {
     for (const [kind, count] of Object.entries(m.fallbacks ?? {}))
       inc({ function: m.functionName, kind }, Number(count));
   };
@@ -192,28 +198,18 @@ export function registerPrometheusMetrics(
         },
       }),
   );
-  /** A counter read from the per-limit tally at scrape time. */
+  /** A counter read from the per-limit tally, labelled by limit, mode and `labelName`. */
   const limitCounter = (
     suffix: string,
     help: string,
     labelName: string,
     fill: (c: LimitCounts, inc: (value: string, count: number) => void) => void,
   ) =>
-    register(
-      `${prefix}${suffix}${total}`,
-      (name) =>
-        new prom.Counter({
-          name,
-          help,
-          labelNames: ['limit', 'mode', labelName],
-          registers,
-          collect() {
-            this.reset();
-            for (const c of limitTally.tally.snapshot())
-              fill(c, (value, count) => this.inc({ limit: c.limit, mode: c.mode, [labelName]: value }, count));
-          },
-        }),
-    );
+    scrapedCounter(suffix, help, ['limit', 'mode', labelName], (inc) => {
+      for (const c of limitTally.tally.snapshot()) {
+        fill(c, (value, count) => inc({ limit: c.limit, mode: c.mode, [labelName]: value }, count));
+      }
+    });
   limitCounter(
     'limit_decisions',
     'Redis decisions per limit name, mode (enforced, shadow) and what the limit said: allowed (it had room), ' +

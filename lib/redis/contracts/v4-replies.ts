@@ -20,6 +20,37 @@ export function decisionLength(rules: readonly SlidingLimitRule[]): number {
   return 1 + V4_LIMIT_STRIDE * rules.length;
 }
 
+/** Throws unless a limit's room flag is 0 or 1 and its override code is known. */
+function checkLimitFlags(room: number, overrideCode: number, command: string, reply: readonly unknown[]): void {
+  if ((room !== 0 && room !== 1) || !(overrideCode >= 0 && overrideCode < OVERRIDES.length)) {
+    throw new UnexpectedReplyError(command, reply);
+  }
+}
+
+/**
+ * Whether a limit allowed the request: an enforced limit of an admitted request did (a retry is
+ * admitted with a full window).
+ */
+function limitAllowed(room: number, allowed: boolean, shadow: boolean): boolean {
+  return room === 1 || (allowed && !shadow);
+}
+
+/** Sets what a limit's reply says beyond its numbers: its override, and what a shadow limit would do. */
+function setLimitFlags(
+  limit: { override?: OverrideAction; shadow?: boolean; wouldRefuse?: boolean },
+  overrideCode: number,
+  shadow: boolean,
+  allowed: boolean,
+  room: number,
+): void {
+  const override = OVERRIDES[overrideCode];
+  if (override !== undefined) limit.override = override;
+  if (shadow) {
+    limit.shadow = true;
+    limit.wouldRefuse = allowed && room === 0;
+  }
+}
+
 /**
  * The outcome of the decision whose reply starts at `values[at]`.
  * @throws UnexpectedReplyError when a flag or an override code is out of range
@@ -38,25 +69,17 @@ export function v4OutcomeAt(
     const first = at + 1 + V4_LIMIT_STRIDE * i;
     const room = values[first];
     const overrideCode = values[first + 6];
-    if ((room !== 0 && room !== 1) || !(overrideCode >= 0 && overrideCode < OVERRIDES.length)) {
-      throw new UnexpectedReplyError(command, values);
-    }
+    checkLimitFlags(room, overrideCode, command, values);
     const shadow = isShadow(rules[i]);
     const limit: LimitOutcome = {
-      // An enforced limit of an admitted request allowed it (a retry is admitted with a full window).
-      allowed: room === 1 || (allowed && !shadow),
+      allowed: limitAllowed(room, allowed, shadow),
       count: values[first + 1],
       remaining: values[first + 2],
       retryAfterMs: values[first + 3],
       resetMs: values[first + 4],
       effectiveLimit: values[first + 5],
     };
-    const override = OVERRIDES[overrideCode];
-    if (override !== undefined) limit.override = override;
-    if (shadow) {
-      limit.shadow = true;
-      limit.wouldRefuse = allowed && room === 0;
-    }
+    setLimitFlags(limit, overrideCode, shadow, allowed, room);
     limits[i] = limit;
   }
   return { allowed, limits };
@@ -102,13 +125,10 @@ export function v4DecisionAt(
     const first = at + 1 + V4_LIMIT_STRIDE * i;
     const room = toInteger(reply[first], command, reply);
     const overrideCode = toInteger(reply[first + 6], command, reply);
-    if ((room !== 0 && room !== 1) || !(overrideCode >= 0 && overrideCode < OVERRIDES.length)) {
-      throw new UnexpectedReplyError(command, reply);
-    }
+    checkLimitFlags(room, overrideCode, command, reply);
     const shadow = isShadow(rules[i]);
     const limit = limitDecision(
-      // An enforced limit of an admitted request allowed it (a retry is admitted with a full window).
-      room === 1 || (allowed && !shadow),
+      limitAllowed(room, allowed, shadow),
       toInteger(reply[first + 5], command, reply),
       toInteger(reply[first + 2], command, reply),
       toInteger(reply[first + 3], command, reply),
@@ -117,12 +137,7 @@ export function v4DecisionAt(
     );
     // The count (reply[first + 1]) is checked too, although a caller's decision does not carry it.
     toInteger(reply[first + 1], command, reply);
-    const override = OVERRIDES[overrideCode];
-    if (override !== undefined) limit.override = override;
-    if (shadow) {
-      limit.shadow = true;
-      limit.wouldRefuse = allowed && room === 0;
-    }
+    setLimitFlags(limit, overrideCode, shadow, allowed, room);
     limits[i] = limit;
   }
   return requestDecision(allowed, limits, functionName);
