@@ -1,4 +1,4 @@
-import { Controller, Get, Logger, Req, Res, type Type } from '@nestjs/common';
+import { Controller, Get, Logger, Req, Res, type OnApplicationBootstrap, type Type } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { SkipRateLimit } from './sliding-limit.decorator';
 import type { RateLimitRequest } from './rate-limit-key';
@@ -11,20 +11,24 @@ export const DEFAULT_USAGE_PATH = 'rate_limit';
  * The ready usage endpoint (`GET /rate_limit`), added by `RateLimitModule.forRoot({ …, usage: true })`:
  * the caller's named limits, as {@link RateLimitUsage} reports them. It counts against no limit (a
  * client polling its quota must not use it up), and reads only — `FCALL_RO`. Without `names` it
- * reports the limits keyed by the caller's identity and leaves out (saying so once) those whose keys
- * any caller can name.
+ * reports the limits keyed by the caller's identity and leaves out (saying so at start-up) those whose
+ * keys any caller can name.
  */
 export function usageController(path: string = DEFAULT_USAGE_PATH, names?: readonly string[]): Type {
   @Controller(path)
-  class RateLimitUsageController {
-    private reported = names;
+  class RateLimitUsageController implements OnApplicationBootstrap {
+    private reported = names ?? [];
 
     constructor(private readonly usage: RateLimitUsage) {}
 
-    /** The names reported unless `usage.names` lists them: the callers' own, said once at the first call. */
-    private namesToReport(): readonly string[] {
-      if (this.reported) return this.reported;
+    /**
+     * Without `usage.names`, the names to report are the callers' own, chosen once the plans are
+     * built (module init) and said at start-up when some are left out.
+     */
+    onApplicationBootstrap(): void {
+      if (names) return;
       const { names: own, leftOut } = this.usage.callersOwnNames();
+      this.reported = own;
       if (leftOut.length > 0) {
         new Logger('RateLimitUsage').log(
           `GET /${path} leaves out ${leftOut.map((name) => `"${name}"`).join(', ')}: any caller can name their ` +
@@ -32,7 +36,6 @@ export function usageController(path: string = DEFAULT_USAGE_PATH, names?: reado
             'names to report in RateLimitModule.forRoot({ usage: { names } }) to report them anyway',
         );
       }
-      return (this.reported = own);
     }
 
     @Get()
@@ -44,7 +47,7 @@ export function usageController(path: string = DEFAULT_USAGE_PATH, names?: reado
       // The handler is what a key function's context.getHandler() sees; it is never called from there.
       // eslint-disable-next-line @typescript-eslint/unbound-method
       const context = new ExecutionContextHost([request, response], RateLimitUsageController, this.report);
-      return this.usage.of(request, { context, names: this.namesToReport() });
+      return this.usage.of(request, { context, names: this.reported });
     }
   }
   return RateLimitUsageController;
