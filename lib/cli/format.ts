@@ -55,9 +55,14 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(ms / size)}${unit}${smaller > 0 ? ` ${smaller}${next[0]}` : ''}`;
 }
 
-const DURATION_UNITS: readonly [string, number][] = [
-  ['d', 86_400_000],
-  ['h', 3_600_000],
-  ['m', 60_000],
-  ['s', 1000],
-];
+/** Ms per unit of the durations the CLI prints and reads (`--ttl 15m`). */
+export const DURATION_UNIT_MS: Readonly<Record<string, number>> = {
+  d: 86_400_000,
+  h: 3_600_000,
+  m: 60_000,
+  s: 1000,
+  ms: 1,
+};
+
+/** The units formatDuration writes, largest first (below a second it writes ms alone). */
+const DURATION_UNITS = Object.entries(DURATION_UNIT_MS).filter(([unit]) => unit !== 'ms');

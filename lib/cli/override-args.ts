@@ -8,6 +8,7 @@ import {
 import { MAX_BUCKETED_LIMIT, MAX_WINDOW_MS } from '../core/limit-rule';
 import { whyNoOverrideKey } from '../core/override-keys';
 import { CliError, ExitCode } from './exit-codes';
+import { DURATION_UNIT_MS } from './format';
 
 /** The flags of the `overrides` commands besides `--key-prefix`. */
 export const OVERRIDE_FLAGS = ['limit', 'exempt', 'block', 'ttl', 'note', 'by', 'match', 'count'] as const;
@@ -41,8 +42,6 @@ export interface OverrideFlagValues {
 }
 
 /** Units of `--ttl`, in ms. */
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 /**
  * The checked arguments of an `overrides` command: every flag is checked here, before connecting,
  * so that a bad one is a usage error naming it and nothing is done.
@@ -81,7 +80,7 @@ export function parseOverrideArgs(
  */
 export function parseDuration(text: string): number {
   const parsed = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
-  const ms = parsed ? Number(parsed[1]) * DURATION_UNITS[parsed[2] ?? 'ms'] : NaN;
+  const ms = parsed ? Number(parsed[1]) * DURATION_UNIT_MS[parsed[2] ?? 'ms'] : NaN;
   if (!(ms >= 1 && ms <= MAX_WINDOW_MS)) {
     throw usage(
       `--ttl must be a duration from 1 ms to a year: ms, or a whole number with ms, s, m, h or d (30s, 15m, 7d), got "${text}"`,

@@ -170,8 +170,11 @@ export class SlidingWindowLimiter {
    * @throws RateLimitConfigError on access when the limiter's backend keeps no overrides (a custom `backend`)
    */
   get overrides(): OverrideStore {
-    const clock = typeof this.options.clock === 'function' ? this.options.clock : Date.now;
-    this.overrideStore ??= limiterOverrides(this.backend, { keyPrefix: this.keyPrefix, clock }, this.blockCache);
+    this.overrideStore ??= limiterOverrides(
+      this.backend,
+      { keyPrefix: this.keyPrefix, clock: typeof this.options.clock === 'function' ? this.options.clock : Date.now },
+      this.blockCache,
+    );
     return this.overrideStore;
   }
 
