@@ -1,7 +1,7 @@
 import { HttpStatus } from '@nestjs/common';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from './limit-plan';
-import { retryAfterSeconds, toWholeSeconds, type NamedRule } from './rate-limit-headers';
+import { policyEntry, retryAfterSeconds, type NamedRule } from './rate-limit-headers';
 import { TOO_MANY_REQUESTS_MESSAGE } from './too-many-requests.exception';
 
 /**
@@ -73,14 +73,8 @@ export function refusedPolicy(
   refused: readonly number[],
   named: readonly NamedRule[],
 ): string {
-  return refused
-    .map((i) => {
-      const { name, windowMs } = named[i];
-      // A policy's limit known by the plan alone has no window: the guard passes the request's.
-      const window = typeof windowMs === 'number' ? `;w=${Math.max(1, toWholeSeconds(windowMs))}` : '';
-      return `"${name}";q=${decision.limits[i].limit}${window}`;
-    })
-    .join(', ');
+  // A policy's limit known by the plan alone has no window (the guard passes the request's): no `w`.
+  return refused.map((i) => policyEntry(named[i].name, decision.limits[i].limit, named[i].windowMs)).join(', ');
 }
 
 /** Redis could not decide and the policy is `deny`: the server's fault, retry shortly. */

@@ -46,8 +46,10 @@ export function policyHeaderValue(limits: readonly NamedRule[]): string {
 }
 
 /** One `RateLimit-Policy` entry; `limit` is the one that applied (an override's, a tier's). */
-function policyEntry(name: string, limit: number, windowMs: number): string {
-  return `"${name}";q=${limit};w=${Math.max(1, toWholeSeconds(windowMs))}`;
+export function policyEntry(name: string, limit: number, windowMs: number | undefined): string {
+  return windowMs === undefined
+    ? `"${name}";q=${limit}`
+    : `"${name}";q=${limit};w=${Math.max(1, toWholeSeconds(windowMs))}`;
 }
 
 /**

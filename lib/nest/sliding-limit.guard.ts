@@ -36,6 +36,7 @@ import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-l
 import { messageOf } from '../redis/reply';
 import { missingModuleError } from './missing-module.error';
 import { refusalLine } from './refusal-line';
+import { refusingLimits } from './rate-limit-error-payload';
 import { adoptRawUser } from './request-user';
 
 /** The rule of one limit for one request's key, with the decorator's values (a policy's come later). */
@@ -538,7 +539,7 @@ export class SlidingLimitGuard implements CanActivate {
     const details = {
       retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),
       retryAfterMs: decision.retryAfterMs,
-      limits: refusedBy(plan, decision),
+      limits: refusingLimits(decision).map((i) => plan.limits[i].name),
     };
     throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
   }
@@ -621,16 +622,6 @@ export class SlidingLimitGuard implements CanActivate {
       `${remedy} (see docs/nest.md, "GraphQL, WebSockets and other transports")`
     );
   }
-}
-
-/** The names of the enforced limits that refused a decision (a shadow limit refuses nothing). */
-export function refusedBy(plan: HandlerPlan, decision: MultiRateLimitDecision): string[] {
-  const names: string[] = [];
-  for (let i = 0; i < plan.limits.length; i++) {
-    const limit = decision.limits[i];
-    if (limit !== undefined && !limit.allowed && limit.shadow === undefined) names.push(plan.limits[i].name);
-  }
-  return names;
 }
 
 /**
