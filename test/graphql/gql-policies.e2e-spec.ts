@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { CallerPlans } from '../fixtures/transports/caller-plans';
 import type { TestApp } from '../support/nest-app';
-import { connectShared } from '../support/test-redis';
+import { windowSizes } from '../support/test-redis';
 import { codesOf, GRAPHQL_SERVERS, postGraphQL, startGraphQLApp } from './graphql-app';
 import { callerContext, ContextPlanPolicy, PlanResolver, TwiceGuardedPlanResolver } from './plan.resolvers';
 
@@ -104,14 +104,8 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard with policies and shadow li
     expect(admitted(reports)).toBe(2);
     expect(reports[1].headers['x-ratelimit-shadow']).toBe('"plan-report.candidate";q=1;r=0;w=60;would-refuse=?1');
     expect(reports[2].errors[0].extensions).toMatchObject({ limits: ['plan-report'], policy: '"free";q=2;w=60' });
-    const redis = connectShared();
-    try {
-      const key = (name: string) => `${app.keyPrefix}${name}:{header.x-api-key:trial-key}`;
-      expect(await redis.zcard(key('plan-report.candidate'))).toBe(1);
-      expect(await redis.zcard(key('plan-report'))).toBe(2);
-    } finally {
-      await redis.quit();
-    }
+    const key = (name: string) => `${app.keyPrefix}${name}:{header.x-api-key:trial-key}`;
+    expect(await windowSizes([key('plan-report.candidate'), key('plan-report')])).toEqual([1, 2]);
   });
 
   it('falls back to the limit’s own values when the policy fails, and answers RATE_LIMIT_UNAVAILABLE without them', async () => {

@@ -13,6 +13,16 @@ export function connectShared(options: RedisOptions = {}): Redis {
   return new Redis(sharedRedisUrl(), { lazyConnect: false, ...options });
 }
 
+/** Entries of each sorted set (a log window) on the shared server, in the order given. */
+export async function windowSizes(keys: readonly string[]): Promise<number[]> {
+  const redis = connectShared();
+  try {
+    return await Promise.all(keys.map((key) => redis.zcard(key)));
+  } finally {
+    await redis.quit();
+  }
+}
+
 /** A key prefix no other test uses, so tests can share one server without touching each other's keys. */
 export function uniquePrefix(label = 't'): string {
   return `nsl-test:${label}:${randomBytes(4).toString('hex')}:`;
