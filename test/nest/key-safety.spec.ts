@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { SlidingLimit } from '../../lib';
-import { compileKey, type KeySource } from '../../lib/nest/key-template';
+import { compileKey, isNamedByCaller, type KeySource } from '../../lib/nest/key-template';
 import { toKeySegment } from '../../lib/nest/key-value';
 import type { RateLimitRequest } from '../../lib/nest/rate-limit-key';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
@@ -299,5 +299,28 @@ describe.each(PLATFORMS)('key safety through the guard on %s', (platform) => {
       );
       expect(await redis.pttl(key)).toBeGreaterThan(0);
     }
+  });
+});
+
+describe('keys any caller can name (what the ready usage endpoint leaves out)', () => {
+  it.each([
+    ['body:phone', true],
+    ['query:email', true],
+    ['param:id', true],
+    ['param:id + body:phone', true],
+    ['ip + body:phone', false],
+    ['user + param:id', false],
+    ['header:x-api-key + query:page', false],
+    ['ip', false],
+    ['user', false],
+    ['header:x-api-key', false],
+    ['global', false],
+    ['route', false],
+  ])('%s: %s', (template, named) => {
+    expect(isNamedByCaller(template)).toBe(named);
+  });
+
+  it('counts a key function as the caller’s own: it cannot be read', () => {
+    expect(isNamedByCaller((request: RateLimitRequest) => String(request.body))).toBe(false);
   });
 });
