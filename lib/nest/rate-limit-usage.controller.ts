@@ -26,8 +26,18 @@ export function usageController(path: string = DEFAULT_USAGE_PATH, names?: reado
      * built (module init) and said at start-up when some are left out.
      */
     onApplicationBootstrap(): void {
-      if (names) return;
       const { names: own, leftOut } = this.usage.callersOwnNames();
+      if (names) {
+        // A name no route has reports nothing, silently: a typo would look like an empty quota.
+        const unknown = names.filter((name) => !own.includes(name) && !leftOut.includes(name));
+        if (unknown.length > 0) {
+          new Logger('RateLimitUsage').warn(
+            `GET /${path}: usage.names ${unknown.map((name) => `"${name}"`).join(', ')} name no @SlidingLimit ` +
+              `of this application, so it reports nothing for them (named limits: ${[...own, ...leftOut].join(', ')})`,
+          );
+        }
+        return;
+      }
       this.reported = own;
       if (leftOut.length > 0) {
         new Logger('RateLimitUsage').log(

@@ -293,7 +293,12 @@ describe.each(PLATFORMS)('the usage answer on %s', (platform) => {
     expect(said).toEqual([expect.stringContaining('GET /rate_limit leaves out "code-phone": any caller can name')]);
     await app.close();
 
-    const named = (await start({ names: ['code-phone'] })).app;
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    warn.mockClear();
+    const named = (await start({ names: ['code-phone', 'code-phon'] })).app;
+    expect(warn.mock.calls.map(([line]) => String(line))).toEqual([
+      expect.stringContaining('GET /rate_limit: usage.names "code-phon" name no @SlidingLimit of this application'),
+    ]);
     await named.http().post('/codes').send(phone).expect(201);
     // (Fastify parses no GET body: the phone's key falls back to the IP there, a limit all the same.)
     const usage = await named.http().get('/rate_limit').send(phone).expect(200);
