@@ -21,6 +21,15 @@ function isValidKey(key: unknown): key is string {
   return typeof key === 'string' && key.length > 0;
 }
 
+/** Keys `consumeAll` would take: each a non-empty string, no two alike. */
+export function hasUsableKeys(keys: readonly unknown[]): boolean {
+  for (let i = 0; i < keys.length; i++) {
+    if (!isValidKey(keys[i])) return false;
+    for (let j = 0; j < i; j++) if (keys[j] === keys[i]) return false;
+  }
+  return keys.length > 0;
+}
+
 /** `ruleCount` undefined: a call without rules (`reset`), whose limit names are not used. */
 function isValidOptions(options: DecisionOptions | undefined, ruleCount: number | undefined): boolean {
   const policy = options?.onRedisError;

@@ -21,13 +21,23 @@ export interface DecisionRecorders {
   readonly blockCache: BlockCache<RateLimitDecision> | undefined;
 }
 
+/**
+ * Who takes a decision over where the caller would have: the package's own guard, which turns it
+ * into its answer (headers, or the refusal) before the caller's promise settles — its answer, or
+ * what it threw, is what that promise settles with. One object, where a `.then` on the decision
+ * would make a promise, a reaction and a callback more per request.
+ */
+export interface DecisionReceiver {
+  receive(decision: MultiRateLimitDecision): unknown;
+}
+
 /*
  * The settling functions of the promise being made, taken by one shared executor (a closure per
  * decision would be one more allocation); it runs synchronously inside the constructor.
  */
-let capturedResolve: (decision: MultiRateLimitDecision) => void = unset;
+let capturedResolve: (answer: unknown) => void = unset;
 let capturedReject: (error: unknown) => void = unset;
-function captureSettlers(resolve: (decision: MultiRateLimitDecision) => void, reject: (error: unknown) => void): void {
+function captureSettlers(resolve: (answer: unknown) => void, reject: (error: unknown) => void): void {
   capturedResolve = resolve;
   capturedReject = reject;
 }
@@ -42,13 +52,13 @@ function unset(): void {}
  * its promise rather than an async frame per layer.
  */
 export class DecisionInFlight implements CallSettlers<MultiRateLimitDecision> {
-  /** What the caller awaits. */
-  readonly promise: Promise<MultiRateLimitDecision>;
+  /** What the caller awaits: the decision, or the receiver's answer to it. */
+  readonly promise: Promise<unknown>;
   /** The version deciding, once picked (none when start-up failed). */
   version: ActiveVersion | undefined;
   /** "now" of a decision whose rejection the block cache keeps; undefined when it keeps none. */
   blockCacheNowMs: number | undefined;
-  private readonly resolveCaller: (decision: MultiRateLimitDecision) => void;
+  private readonly resolveCaller: (answer: unknown) => void;
   private readonly rejectCaller: (error: unknown) => void;
 
   constructor(
@@ -58,6 +68,8 @@ export class DecisionInFlight implements CallSettlers<MultiRateLimitDecision> {
     readonly options: DecisionOptions | undefined,
     /** `performance.now()` when the limiter was asked: a wait for start-up counts in the latency too. */
     private readonly started: number,
+    /** Takes the decision over when set: the caller's promise settles with its answer. */
+    private readonly receiver: DecisionReceiver | undefined,
   ) {
     this.promise = new Promise(captureSettlers);
     this.resolveCaller = capturedResolve;
@@ -120,7 +132,18 @@ export class DecisionInFlight implements CallSettlers<MultiRateLimitDecision> {
         this.options,
       );
     }
-    this.resolveCaller(decision);
+    if (this.receiver === undefined) {
+      this.resolveCaller(decision);
+      return;
+    }
+    let answer: unknown;
+    try {
+      answer = this.receiver.receive(decision);
+    } catch (error) {
+      this.rejectCaller(error);
+      return;
+    }
+    this.resolveCaller(answer);
   }
 }
 

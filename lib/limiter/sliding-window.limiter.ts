@@ -1,12 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
-import { checkDecisionArguments, checkKey, checkStackedArguments } from './argument-checks';
+import { checkDecisionArguments, checkKey, checkStackedArguments, hasUsableKeys } from './argument-checks';
 import { BlockCache } from './block-cache';
 import { CircuitBreakers } from './circuit-breakers';
 import { numericNow } from './clock';
 import { defaultLimiterLogger } from './default-logger';
 import { checkSupported, isSupported } from './version-capabilities';
-import { DecisionInFlight, type DecisionRecorders } from './decision-in-flight';
+import { DecisionInFlight, type DecisionReceiver, type DecisionRecorders } from './decision-in-flight';
+import { decideDirectly } from './direct-decisions';
 import { toDecision } from '../core/caller-decisions';
 import { DecisionListeners } from './decision-listeners';
 import { FailurePolicy, translated } from './failure-policy';
@@ -246,7 +247,8 @@ export class SlidingWindowLimiter {
    */
   async consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
     checkDecisionArguments(key, rule, options);
-    return (await this.decide(key, [this.keyPrefix + key], [rule], options)).limits[0];
+    const decision = (await this.decide(key, [this.keyPrefix + key], [rule], options, undefined)) as MultiRateLimitDecision;
+    return decision.limits[0];
   }
 
   /**
@@ -266,7 +268,30 @@ export class SlidingWindowLimiter {
     }
     const keys = new Array<string>(rules.length);
     for (let i = 0; i < rules.length; i++) keys[i] = this.keyPrefix + rules[i].key;
-    return this.decide(rules[0].key, keys, rules, options);
+    return this.decide(rules[0].key, keys, rules, options, undefined) as Promise<MultiRateLimitDecision>;
+  }
+
+  /**
+   * `consumeAll` for the package's own guards (see {@link decideDirectly}): `keys` without the prefix,
+   * one per rule, in a list this takes over; `rules` and `options` checked when the guard's plan was.
+   * Not part of the public API.
+   */
+  [decideDirectly](
+    keys: string[],
+    rules: readonly SlidingLimitRule[],
+    options: DecisionOptions | undefined,
+    receiver: DecisionReceiver,
+  ): Promise<unknown> {
+    const identity = keys[0];
+    if (!hasUsableKeys(keys)) {
+      // A protected hook of the guard gave an empty key, say: the error consumeAll would give.
+      return this.consumeAll(
+        keys.map((key, i) => ({ ...rules[i], key })),
+        options,
+      ).then((decision) => receiver.receive(decision));
+    }
+    for (let i = 0; i < keys.length; i++) keys[i] = this.keyPrefix + keys[i];
+    return this.decide(identity, keys, rules, options, receiver);
   }
 
   /**
@@ -362,12 +387,14 @@ export class SlidingWindowLimiter {
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     options: DecisionOptions | undefined,
+    /** Takes the decision over (a guard): the promise settles with its answer instead. */
+    receiver: DecisionReceiver | undefined,
     // A decision that waited for start-up or for the server's clock counts that wait in its latency.
     started = performance.now(),
-  ): Promise<MultiRateLimitDecision> {
+  ): Promise<unknown> {
     const routing = this.startup.routing;
-    if (!routing) return this.decideOnceStarted(identity, keys, rules, options, started);
-    const decision = new DecisionInFlight(this.recorders, keys, rules, options, started);
+    if (!routing) return this.decideOnceStarted(identity, keys, rules, options, receiver, started);
+    const decision = new DecisionInFlight(this.recorders, keys, rules, options, started, receiver);
     try {
       const version = (decision.version = routing.pick(identity));
       const { contract } = version;
@@ -415,16 +442,17 @@ export class SlidingWindowLimiter {
     keys: readonly string[],
     rules: readonly SlidingLimitRule[],
     options: DecisionOptions | undefined,
+    receiver: DecisionReceiver | undefined,
     started: number,
-  ): Promise<MultiRateLimitDecision> {
+  ): Promise<unknown> {
     try {
       await this.startup.start();
     } catch (error) {
-      const decision = new DecisionInFlight(this.recorders, keys, rules, options, started);
+      const decision = new DecisionInFlight(this.recorders, keys, rules, options, started, receiver);
       decision.reject(error);
       return decision.promise;
     }
-    return this.decide(identity, keys, rules, options, started);
+    return this.decide(identity, keys, rules, options, receiver, started);
   }
 
   private async peekOnce(

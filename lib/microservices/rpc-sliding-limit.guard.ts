@@ -22,7 +22,7 @@ const EVENT_HANDLER = 2;
 
 /**
  * The request of each call, per argument list: the global guard and the one of `@UseGuards` see the
- * same call through the same arguments, so they share one request and the call is counted once.
+ * same call through the same arguments, so they share one request, built once.
  */
 const requests = new WeakMap<object, RpcRateLimitRequest>();
 

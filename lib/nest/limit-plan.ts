@@ -8,6 +8,7 @@ import {
   type SlidingLimitOptions,
 } from './rate-limit.options';
 import { type RateLimitKey } from './rate-limit-key';
+import type { SlidingLimitRule } from '../core/limit-rule';
 import { compileKey, isNamedByCaller, type CompiledKey } from './key-template';
 import { policyHeaderValue } from './rate-limit-headers';
 import { describeCostOptionProblems, type RateLimitCostFunction } from './rate-limit-cost';
@@ -83,6 +84,11 @@ export interface HandlerPlan {
   readonly policies?: readonly CompiledPolicy[];
   /** Whether one of its limits is a shadow limit (or a candidate). */
   readonly hasShadow?: boolean;
+  /**
+   * Its limits' rules as the limiter takes them, made once and shared by every request; absent when
+   * a policy gives values (they are then made per request).
+   */
+  readonly rules?: readonly SlidingLimitRule[];
 }
 
 /** Finds the policy instance of a class from Nest's container, or says why it cannot. */
@@ -241,8 +247,18 @@ export function buildHandlerPlan(
     costFunction: typeof cost === 'function' ? cost : undefined,
     policies: policies.length > 0 ? policies : undefined,
     hasShadow: limits.some((limit) => limit.mode === 'shadow') ? true : undefined,
+    rules: policies.length === 0 && limits.every(hasValues) ? limits.map(ruleOf) : undefined,
   }) as HandlerPlan;
   return { plan, problems: [] };
+}
+
+/** The rule of a limit with values of its own: what the limiter reads, nothing else. */
+function ruleOf(limit: CompiledLimit & { limit: number; windowMs: number }): SlidingLimitRule {
+  const rule: SlidingLimitRule = { limit: limit.limit, windowMs: limit.windowMs };
+  if (limit.precisionMs !== undefined) rule.precisionMs = limit.precisionMs;
+  if (limit.mode !== undefined) rule.mode = limit.mode;
+  if (limit.overrides !== undefined) rule.overrides = limit.overrides;
+  return rule;
 }
 
 /** A limit that its decorator gave values to (every limit without a policy). */

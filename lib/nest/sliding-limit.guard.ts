@@ -32,12 +32,21 @@ import { SlidingLimitPlans } from './rate-limit-plans';
 import type { RateLimitRequest } from './rate-limit-key';
 import type { KeySource } from './key-template';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import type { DecisionReceiver } from '../limiter/decision-in-flight';
+import { decideDirectly } from '../limiter/direct-decisions';
 import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-limit-cost';
 import { messageOf } from '../redis/reply';
 import { missingModuleError } from './missing-module.error';
 import { refusalLine } from './refusal-line';
 import { refusingLimits } from './rate-limit-error-payload';
 import { adoptRawUser } from './request-user';
+
+/** The rules of a request's limits, one per key, with the decorator's values (a policy's come later). */
+function keyedRules(plan: HandlerPlan, keys: readonly string[]): KeyedSlidingLimitRule[] {
+  const rules = new Array<KeyedSlidingLimitRule>(keys.length);
+  for (let i = 0; i < keys.length; i++) rules[i] = keyedRule(plan.limits[i], keys[i]);
+  return rules;
+}
 
 /** The rule of one limit for one request's key, with the decorator's values (a policy's come later). */
 function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
@@ -70,12 +79,15 @@ const UNRESOLVED: MultiRateLimitDecision = {
 };
 
 /**
- * Requests already counted, per plan, shared by every guard instance: a guard registered globally and
- * again with @UseGuards (a separate instance) counts a request once. A WeakMap rather than a mark on
- * the request: Express gives every request a map of its own (it swaps the prototype), so each
- * property added to one builds a new hidden class — measured slower than the WeakMap entry.
+ * The plans a call has been counted for, marked on the call's ExecutionContext, which Nest makes once
+ * per call and hands to every guard of the handler in turn: a guard registered globally and again
+ * with @UseGuards (a separate instance) counts a request once. A mark on the context rather than a
+ * WeakMap entry per request (a table that grows and is copied until the next collection, ~0.3 KB a
+ * request by V8's heap sampler) or a mark on the request (Express swaps every request's prototype,
+ * so a property added to one builds a new hidden class); the context is Nest's own plain object.
  */
-const counted = new WeakMap<object, HandlerPlan | Set<HandlerPlan>>();
+const COUNTED = Symbol('SlidingLimitGuard.counted');
+type CountedMark = { [COUNTED]?: HandlerPlan | Set<HandlerPlan> };
 
 /**
  * Plans a guard has limited outside HTTP (a ready transport guard, or any subclass whose
@@ -113,8 +125,11 @@ type ApplyDecision = (
   named?: readonly NamedRule[],
 ) => boolean;
 
-/** A request's decision on its way back to the guard, which applies it (headers, or the refusal). */
-class Admission {
+/**
+ * A request's decision on its way back to the guard, which applies it (headers, or the refusal):
+ * the limiter hands it over as soon as it is made, and the request's promise settles with the answer.
+ */
+class Admission implements DecisionReceiver {
   constructor(
     private readonly applyDecision: ApplyDecision,
     private readonly context: ExecutionContext,
@@ -122,10 +137,7 @@ class Admission {
     private readonly response: unknown,
   ) {}
 
-  /** What `.then` calls: the method bound, not a closure (see SlidingLimitGuard.enforce). */
-  readonly apply: (decision: MultiRateLimitDecision) => boolean = this.settle.bind(this);
-
-  private settle(decision: MultiRateLimitDecision): boolean {
+  receive(decision: MultiRateLimitDecision): boolean {
     return this.applyDecision(this.context, this.plan, this.response, decision);
   }
 }
@@ -175,6 +187,8 @@ export class SlidingLimitGuard implements CanActivate {
   protected readonly plans: SlidingLimitPlans;
   /** Whether {@link SlidingLimitGuard.setHeaders} is this class's own (a subclass may override it). */
   private readonly ownHeaderWriting = this.setHeaders === SlidingLimitGuard.prototype.setHeaders;
+  /** Whether the limiter's `consumeAll` is its own, so that the guard may decide through its direct entry. */
+  private readonly decidesDirectly: boolean;
 
   /**
    * Both come from `RateLimitModule`. They are optional for Nest so that a guard used where the
@@ -185,6 +199,7 @@ export class SlidingLimitGuard implements CanActivate {
     if (!limiter || !plans) throw missingModuleError(new.target.name);
     this.limiter = limiter;
     this.plans = plans;
+    this.decidesDirectly = limiter.consumeAll === SlidingWindowLimiter.prototype.consumeAll;
   }
 
   canActivate(context: ExecutionContext): Promise<boolean> {
@@ -213,7 +228,7 @@ export class SlidingLimitGuard implements CanActivate {
    * the caller.
    */
   protected enforceOnce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
-    if (this.alreadyCounted(http.request, plan)) return ALLOWED;
+    if (this.alreadyCounted(context as ExecutionContext & CountedMark, plan)) return ALLOWED;
     return this.enforce(context, plan, http);
   }
 
@@ -231,20 +246,24 @@ export class SlidingLimitGuard implements CanActivate {
    */
   protected enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
     if (plan.policies) return this.enforceWithPolicies(context, plan, http);
-    const rules = this.rulesFor(plan, http.request, context);
-    if (!Array.isArray(rules) || plan.costFunction) return this.enforceAsync(context, plan, http, rules);
+    const keys = this.keysFor(plan, http.request, context);
+    if (!Array.isArray(keys) || plan.costFunction || !plan.rules || !this.decidesDirectly)
+      return this.enforceAsync(context, plan, http, keys);
     const admission = new Admission(this.applyDecision, context, plan, http.response);
-    return this.limiter.consumeAll(rules, plan.decisionOptions).then(admission.apply);
+    return this.limiter[decideDirectly](keys, plan.rules, plan.decisionOptions, admission) as Promise<boolean>;
   }
 
-  /** {@link SlidingLimitGuard.enforce} when a key function or the cost function answers asynchronously. */
+  /**
+   * {@link SlidingLimitGuard.enforce} when a key function or the cost function answers asynchronously,
+   * or the limiter's `consumeAll` is a subclass's.
+   */
   private async enforceAsync(
     context: ExecutionContext,
     plan: HandlerPlan,
     http: RateLimitHttpContext,
-    keyed: KeyedSlidingLimitRule[] | Promise<KeyedSlidingLimitRule[]>,
+    keys: string[] | Promise<string[]>,
   ): Promise<boolean> {
-    const rules = await keyed;
+    const rules = keyedRules(plan, await keys);
     const options = plan.costFunction
       ? { ...plan.decisionOptions, cost: await this.priceOf(plan, plan.costFunction, http.request, context, rules) }
       : plan.decisionOptions;
@@ -283,7 +302,7 @@ export class SlidingLimitGuard implements CanActivate {
     context: ExecutionContext,
   ): Promise<RequestLimits | undefined> {
     const answers = plan.policies ? await this.resolvePolicies(plan, request, context) : [];
-    const rules = await this.rulesFor(plan, request, context);
+    const rules = keyedRules(plan, await this.keysFor(plan, request, context));
     const named = new Array<NamedRule>(rules.length);
     const policies = plan.policies ?? [];
     // A policy whose answer made every limit it gives values to has answered (said when it had failed).
@@ -490,30 +509,30 @@ export class SlidingLimitGuard implements CanActivate {
   }
 
   /**
-   * The keyed rules of a request, from limit `from` on; a promise only when a key function returned
-   * one. Keys resolve one after the other, the next only once the previous one has.
+   * The keys of a request's limits (without the limiter's prefix), from limit `from` on; a promise
+   * only when a key function returned one. Keys resolve one after the other, the next only once the
+   * previous one has.
    */
-  private rulesFor(
+  private keysFor(
     plan: HandlerPlan,
     request: RateLimitRequest,
     context: ExecutionContext,
     // Of its final length from the start: one allocation, where pushes would grow it.
-    rules = new Array<KeyedSlidingLimitRule>(plan.limits.length),
+    keys = new Array<string>(plan.limits.length),
     from = 0,
-  ): KeyedSlidingLimitRule[] | Promise<KeyedSlidingLimitRule[]> {
+  ): string[] | Promise<string[]> {
     const { limits } = plan;
     for (let i = from; i < limits.length; i++) {
-      const limit = limits[i];
-      const key = this.resolveKey(limit, request, context, plan);
+      const key = this.resolveKey(limits[i], request, context, plan);
       if (typeof key !== 'string') {
         return key.then((resolved) => {
-          rules[i] = keyedRule(limit, resolved);
-          return this.rulesFor(plan, request, context, rules, i + 1);
+          keys[i] = resolved;
+          return this.keysFor(plan, request, context, keys, i + 1);
         });
       }
-      rules[i] = keyedRule(limit, key);
+      keys[i] = key;
     }
-    return rules;
+    return keys;
   }
 
   /**
@@ -582,16 +601,16 @@ export class SlidingLimitGuard implements CanActivate {
     writeHeaders(response, headers);
   }
 
-  private alreadyCounted(request: object, plan: HandlerPlan): boolean {
-    const seen = counted.get(request);
-    // Almost every request meets one plan: keep it as is, and make a set only for a second one.
+  private alreadyCounted(call: CountedMark, plan: HandlerPlan): boolean {
+    const seen = call[COUNTED];
+    // Almost every call meets one plan: keep it as is, and make a set only for a second one.
     if (seen === undefined) {
-      counted.set(request, plan);
+      call[COUNTED] = plan;
       return false;
     }
     if (seen === plan || (seen instanceof Set && seen.has(plan))) return true;
     if (seen instanceof Set) seen.add(plan);
-    else counted.set(request, new Set([seen, plan]));
+    else call[COUNTED] = new Set([seen, plan]);
     return false;
   }
 

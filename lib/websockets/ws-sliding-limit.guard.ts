@@ -15,8 +15,7 @@ import { buildWsRateLimitRequest, type WsRateLimitRequest } from './ws-rate-limi
 
 /**
  * The request of each gateway call, per argument list: the guard registered globally and the one of
- * `@UseGuards` see the same call through the same arguments, so they share one request and the
- * call is counted once.
+ * `@UseGuards` see the same call through the same arguments, so they share one request, built once.
  */
 const requests = new WeakMap<object, WsRateLimitRequest>();
 

@@ -98,17 +98,19 @@ describe('guard path', () => {
     await expect(answer).rejects.toBeInstanceOf(ForbiddenException);
   });
 
-  it('counts a request met twice by the same plan once', async () => {
+  it('counts a call met twice by the same plan once', async () => {
     const request = { ip: '10.0.0.2', headers: { 'x-client': 'c3' } };
-    await guard.canActivate(httpContext('byUser', request));
-    await guard.canActivate(httpContext('byUser', request));
+    // Nest makes one ExecutionContext per call and hands it to each of the handler's guards in turn.
+    const call = httpContext('byUser', request);
+    await guard.canActivate(call);
+    await guard.canActivate(call);
     // A second instance, as @UseGuards(SlidingLimitGuard) next to the global guard may create.
     const other = new SlidingLimitGuard(moduleRef.get(SlidingWindowLimiter), moduleRef.get(SlidingLimitPlans));
-    await other.canActivate(httpContext('byUser', request));
+    await other.canActivate(call);
     const fresh = { ip: '10.0.0.2', headers: {} };
     await guard.canActivate(httpContext('byUser', fresh));
     expect(moduleRef.get(MemoryBackend).keys()).toEqual(['rl:by-user:{no-user:ip:10.0.0.2}']);
-    // Three calls with one request, one with another: two entries in the window.
+    // Three guard runs in one call, one in another: two entries in the window.
     await expect(
       moduleRef.get(MemoryBackend).commands.zcount('rl:by-user:{no-user:ip:10.0.0.2}', '-inf', '+inf'),
     ).resolves.toBe(2);
