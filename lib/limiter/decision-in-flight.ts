@@ -9,7 +9,7 @@ import type { DegradedDecision, FailurePolicy } from './failure-policy';
 import type { ActiveVersion } from './function-routing';
 import type { InstanceReporter } from './instance-reporter';
 import type { LimiterMetrics } from './limiter-metrics';
-import type { CallSettlers } from './redis-call-policy';
+import { DecisionCall } from './decision-call';
 import type { DecisionOptions } from './sliding-window-limiter.interfaces';
 
 /** The parts of a limiter a decision reports to when it is made. */
@@ -44,33 +44,33 @@ function captureSettlers(resolve: (answer: unknown) => void, reject: (error: unk
 function unset(): void {}
 
 /**
- * One decision on its way, from the limiter to its caller's answer: made by the limiter, handed down
- * as the one receiver of its Redis call's decision (through the batcher and the call policy, which
- * make no promise of their own for it, and the version's reply reader, which reads the reply straight
- * into the caller's decision), and completing the caller's promise with it — or, when Redis could not
- * decide, with the failure policy's. Its methods are the steps, so a decision costs this object and
- * its promise rather than an async frame per layer.
+ * One decision on its way, from the limiter to its caller's answer: made by the limiter, sent as its
+ * own Redis call (it is the {@link DecisionCall}: through the batcher and the call policy, which make
+ * no object or promise of their own for it, and the version's reply reader, which reads the reply
+ * straight into the caller's decision) or as one of a batch, and completing the caller's promise with
+ * the decision — or, when Redis could not decide, with the failure policy's. Its methods are the
+ * steps, so a decision costs this object and its promise rather than an object and an async frame
+ * per layer.
  */
-export class DecisionInFlight implements CallSettlers<MultiRateLimitDecision> {
+export class DecisionInFlight extends DecisionCall {
   /** What the caller awaits: the decision, or the receiver's answer to it. */
   readonly promise: Promise<unknown>;
-  /** The version deciding, once picked (none when start-up failed). */
-  version: ActiveVersion | undefined;
   /** "now" of a decision whose rejection the block cache keeps; undefined when it keeps none. */
-  blockCacheNowMs: number | undefined;
+  blockCacheNowMs: number | undefined = undefined;
   private readonly resolveCaller: (answer: unknown) => void;
   private readonly rejectCaller: (error: unknown) => void;
 
   constructor(
     private readonly recorders: DecisionRecorders,
-    readonly keys: readonly string[],
-    readonly rules: readonly SlidingLimitRule[],
+    keys: readonly string[],
+    rules: readonly SlidingLimitRule[],
     readonly options: DecisionOptions | undefined,
     /** `performance.now()` when the limiter was asked: a wait for start-up counts in the latency too. */
     private readonly started: number,
     /** Takes the decision over when set: the caller's promise settles with its answer. */
     private readonly receiver: DecisionReceiver | undefined,
   ) {
+    super(keys, rules);
     this.promise = new Promise(captureSettlers);
     this.resolveCaller = capturedResolve;
     this.rejectCaller = capturedReject;

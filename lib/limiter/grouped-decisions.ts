@@ -1,13 +1,12 @@
 import { requestDecision } from '../core/caller-decisions';
 import type { MultiRateLimitDecision, RateLimitDecision } from '../core/decisions';
-import type { AllowCall } from '../core/function-contract';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { callGroups } from './call-groups';
-import type { NowMs } from './clock';
+import { PromisedDecisionCall, type DecisionCall } from './decision-call';
 import { DecisionBatcher } from './decision-batcher';
+import type { NowMs } from './clock';
 import type { ActiveVersion } from './function-routing';
 import type { DecisionChannel } from './decision-channel';
-import type { CallSettlers } from './redis-call-policy';
 import type { MemberIdSource } from './member-ids';
 import { isBucketed, type SlidingLimitRule } from '../core/limit-rule';
 
@@ -36,28 +35,25 @@ export class GroupedDecisions {
   }
 
   /**
-   * Decides one request's keys; `settlers` is told the outcome (or the error). One group — the common
-   * case — goes straight to the batcher, without a promise of its own.
+   * Decides `call` (its version, keys, rules, time and cost set): the call itself is told the
+   * decision (or the error). One group — the common case — goes straight to the batcher as it is.
    */
-  decide(
-    version: ActiveVersion,
-    keys: readonly string[],
-    rules: readonly SlidingLimitRule[],
-    nowMs: NowMs,
-    cost: number,
-    settlers: CallSettlers<MultiRateLimitDecision>,
-  ): void {
-    const member = this.members.next();
+  decide(call: DecisionCall): void {
+    const version = call.version as ActiveVersion;
+    call.member = this.members.next();
+    call.maxClockSkewMs = this.maxClockSkewMs;
+    call.overrides = this.readOverrides && version.contract.overrides === true;
+    const { keys } = call;
     // The common case, one call, without building groups.
-    if (keys.length === 1) return this.once(version, keys, rules, nowMs, member, cost, settlers);
+    if (keys.length === 1) return this.batcher.decide(call);
     const groups = callGroups(keys, version.contract.multiKey, this.channel.clustered);
-    if (groups.length === 1) return this.once(version, keys, rules, nowMs, member, cost, settlers);
+    if (groups.length === 1) return this.batcher.decide(call);
     // A request taken back out of a group is one ZREM of its id: that undoes a log entry of cost 1,
     // not a cost spread over entries or a sub-window's count.
-    if (cost !== 1 || rules.some(isBucketed)) return settlers.reject(new RateLimitConfigError([SPLIT_WEIGHTED]));
-    this.inGroups(version, keys, rules, nowMs, member, groups).then(
-      (decision) => settlers.resolve(decision),
-      (error: unknown) => settlers.reject(error),
+    if (call.cost !== 1 || call.rules.some(isBucketed)) return call.reject(new RateLimitConfigError([SPLIT_WEIGHTED]));
+    this.inGroups(call, groups).then(
+      (decision) => call.resolve(decision),
+      (error: unknown) => call.reject(error),
     );
   }
 
@@ -69,32 +65,30 @@ export class GroupedDecisions {
     nowMs: NowMs,
     cost = 1,
   ): Promise<MultiRateLimitDecision> {
-    return new Promise((resolve, reject) => this.decide(version, keys, rules, nowMs, cost, { resolve, reject }));
+    const call = new PromisedDecisionCall(keys, rules);
+    call.version = version;
+    call.nowMs = nowMs;
+    call.cost = cost;
+    this.decide(call);
+    return call.promise;
   }
 
-  private async inGroups(
-    version: ActiveVersion,
-    keys: readonly string[],
-    rules: readonly SlidingLimitRule[],
-    nowMs: NowMs,
-    member: string,
-    groups: number[][],
-  ): Promise<MultiRateLimitDecision> {
+  private async inGroups(call: DecisionCall, groups: number[][]): Promise<MultiRateLimitDecision> {
+    const { keys, rules } = call;
     const decisions = await Promise.all(
-      groups.map(
-        (group) =>
-          new Promise<MultiRateLimitDecision>((resolve, reject) =>
-            this.once(
-              version,
-              group.map((i) => keys[i]),
-              group.map((i) => rules[i]),
-              nowMs,
-              member,
-              1,
-              { resolve, reject },
-            ),
-          ),
-      ),
+      groups.map((group) => {
+        const part = new PromisedDecisionCall(
+          group.map((i) => keys[i]),
+          group.map((i) => rules[i]),
+        );
+        part.version = call.version;
+        part.nowMs = call.nowMs;
+        part.member = call.member;
+        part.maxClockSkewMs = call.maxClockSkewMs;
+        part.overrides = call.overrides;
+        this.batcher.decide(part);
+        return part.promise;
+      }),
     );
     const limits = new Array<RateLimitDecision>(keys.length);
     groups.forEach((group, g) => group.forEach((index, j) => (limits[index] = decisions[g].limits[j])));
@@ -103,24 +97,9 @@ export class GroupedDecisions {
 
     const recorded = groups.filter((_, g) => decisions[g].allowed).flat();
     await Promise.all(
-      recorded.map((i) => this.channel.call(() => this.channel.commands.zrem(keys[i], member), keys[i])),
+      recorded.map((i) => this.channel.call(() => this.channel.commands.zrem(keys[i], call.member), keys[i])),
     );
     for (const i of recorded) limits[i] = { ...limits[i], remaining: limits[i].remaining + 1 };
     return requestDecision(false, limits, functionName);
-  }
-
-  private once(
-    version: ActiveVersion,
-    keys: readonly string[],
-    rules: readonly SlidingLimitRule[],
-    nowMs: NowMs,
-    member: string,
-    cost: number,
-    settlers: CallSettlers<MultiRateLimitDecision>,
-  ): void {
-    const call: AllowCall = { keys, rules, nowMs, member, maxClockSkewMs: this.maxClockSkewMs };
-    if (cost !== 1) call.cost = cost;
-    if (this.readOverrides && version.contract.overrides) call.overrides = true;
-    this.batcher.decide(version, call, settlers);
   }
 }

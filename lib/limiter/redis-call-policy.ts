@@ -16,7 +16,7 @@ export interface CallSettlers<T> {
  * One call as the policy makes it: its steps (send, recover, parse, done) as methods of a subclass,
  * and the state the policy keeps while the call is in flight on the same object — the decision path
  * makes one object per call, with no promise, state object or closure of the policy's own beside it
- * (only the reply's two callbacks, bound once per call; methods rather than closures, so that V8
+ * (only the reply's two callbacks, bound once per call when it is sent; methods rather than closures, so that V8
  * keeps their optimized code with the class — see SlidingLimitGuard.enforce).
  */
 export abstract class PolicedCall<T> {
@@ -35,8 +35,9 @@ export abstract class PolicedCall<T> {
   settled = false;
   /** Whether the attempt's recovery (a reload and the same call again) is what is awaited now. */
   recovering = false;
-  readonly onReply: (reply: unknown) => void = this.replied.bind(this);
-  readonly onError: (error: unknown) => void = this.erred.bind(this);
+  /** The reply's callbacks, bound once per call when it is first sent (a decision in a batch never is). */
+  private onReply: ((reply: unknown) => void) | undefined = undefined;
+  private onError: ((error: unknown) => void) | undefined = undefined;
 
   /** Sends the call; sent again, as it is, for a retry. */
   abstract send(): Promise<unknown>;
@@ -56,6 +57,13 @@ export abstract class PolicedCall<T> {
   expire(): void {
     const policy = this.policy as RedisCallPolicy;
     policy.failed(this, timeoutError(policy.deadlines.timeoutMs));
+  }
+
+  /** Waits for `reply` (an attempt's, or its recovery's) and tells the policy how it ended. */
+  listen(reply: Promise<unknown>): void {
+    this.onReply ??= this.replied.bind(this);
+    this.onError ??= this.erred.bind(this);
+    reply.then(this.onReply, this.onError);
   }
 
   private replied(reply: unknown): void {
@@ -154,7 +162,7 @@ export class RedisCallPolicy {
       this.failed(call, error);
       return;
     }
-    reply.then(call.onReply, call.onError);
+    call.listen(reply);
   }
 
   /** The reply: settles the call unless its deadline has already. */
@@ -196,7 +204,7 @@ export class RedisCallPolicy {
       if (recovery) {
         // Within the same deadline: the caller never waits longer for a recovered call.
         call.recovering = true;
-        recovery.then(call.onReply, call.onError);
+        call.listen(recovery);
         return;
       }
     }

@@ -398,17 +398,21 @@ export class SlidingWindowLimiter {
     try {
       const version = (decision.version = routing.pick(identity));
       const { contract } = version;
-      const cost = options?.cost ?? 1;
+      const cost = (decision.cost = options?.cost ?? 1);
       if (!isSupported(contract, rules, cost)) checkSupported(contract, rules, cost);
       const nowMs = version.now();
       // Only v1 with the server clock reads the time asynchronously.
       if (typeof nowMs === 'object') {
         nowMs.then(
-          (resolved) => this.decisions.decide(version, keys, rules, resolved, cost, decision),
+          (resolved) => {
+            decision.nowMs = resolved;
+            this.decisions.decide(decision);
+          },
           (error: unknown) => decision.reject(error),
         );
         return decision.promise;
       }
+      decision.nowMs = nowMs;
       // Single limits only: the other limits of a stacked rejection change while it is blocked
       // (their old entries leave), so a cached copy of them would go stale. Cost 1 only: a rejection
       // of a costly request says nothing of a cheaper one, and a cost-1 block would tell a costly
@@ -429,7 +433,7 @@ export class SlidingWindowLimiter {
         }
         decision.blockCacheNowMs = nowMs;
       }
-      this.decisions.decide(version, keys, rules, nowMs, cost, decision);
+      this.decisions.decide(decision);
     } catch (error) {
       decision.reject(error);
     }
