@@ -15,17 +15,29 @@ export const OVERRIDE_SUFFIX = '|override';
 /** Suffix of the override key of a key without braces, wrapped in a tag of its own. */
 export const WRAPPED_OVERRIDE_SUFFIX = '|override-wrapped';
 
+/** Whether a key has a cluster hash tag: {@link hashTagOf} without cutting the tag out (once per decision). */
+function hasHashTag(key: string): boolean {
+  const open = key.indexOf('{');
+  if (open === -1) return false;
+  const close = key.indexOf('}', open + 1);
+  return close !== -1 && close !== open + 1;
+}
+
+/** Whether a key can carry an override key: it has a hash tag, or no brace at all (see the table above). */
+export function canCarryOverride(key: string): boolean {
+  return hasHashTag(key) || (!key.includes('{') && !key.includes('}'));
+}
+
 /** The cluster hash tag of a key (what Redis Cluster hashes), or undefined when it hashes whole. */
 export function hashTagOf(key: string): string | undefined {
+  if (!hasHashTag(key)) return undefined;
   const open = key.indexOf('{');
-  if (open === -1) return undefined;
-  const close = key.indexOf('}', open + 1);
-  return close === -1 || close === open + 1 ? undefined : key.slice(open + 1, close);
+  return key.slice(open + 1, key.indexOf('}', open + 1));
 }
 
 /** The override key of a full limited key (prefix included), or undefined when it cannot carry one. */
 export function overrideKeyOf(key: string): string | undefined {
-  if (hashTagOf(key) !== undefined) return key + OVERRIDE_SUFFIX;
+  if (hasHashTag(key)) return key + OVERRIDE_SUFFIX;
   if (!key.includes('{') && !key.includes('}')) return `{${key}}${WRAPPED_OVERRIDE_SUFFIX}`;
   return undefined;
 }

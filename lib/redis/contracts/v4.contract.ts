@@ -1,6 +1,6 @@
 import type { AllowCall, FunctionContract, SERVER_TIME } from '../../core/function-contract';
 import type { SlidingLimitRule } from '../../core/limit-rule';
-import { overrideKeyOf } from '../../core/override-keys';
+import { canCarryOverride, overrideKeyOf } from '../../core/override-keys';
 import { parseV4Decision, parseV4Decisions } from './v4-replies';
 
 /** flags_i of v4's ARGV: 1 for a shadow limit, plus 2 when its override key follows the limit keys. */
@@ -15,16 +15,9 @@ function overrideKeyFor(readOverrides: boolean, rule: SlidingLimitRule, key: str
   return readOverrides && rule.overrides !== false ? overrideKeyOf(key) : undefined;
 }
 
-/**
- * Whether limit `i` reads an override: {@link overrideKeyFor} without building the key (a key can
- * carry one when it has a hash tag, or no brace at all — the rule of `overrideKeyOf`).
- */
+/** Whether limit `i` reads an override: {@link overrideKeyFor} without building the key. */
 function readsOverride(readOverrides: boolean, rule: SlidingLimitRule, key: string): boolean {
-  if (!readOverrides || rule.overrides === false) return false;
-  const open = key.indexOf('{');
-  if (open === -1) return !key.includes('}');
-  const close = key.indexOf('}', open + 1);
-  return close !== -1 && close !== open + 1;
+  return readOverrides && rule.overrides !== false && canCarryOverride(key);
 }
 
 /**
