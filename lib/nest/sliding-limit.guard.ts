@@ -149,6 +149,9 @@ const DEGRADED_HEADERS: Readonly<Record<DegradedKind, readonly HeaderEntry[]>> =
   insurance: [[HEADER.degraded, 'insurance']],
 };
 
+/** The limiter's own `consumeAll`, which its direct entry stands for. */
+const OWN_CONSUME_ALL = SlidingWindowLimiter.prototype.consumeAll;
+
 /** What canActivate answers when nothing needs deciding: one settled promise, shared. */
 const ALLOWED = Promise.resolve(true);
 
@@ -187,8 +190,6 @@ export class SlidingLimitGuard implements CanActivate {
   protected readonly plans: SlidingLimitPlans;
   /** Whether {@link SlidingLimitGuard.setHeaders} is this class's own (a subclass may override it). */
   private readonly ownHeaderWriting = this.setHeaders === SlidingLimitGuard.prototype.setHeaders;
-  /** Whether the limiter's `consumeAll` is its own, so that the guard may decide through its direct entry. */
-  private readonly decidesDirectly: boolean;
 
   /**
    * Both come from `RateLimitModule`. They are optional for Nest so that a guard used where the
@@ -199,7 +200,6 @@ export class SlidingLimitGuard implements CanActivate {
     if (!limiter || !plans) throw missingModuleError(new.target.name);
     this.limiter = limiter;
     this.plans = plans;
-    this.decidesDirectly = limiter.consumeAll === SlidingWindowLimiter.prototype.consumeAll;
   }
 
   canActivate(context: ExecutionContext): Promise<boolean> {
@@ -247,7 +247,9 @@ export class SlidingLimitGuard implements CanActivate {
   protected enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
     if (plan.policies) return this.enforceWithPolicies(context, plan, http);
     const keys = this.keysFor(plan, http.request, context);
-    if (!Array.isArray(keys) || plan.costFunction || !plan.rules || !this.decidesDirectly)
+    // The direct entry only while `consumeAll` is the limiter's own: checked per request, so that a
+    // subclass, a spy or an instrumentation that wraps it later still sees every decision.
+    if (!Array.isArray(keys) || plan.costFunction || !plan.rules || this.limiter.consumeAll !== OWN_CONSUME_ALL)
       return this.enforceAsync(context, plan, http, keys);
     const admission = new Admission(this.applyDecision, context, plan, http.response);
     return this.limiter[decideDirectly](keys, plan.rules, plan.decisionOptions, admission) as Promise<boolean>;
