@@ -6,6 +6,7 @@ import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
 import { FunctionLoader, loadCommandFor } from './function-loader';
 import type { LuaRunner } from '../core/lua-runner';
+import { joined } from './call-arguments';
 import { isCluster, nodeAddress } from './redis-nodes';
 import { isFunctionNotFound } from './reply';
 
@@ -46,9 +47,10 @@ export class FunctionRunner implements LuaRunner {
     args: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> {
+    const keysAndArgs = joined(keys, args);
     return readOnly
-      ? this.connection.fcall_ro(functionName, keys.length, ...keys, ...args)
-      : this.connection.fcall(functionName, keys.length, ...keys, ...args);
+      ? this.connection.fcall_ro(functionName, keys.length, ...keysAndArgs)
+      : this.connection.fcall(functionName, keys.length, ...keysAndArgs);
   }
 
   /** A "Function not found": reloaded and retried (not under `off`), else reported as a missing library. */

@@ -1,4 +1,5 @@
 import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
+import { joined } from './call-arguments';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
@@ -51,7 +52,7 @@ export class ScriptRunner implements LuaRunner {
   }
 
   run(functionName: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return this.connection.evalsha(this.scriptOf(functionName).sha1, keys.length, ...keys, ...args);
+    return this.connection.evalsha(this.scriptOf(functionName).sha1, keys.length, ...joined(keys, args));
   }
 
   /** NOSCRIPT: the full text with EVAL, which also puts it back in that node's cache. */
@@ -62,7 +63,7 @@ export class ScriptRunner implements LuaRunner {
     args: readonly (string | number)[],
   ): Promise<unknown> | undefined {
     if (!isNoScript(error)) return undefined;
-    return this.connection.eval(this.scriptOf(functionName).source, keys.length, ...keys, ...args);
+    return this.connection.eval(this.scriptOf(functionName).source, keys.length, ...joined(keys, args));
   }
 
   private scriptOf(functionName: string): LuaScript {

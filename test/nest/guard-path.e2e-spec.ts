@@ -98,6 +98,24 @@ describe('guard path', () => {
     await expect(answer).rejects.toBeInstanceOf(ForbiddenException);
   });
 
+  it('rejects a key that a subclass hook made empty as consumeAll would, counting nothing', async () => {
+    class EmptyKeys extends SlidingLimitGuard {
+      protected override resolveKey(): string {
+        return '';
+      }
+    }
+    const limiter = moduleRef.get(SlidingWindowLimiter);
+    const empty = new EmptyKeys(limiter, moduleRef.get(SlidingLimitPlans));
+    const direct = empty.canActivate(httpContext('byUser', { ip: '10.0.0.3', headers: {} }));
+    const expected = await limiter.consumeAll([{ key: '', limit: 5, windowMs: 60_000 }]).then(
+      () => new Error('consumeAll took an empty key'),
+      (error: Error) => error,
+    );
+    expect(expected.message).toMatch(/key/);
+    await expect(direct).rejects.toThrow(expected.message);
+    expect(moduleRef.get(MemoryBackend).keys()).toEqual([]);
+  });
+
   it('counts a call met twice by the same plan once', async () => {
     const request = { ip: '10.0.0.2', headers: { 'x-client': 'c3' } };
     // Nest makes one ExecutionContext per call and hands it to each of the handler's guards in turn.
