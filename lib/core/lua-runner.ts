@@ -1,3 +1,4 @@
+import { joined } from './call-arguments';
 /** Runs a function of the active library version on Redis: as a Redis Function or as a script. */
 export interface LuaRunner {
   /** How the Lua runs: `function` (FCALL), `script` (EVALSHA) or `memory` (the in-process model). */
@@ -5,14 +6,15 @@ export interface LuaRunner {
   /** Loads or verifies what the server needs, following `policy`. */
   prepare(policy: LoadFunctionsPolicy): Promise<void>;
   /**
-   * Calls `functionName` with KEYS and ARGV exactly as FCALL would receive them, as it is: a failure
-   * the runner can recover from (a library or script the server lost) is left to {@link LuaRunner.recover}.
-   * `readOnly` runs it as FCALL_RO where the mode allows, so it may be served by a replica.
+   * Calls `functionName` with KEYS and ARGV exactly as FCALL would receive them — the first `keyCount`
+   * of `keysAndArguments` are KEYS, the rest ARGV — as it is: a failure the runner can recover from
+   * (a library or script the server lost) is left to {@link LuaRunner.recover}. `readOnly` runs it as
+   * FCALL_RO where the mode allows, so it may be served by a replica.
    */
   run(
     functionName: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
+    keyCount: number,
+    keysAndArguments: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown>;
   /**
@@ -23,8 +25,8 @@ export interface LuaRunner {
   recover?(
     error: unknown,
     functionName: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
+    keyCount: number,
+    keysAndArguments: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> | undefined;
 }
@@ -40,10 +42,11 @@ export async function runRecovering(
   args: readonly (string | number)[],
   readOnly: boolean,
 ): Promise<unknown> {
+  const keysAndArguments = joined(keys, args);
   try {
-    return await runner.run(functionName, keys, args, readOnly);
+    return await runner.run(functionName, keys.length, keysAndArguments, readOnly);
   } catch (error) {
-    const recovery = runner.recover?.(error, functionName, keys, args, readOnly);
+    const recovery = runner.recover?.(error, functionName, keys.length, keysAndArguments, readOnly);
     if (!recovery) throw error;
     return recovery;
   }

@@ -2,6 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 // The timers module's own setImmediate: fake timers (jest, sinon) replace the global one, and a test
 // that fakes timers must not leave batched decisions waiting forever.
 import { setImmediate } from 'node:timers';
+import { joined } from '../core/call-arguments';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { BatchFunction } from '../core/function-contract';
 import { errorKindOf, isUnanswered } from '../redis/error-kind';
@@ -16,8 +17,8 @@ import { PolicedCall } from './redis-call-policy';
  * recovered by the runner (a library reloaded), its reply read, and the batcher told when it is over.
  */
 class BatchCall extends PolicedCall<MultiRateLimitDecision[]> {
-  private readonly keys: readonly string[];
-  private readonly args: readonly (string | number)[];
+  private readonly keyCount: number;
+  private readonly keysAndArguments: readonly (string | number)[];
 
   constructor(
     private readonly batcher: DecisionBatcher,
@@ -26,16 +27,17 @@ class BatchCall extends PolicedCall<MultiRateLimitDecision[]> {
     private readonly calls: readonly DecisionCall[],
   ) {
     super();
-    this.keys = batch.keys ? batch.keys(calls) : keysOf(calls);
-    this.args = batch.arguments(calls);
+    const keys = batch.keys ? batch.keys(calls) : keysOf(calls);
+    this.keyCount = keys.length;
+    this.keysAndArguments = joined(keys, batch.arguments(calls));
   }
 
   send(): Promise<unknown> {
-    return this.version.runner.run(this.batch.name, this.keys, this.args, false);
+    return this.version.runner.run(this.batch.name, this.keyCount, this.keysAndArguments, false);
   }
 
   override recover(error: unknown): Promise<unknown> | undefined {
-    return this.version.runner.recover?.(error, this.batch.name, this.keys, this.args, false);
+    return this.version.runner.recover?.(error, this.batch.name, this.keyCount, this.keysAndArguments, false);
   }
 
   parse(reply: unknown): MultiRateLimitDecision[] {

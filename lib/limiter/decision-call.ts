@@ -1,3 +1,4 @@
+import { joined } from '../core/call-arguments';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { AllowCall, SERVER_TIME } from '../core/function-contract';
 import type { SlidingLimitRule } from '../core/limit-rule';
@@ -29,8 +30,9 @@ export abstract class DecisionCall
   overrides = false;
   /** Who sent it in a call of its own (undefined in a batch, which is a call of its own). */
   sender: CallSender | undefined = undefined;
-  private sentKeys: readonly string[] | undefined = undefined;
-  private sentArguments: readonly (string | number)[] | undefined = undefined;
+  /** What the call sends, made when it is first sent: how many KEYS, and KEYS then ARGV. */
+  private keyCount = 0;
+  private keysAndArguments: readonly (string | number)[] | undefined = undefined;
 
   constructor(
     readonly keys: readonly string[],
@@ -47,19 +49,25 @@ export abstract class DecisionCall
 
   send(): Promise<unknown> {
     const { contract, runner } = this.version as ActiveVersion;
-    if (this.sentArguments === undefined) {
-      // A version that reads overrides takes their keys after the limit keys.
-      this.sentKeys = contract.allowKeys ? contract.allowKeys(this) : this.keys;
-      this.sentArguments = contract.allowArguments(this);
+    if (this.keysAndArguments === undefined) {
+      if (contract.allowKeyCount && contract.allowKeysAndArguments) {
+        this.keyCount = contract.allowKeyCount(this);
+        this.keysAndArguments = contract.allowKeysAndArguments(this, this.keyCount);
+      } else {
+        // A version that reads overrides takes their keys after the limit keys.
+        const keys = contract.allowKeys ? contract.allowKeys(this) : this.keys;
+        this.keyCount = keys.length;
+        this.keysAndArguments = joined(keys, contract.allowArguments(this));
+      }
     }
-    return runner.run(contract.allowFunction, this.sentKeys as readonly string[], this.sentArguments, false);
+    return runner.run(contract.allowFunction, this.keyCount, this.keysAndArguments, false);
   }
 
   override recover(error: unknown): Promise<unknown> | undefined {
     // Nothing was sent (building the arguments threw): nothing to recover.
-    if (this.sentArguments === undefined) return undefined;
+    if (this.keysAndArguments === undefined) return undefined;
     const { contract, runner } = this.version as ActiveVersion;
-    return runner.recover?.(error, contract.allowFunction, this.sentKeys as readonly string[], this.sentArguments, false);
+    return runner.recover?.(error, contract.allowFunction, this.keyCount, this.keysAndArguments, false);
   }
 
   parse(reply: unknown): MultiRateLimitDecision {

@@ -130,10 +130,12 @@ export class MemoryRunner implements LuaRunner {
   /** Arguments travel as text, numbers written as ioredis writes them (`String(n)`). */
   run(
     functionName: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
+    keyCount: number,
+    keysAndArguments: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> {
-    return settle(() => this.model.call(functionName, keys, args.map(String), readOnly));
+    const keys = keysAndArguments.slice(0, keyCount) as string[];
+    const args = keysAndArguments.slice(keyCount).map(String);
+    return settle(() => this.model.call(functionName, keys, args, readOnly));
   }
 }

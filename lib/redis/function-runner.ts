@@ -6,7 +6,6 @@ import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
 import { FunctionLoader, loadCommandFor } from './function-loader';
 import type { LuaRunner } from '../core/lua-runner';
-import { joined } from './call-arguments';
 import { isCluster, nodeAddress } from './redis-nodes';
 import { isFunctionNotFound } from './reply';
 
@@ -43,25 +42,26 @@ export class FunctionRunner implements LuaRunner {
   /** The FCALL (FCALL_RO) as it is: the decision path makes one per decision, so no async frame here. */
   run(
     functionName: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
+    keyCount: number,
+    keysAndArguments: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> {
-    const keysAndArgs = joined(keys, args);
     return readOnly
-      ? this.connection.fcall_ro(functionName, keys.length, ...keysAndArgs)
-      : this.connection.fcall(functionName, keys.length, ...keysAndArgs);
+      ? this.connection.fcall_ro(functionName, keyCount, ...keysAndArguments)
+      : this.connection.fcall(functionName, keyCount, ...keysAndArguments);
   }
 
   /** A "Function not found": reloaded and retried (not under `off`), else reported as a missing library. */
   recover(
     error: unknown,
     functionName: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
+    keyCount: number,
+    keysAndArguments: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> | undefined {
-    return isFunctionNotFound(error) ? this.reloadAndRetry(functionName, keys, args, readOnly) : undefined;
+    return isFunctionNotFound(error)
+      ? this.reloadAndRetry(functionName, keyCount, keysAndArguments, readOnly)
+      : undefined;
   }
 
   /**
@@ -70,14 +70,14 @@ export class FunctionRunner implements LuaRunner {
    */
   private async reloadAndRetry(
     functionName: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
+    keyCount: number,
+    keysAndArguments: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> {
     for (let reloads = 0; this.policy !== 'off' && reloads < MAX_RELOADS; reloads++) {
       await this.reload(functionName);
       try {
-        return await this.run(functionName, keys, args, readOnly);
+        return await this.run(functionName, keyCount, keysAndArguments, readOnly);
       } catch (retryError) {
         if (!isFunctionNotFound(retryError)) throw retryError;
       }
@@ -85,7 +85,7 @@ export class FunctionRunner implements LuaRunner {
     throw new FunctionNotLoadedError(
       functionName,
       this.contract.libraryName,
-      [this.nodeServing(keys[0])],
+      [this.nodeServing(String(keysAndArguments[0]))],
       loadCommandFor(this.contract, this.connection),
     );
   }

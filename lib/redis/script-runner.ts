@@ -1,5 +1,4 @@
 import { FunctionNotLoadedError } from '../core/errors/function-not-loaded.error';
-import { joined } from './call-arguments';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
@@ -51,19 +50,19 @@ export class ScriptRunner implements LuaRunner {
     }
   }
 
-  run(functionName: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return this.connection.evalsha(this.scriptOf(functionName).sha1, keys.length, ...joined(keys, args));
+  run(functionName: string, keyCount: number, keysAndArguments: readonly (string | number)[]): Promise<unknown> {
+    return this.connection.evalsha(this.scriptOf(functionName).sha1, keyCount, ...keysAndArguments);
   }
 
   /** NOSCRIPT: the full text with EVAL, which also puts it back in that node's cache. */
   recover(
     error: unknown,
     functionName: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
+    keyCount: number,
+    keysAndArguments: readonly (string | number)[],
   ): Promise<unknown> | undefined {
     if (!isNoScript(error)) return undefined;
-    return this.connection.eval(this.scriptOf(functionName).source, keys.length, ...joined(keys, args));
+    return this.connection.eval(this.scriptOf(functionName).source, keyCount, ...keysAndArguments);
   }
 
   private scriptOf(functionName: string): LuaScript {

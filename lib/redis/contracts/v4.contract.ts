@@ -66,6 +66,16 @@ function writeQuadruples(
   }
 }
 
+/** Writes an allow call's ARGV into `list` from `at` on: now, member, skew, cost, then the quadruples. */
+function writeAllowArguments(list: (string | number)[], at: number, call: AllowCall): void {
+  const { keys, rules, nowMs, member, maxClockSkewMs, cost = 1, overrides = false } = call;
+  list[at] = wholeNow(nowMs);
+  list[at + 1] = member;
+  list[at + 2] = maxClockSkewMs;
+  list[at + 3] = cost;
+  writeQuadruples(list, at + 4, overrides, keys, rules);
+}
+
 /** v4 takes whole milliseconds: a caller's clock with a fraction is rounded down. */
 function wholeNow(nowMs: number | typeof SERVER_TIME): number | typeof SERVER_TIME {
   return typeof nowMs === 'number' ? Math.floor(nowMs) : nowMs;
@@ -92,19 +102,29 @@ export const V4_CONTRACT: FunctionContract = {
   shadowLimits: true,
   overrides: true,
 
-  allowArguments({ keys, rules, nowMs, member, maxClockSkewMs, cost = 1, overrides = false }: AllowCall) {
+  allowArguments(call: AllowCall) {
     // One list of its final length: built by pushes, it would grow (and be copied) on the way.
-    const args = new Array<string | number>(4 + 4 * rules.length);
-    args[0] = wholeNow(nowMs);
-    args[1] = member;
-    args[2] = maxClockSkewMs;
-    args[3] = cost;
-    writeQuadruples(args, 4, overrides, keys, rules);
+    const args = new Array<string | number>(4 + 4 * call.rules.length);
+    writeAllowArguments(args, 0, call);
     return args;
   },
 
   allowKeys({ keys, rules, overrides = false }: AllowCall) {
     return keysOf(overrides, keys, rules);
+  },
+
+  allowKeyCount({ keys, rules, overrides = false }: AllowCall) {
+    let count = keys.length;
+    for (let i = 0; overrides && i < rules.length; i++) if (readsOverride(true, rules[i], keys[i])) count++;
+    return count;
+  },
+
+  allowKeysAndArguments(call: AllowCall, keyCount: number) {
+    const { keys, rules, overrides = false } = call;
+    const list = new Array<string | number>(keyCount + 4 + 4 * rules.length);
+    writeKeys(list as string[], 0, overrides, keys, rules);
+    writeAllowArguments(list, keyCount, call);
+    return list;
   },
 
   parseAllowReply(reply, rules) {
