@@ -1,7 +1,5 @@
-import type { LuaRunner } from './lua-runner';
-
 /**
- * KEYS then ARGV in one list of its final length, as a {@link LuaRunner} takes them: a runner spreads
+ * KEYS then ARGV in one list of its final length, as a `LuaRunner` takes them: a runner spreads
  * the list last into the FCALL (EVALSHA), which V8 passes on as it is, where `...keys, ...args`
  * would build a list of its own and grow it on the way (a third of the bytes an FCALL allocated in
  * this package, by V8's heap sampler).

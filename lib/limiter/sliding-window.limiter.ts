@@ -247,7 +247,13 @@ export class SlidingWindowLimiter {
    */
   async consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
     checkDecisionArguments(key, rule, options);
-    const decision = (await this.decide(key, [this.keyPrefix + key], [rule], options, undefined)) as MultiRateLimitDecision;
+    const decision = (await this.decide(
+      key,
+      [this.keyPrefix + key],
+      [rule],
+      options,
+      undefined,
+    )) as MultiRateLimitDecision;
     return decision.limits[0];
   }
 

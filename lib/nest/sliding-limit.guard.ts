@@ -149,9 +149,6 @@ const DEGRADED_HEADERS: Readonly<Record<DegradedKind, readonly HeaderEntry[]>> =
   insurance: [[HEADER.degraded, 'insurance']],
 };
 
-/** The limiter's own `consumeAll`, which its direct entry stands for. */
-const OWN_CONSUME_ALL = SlidingWindowLimiter.prototype.consumeAll;
-
 /** What canActivate answers when nothing needs deciding: one settled promise, shared. */
 const ALLOWED = Promise.resolve(true);
 
@@ -249,7 +246,12 @@ export class SlidingLimitGuard implements CanActivate {
     const keys = this.keysFor(plan, http.request, context);
     // The direct entry only while `consumeAll` is the limiter's own: checked per request, so that a
     // subclass, a spy or an instrumentation that wraps it later still sees every decision.
-    if (!Array.isArray(keys) || plan.costFunction || !plan.rules || this.limiter.consumeAll !== OWN_CONSUME_ALL)
+    if (
+      !Array.isArray(keys) ||
+      plan.costFunction ||
+      !plan.rules ||
+      this.limiter.consumeAll !== SlidingWindowLimiter.prototype.consumeAll
+    )
       return this.enforceAsync(context, plan, http, keys);
     const admission = new Admission(this.applyDecision, context, plan, http.response);
     return this.limiter[decideDirectly](keys, plan.rules, plan.decisionOptions, admission) as Promise<boolean>;

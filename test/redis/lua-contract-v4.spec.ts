@@ -330,18 +330,21 @@ describe('Lua function contract: rate_limit_v4', () => {
     it.each([
       ['with overrides read', true],
       ['without', false],
-    ])('builds the KEYS and ARGV of the decision path in one list as allowKeys and allowArguments do, %s', (_, overrides) => {
-      // A key that cannot carry an override (braces without a tag) is left out of KEYS either way.
-      const call = { ...callOf('a', T0 + 0.7, overrides), keys: [key('c1'), 'rl:a{}b', key('c3')] };
-      const keys = V4_CONTRACT.allowKeys?.(call) ?? [];
-      const keyCount = V4_CONTRACT.allowKeyCount?.(call);
-      expect(keyCount).toBe(keys.length);
-      expect(V4_CONTRACT.allowKeysAndArguments?.(call, keys.length)).toEqual([
-        ...keys,
-        ...V4_CONTRACT.allowArguments(call),
-      ]);
-      expect(keys.length).toBe(overrides ? 4 : 3);
-    });
+    ])(
+      'builds the KEYS and ARGV of the decision path in one list as allowKeys and allowArguments do, %s',
+      (_, overrides) => {
+        // A key that cannot carry an override (braces without a tag) is left out of KEYS either way.
+        const call = { ...callOf('a', T0 + 0.7, overrides), keys: [key('c1'), 'rl:a{}b', key('c3')] };
+        const keys = V4_CONTRACT.allowKeys?.(call) ?? [];
+        const keyCount = V4_CONTRACT.allowKeyCount?.(call);
+        expect(keyCount).toBe(keys.length);
+        expect(V4_CONTRACT.allowKeysAndArguments?.(call, keys.length)).toEqual([
+          ...keys,
+          ...V4_CONTRACT.allowArguments(call),
+        ]);
+        expect(keys.length).toBe(overrides ? 4 : 3);
+      },
+    );
 
     it('passes the override keys of the rules that read them and decodes effective limits, overrides and shadows', async () => {
       expect(V4_CONTRACT.allowKeys?.(callOf('a', T0))).toEqual([key('c1'), key('c2'), key('c3'), ovr('c1'), ovr('c2')]);
