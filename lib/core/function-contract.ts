@@ -105,11 +105,15 @@ export interface FunctionContract {
   /** KEYS of an allow call when they are more than `call.keys` (versions with `overrides`). */
   allowKeys?(call: AllowCall): string[];
   /**
-   * How many KEYS an allow call has, and its KEYS and ARGV in one list (`allowKeys`, or `call.keys`,
-   * then `allowArguments`) made without either of those lists: the decision path's one list per call.
-   * Both or neither; without them the path joins the two lists.
+   * How many KEYS an allow call has (`allowKeys(call).length`, or `call.keys.length`). Given with
+   * `allowKeysAndArguments` or not at all.
    */
   allowKeyCount?(call: AllowCall): number;
+  /**
+   * An allow call's KEYS and ARGV in one list (`allowKeys`, or `call.keys`, then `allowArguments`),
+   * made without either of those lists: the decision path's one list per call. Without it the path
+   * joins the two.
+   */
   allowKeysAndArguments?(call: AllowCall, keyCount: number): (string | number)[];
   parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[], cost?: number): CallOutcome;
   /** ARGV of a peek; given the `keys`, a version with `overrides` reads them (KEYS: `peekKeys`). */

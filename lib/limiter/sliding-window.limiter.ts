@@ -7,7 +7,6 @@ import { numericNow } from './clock';
 import { defaultLimiterLogger } from './default-logger';
 import { checkSupported, isSupported } from './version-capabilities';
 import { DecisionInFlight, type DecisionReceiver, type DecisionRecorders } from './decision-in-flight';
-import { decideDirectly } from './direct-decisions';
 import { toDecision } from '../core/caller-decisions';
 import { DecisionListeners } from './decision-listeners';
 import { FailurePolicy, translated } from './failure-policy';
@@ -47,6 +46,33 @@ import { LimiterMetrics } from './limiter-metrics';
 import type { LimitOutcome } from '../core/function-contract';
 import { describeFunctionNameProblems } from '../redis/function-versions';
 import { RedisBackend } from '../redis/redis-backend';
+
+/** The body of {@link decideDirectly}, set by the limiter class, which alone may call its `decide`. */
+let decideThroughPlan: (
+  limiter: SlidingWindowLimiter,
+  keys: string[],
+  rules: readonly SlidingLimitRule[],
+  options: DecisionOptions | undefined,
+  receiver: DecisionReceiver,
+) => Promise<unknown>;
+
+/**
+ * `consumeAll` for the package's own guards, not part of the public API: what it does, without what
+ * a guard did once at bootstrap. The rules are its plan's (checked then, shared by every request),
+ * the keys (without the prefix, one per rule) come as a list the limiter takes over and prefixes in
+ * place, and the decision goes to `receiver`, whose answer the returned promise settles with — no
+ * keyed rule, key list or continuation per request. The guard takes it only while the limiter's
+ * `consumeAll` is its own, so a subclass or a wrapper of `consumeAll` still sees every decision.
+ */
+export function decideDirectly(
+  limiter: SlidingWindowLimiter,
+  keys: string[],
+  rules: readonly SlidingLimitRule[],
+  options: DecisionOptions | undefined,
+  receiver: DecisionReceiver,
+): Promise<unknown> {
+  return decideThroughPlan(limiter, keys, rules, options, receiver);
+}
 
 /** Consecutive unavailability failures that open the circuit breaker, and how long it stays open. */
 const BREAKER_THRESHOLD = 3;
@@ -91,6 +117,24 @@ export class SlidingWindowLimiter {
   private readonly recorders: DecisionRecorders;
   /** `overrides`, made on first use. */
   private overrideStore?: LimiterOverrides;
+
+  static {
+    // The guards' entry reaches `decide` from outside the class without a member of the public API.
+    decideThroughPlan = (limiter, keys, rules, options, receiver) => {
+      const identity = keys[0];
+      if (!hasUsableKeys(keys)) {
+        // A protected hook of the guard gave an empty key, say: the error consumeAll would give.
+        return limiter
+          .consumeAll(
+            keys.map((key, i) => ({ ...rules[i], key })),
+            options,
+          )
+          .then((decision) => receiver.receive(decision));
+      }
+      for (let i = 0; i < keys.length; i++) keys[i] = limiter.keyPrefix + keys[i];
+      return limiter.decide(identity, keys, rules, options, receiver);
+    };
+  }
 
   /** @throws RateLimitConfigError listing every invalid option (an unknown `functionName` lists the known ones). */
   constructor(options: SlidingWindowLimiterOptions) {
@@ -275,29 +319,6 @@ export class SlidingWindowLimiter {
     const keys = new Array<string>(rules.length);
     for (let i = 0; i < rules.length; i++) keys[i] = this.keyPrefix + rules[i].key;
     return this.decide(rules[0].key, keys, rules, options, undefined) as Promise<MultiRateLimitDecision>;
-  }
-
-  /**
-   * `consumeAll` for the package's own guards (see {@link decideDirectly}): `keys` without the prefix,
-   * one per rule, in a list this takes over; `rules` and `options` checked when the guard's plan was.
-   * Not part of the public API.
-   */
-  [decideDirectly](
-    keys: string[],
-    rules: readonly SlidingLimitRule[],
-    options: DecisionOptions | undefined,
-    receiver: DecisionReceiver,
-  ): Promise<unknown> {
-    const identity = keys[0];
-    if (!hasUsableKeys(keys)) {
-      // A protected hook of the guard gave an empty key, say: the error consumeAll would give.
-      return this.consumeAll(
-        keys.map((key, i) => ({ ...rules[i], key })),
-        options,
-      ).then((decision) => receiver.receive(decision));
-    }
-    for (let i = 0; i < keys.length; i++) keys[i] = this.keyPrefix + keys[i];
-    return this.decide(identity, keys, rules, options, receiver);
   }
 
   /**

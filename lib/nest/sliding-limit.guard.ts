@@ -31,9 +31,8 @@ import { ShadowReport } from './shadow-report';
 import { SlidingLimitPlans } from './rate-limit-plans';
 import type { RateLimitRequest } from './rate-limit-key';
 import type { KeySource } from './key-template';
-import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import { decideDirectly, SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import type { DecisionReceiver } from '../limiter/decision-in-flight';
-import { decideDirectly } from '../limiter/direct-decisions';
 import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-limit-cost';
 import { messageOf } from '../redis/reply';
 import { missingModuleError } from './missing-module.error';
@@ -254,7 +253,7 @@ export class SlidingLimitGuard implements CanActivate {
     )
       return this.enforceAsync(context, plan, http, keys);
     const admission = new Admission(this.applyDecision, context, plan, http.response);
-    return this.limiter[decideDirectly](keys, plan.rules, plan.decisionOptions, admission) as Promise<boolean>;
+    return decideDirectly(this.limiter, keys, plan.rules, plan.decisionOptions, admission) as Promise<boolean>;
   }
 
   /**
