@@ -57,6 +57,11 @@ export interface CompiledLimit {
   readonly fixed?: PolicyLimitValues;
   /** Set when the decorator gave the limit a name (unnamed limits are named after their route). */
   readonly named?: true;
+  /**
+   * Set when its key is a template, which reads the request while the key is resolved and never
+   * after (a key function may read it after an await).
+   */
+  readonly keyReadAtOnce?: true;
   /** Set when any caller can name the limit's keys (see `isNamedByCaller`): not the caller's own usage. */
   readonly namedByCaller?: true;
   /** The name `RateLimit-Policy` gives it under a policy: the tier's own, or `<tier>.<limit>` when several share it. */
@@ -188,6 +193,7 @@ export function buildHandlerPlan(
       policyLimitName: policy === undefined ? undefined : name,
       named: entry.name === undefined ? undefined : (true as const),
       namedByCaller: isNamedByCaller(source) ? (true as const) : undefined,
+      keyReadAtOnce: typeof source === 'string' ? (true as const) : undefined,
     }) as CompiledLimit;
     limits.push(compiled);
     if (entry.candidate) limits.push(candidateOf(compiled, entry.candidate));

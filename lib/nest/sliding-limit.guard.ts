@@ -102,13 +102,20 @@ const READY_GUARDS: Readonly<Record<string, string>> = {
   rpc: 'RpcSlidingLimitGuard (entry point nestjs-sliding-limit/microservices)',
 };
 
-/** What a request's key is read from: one object per limit and request, its tracker a method. */
+type TrackerOf = (request: RateLimitRequest, context: ExecutionContext) => string | undefined;
+
+/**
+ * What a request's key is read from, its tracker a method. A template reads it while the key is
+ * resolved and never after, so the guard keeps one for every template key and points it at each
+ * request in turn (it holds the latest until the next); a key function may read it after an await,
+ * so it gets one of its own.
+ */
 class RequestKeySource implements KeySource {
   constructor(
-    readonly request: RateLimitRequest,
-    readonly context: ExecutionContext,
-    readonly route: string,
-    private readonly trackerOf: (request: RateLimitRequest, context: ExecutionContext) => string | undefined,
+    private readonly trackerOf: TrackerOf,
+    public request: RateLimitRequest,
+    public context: ExecutionContext,
+    public route: string,
   ) {}
 
   tracker(): string | undefined {
@@ -174,8 +181,9 @@ export interface RateLimitHttpContext {
 export class SlidingLimitGuard implements CanActivate {
   protected readonly logger = new Logger('SlidingLimitGuard');
   /** `getTracker` (as a subclass overrides it), for the key sources: made once per guard. */
-  private readonly trackerOf = (request: RateLimitRequest, context: ExecutionContext): string | undefined =>
-    this.getTracker(request, context);
+  private readonly trackerOf: TrackerOf = (request, context) => this.getTracker(request, context);
+  /** The key source of template keys, reused (see RequestKeySource); made at the first request. */
+  private templateSource: RequestKeySource | undefined;
   private readonly warnedUnsupported = new WeakSet<HandlerPlan>();
   private readonly metUnsupported = new WeakSet<HandlerPlan>();
   private readonly warnedUnpriceable = new WeakSet<HandlerPlan>();
@@ -495,7 +503,16 @@ export class SlidingLimitGuard implements CanActivate {
     context: ExecutionContext,
     plan: HandlerPlan,
   ): string | Promise<string> {
-    const identity = limit.key(new RequestKeySource(request, context, plan.route, this.trackerOf));
+    let identity: string | undefined | Promise<string | undefined>;
+    if (limit.keyReadAtOnce) {
+      const source = (this.templateSource ??= new RequestKeySource(this.trackerOf, request, context, plan.route));
+      source.request = request;
+      source.context = context;
+      source.route = plan.route;
+      identity = limit.key(source);
+    } else {
+      identity = limit.key(new RequestKeySource(this.trackerOf, request, context, plan.route));
+    }
     // Template keys resolve synchronously; only key functions may return a promise.
     if (identity instanceof Promise) return identity.then((resolved) => this.keyOf(limit, resolved, context, plan));
     return this.keyOf(limit, identity, context, plan);

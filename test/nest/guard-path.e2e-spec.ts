@@ -45,6 +45,21 @@ class StackedKeys {
   byUser(): string {
     return 'ok';
   }
+
+  @SlidingLimit({ name: 'client', limit: 5, windowMs: 60_000, key: 'header:x-client' })
+  @SlidingLimit({
+    name: 'later',
+    limit: 5,
+    windowMs: 60_000,
+    // No value, after a wait: the key falls back to the request's IP, read after the await.
+    key: async () => {
+      await sleep(10);
+      return undefined;
+    },
+  })
+  mixed(): string {
+    return 'ok';
+  }
 }
 
 function httpContext(handler: keyof StackedKeys, request: object): ExecutionContext {
@@ -114,6 +129,19 @@ describe('guard path', () => {
     expect(expected.message).toMatch(/key/);
     await expect(direct).rejects.toThrow(expected.message);
     expect(moduleRef.get(MemoryBackend).keys()).toEqual([]);
+  });
+
+  it('keys requests in flight together each by their own values, templates and key functions mixed', async () => {
+    await Promise.all([
+      guard.canActivate(httpContext('mixed', { ip: '10.0.1.1', headers: { 'x-client': 'one' } })),
+      guard.canActivate(httpContext('mixed', { ip: '10.0.1.2', headers: { 'x-client': 'two' } })),
+    ]);
+    expect(moduleRef.get(MemoryBackend).keys().sort()).toEqual([
+      'rl:client:{header.x-client:one}',
+      'rl:client:{header.x-client:two}',
+      'rl:later:{no-key:ip:10.0.1.1}',
+      'rl:later:{no-key:ip:10.0.1.2}',
+    ]);
   });
 
   it('counts a call met twice by the same plan once', async () => {
