@@ -291,14 +291,8 @@ export class SlidingWindowLimiter {
    */
   async consume(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitDecision> {
     checkDecisionArguments(key, rule, options);
-    const decision = (await this.decide(
-      key,
-      [this.keyPrefix + key],
-      [rule],
-      options,
-      undefined,
-    )) as MultiRateLimitDecision;
-    return decision.limits[0];
+    const decided = this.decide(key, [this.keyPrefix + key], [rule], options, undefined);
+    return ((await decided) as MultiRateLimitDecision).limits[0];
   }
 
   /**

@@ -135,10 +135,18 @@ export const V4_CONTRACT: FunctionContract = {
     name: 'sliding_allow_many_v4',
 
     arguments(calls) {
-      const decisions: (string | number)[] = [];
+      // One list of its final length, as for a single call: pushes would grow it (a copy each time).
+      let length = 0;
+      for (const { rules } of calls) length += 4 + 4 * rules.length;
+      const decisions = new Array<string | number>(length);
+      let at = 0;
       for (const { keys, rules, nowMs, member, cost = 1, overrides = false } of calls) {
-        decisions.push(wholeNow(nowMs), member, cost, rules.length);
-        writeQuadruples(decisions, decisions.length, overrides, keys, rules);
+        decisions[at] = wholeNow(nowMs);
+        decisions[at + 1] = member;
+        decisions[at + 2] = cost;
+        decisions[at + 3] = rules.length;
+        writeQuadruples(decisions, at + 4, overrides, keys, rules);
+        at += 4 + 4 * rules.length;
       }
       return [calls[0].maxClockSkewMs, JSON.stringify(decisions)];
     },
