@@ -59,6 +59,8 @@ if (process.argv[2]) {
 }
 
 const settings = readSettings(process.env);
+// The build measured is the one snapshotted now: lib/ may change while the run goes on.
+const build = buildOf();
 installCleanup(2 * 60 * 60_000);
 // Frames name the files Node loaded, symbolic links resolved (node_modules may be one).
 const dist = realpathSync(await snapshotDist(join(here, '..')));
@@ -78,7 +80,7 @@ try {
 const date = new Date().toISOString().slice(0, 10);
 const saved = {
   date,
-  build: buildOf(),
+  build,
   functionName: process.env.BENCH_FUNCTION ?? 'sliding_allow_v2',
   settings,
   runs,
