@@ -16,8 +16,8 @@ export interface CallSettlers<T> {
  * One call as the policy makes it: its steps (send, recover, parse, done) as methods of a subclass,
  * and the state the policy keeps while the call is in flight on the same object — the decision path
  * makes one object per call, with no promise, state object or closure of the policy's own beside it
- * (only the reply's two callbacks, bound once per call when it is sent; methods rather than closures, so that V8
- * keeps their optimized code with the class — see SlidingLimitGuard.enforce).
+ * (only the reply's two callbacks, bound once per call when it is sent; methods rather than closures,
+ * so that V8 keeps their optimized code with the class — see SlidingLimitGuard.enforce).
  */
 export abstract class PolicedCall<T> {
   /** The policy making the call, and who it settles: set when the call starts. */
@@ -135,9 +135,8 @@ export class RedisCallPolicy {
     call.decisions = decisions;
     const breaker = (call.breaker = this.breakers.for(routeKey));
     if (!breaker.tryAcquire()) {
-      call.settled = true;
-      call.done();
-      settlers.reject(
+      this.finish(
+        call,
         new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'),
       );
       return;

@@ -258,9 +258,12 @@ export function buildHandlerPlan(
   return { plan, problems: [] };
 }
 
-/** The rule of a limit with values of its own: what the limiter reads, nothing else. */
-function ruleOf(limit: CompiledLimit & { limit: number; windowMs: number }): SlidingLimitRule {
-  const rule: SlidingLimitRule = { limit: limit.limit, windowMs: limit.windowMs };
+/**
+ * The rule of a limit, what the limiter reads and nothing else. A limit whose values a policy gives
+ * has no `limit` or `windowMs` here: the guard sets them per request, or refuses.
+ */
+export function ruleOf(limit: CompiledLimit): SlidingLimitRule {
+  const rule: SlidingLimitRule = { limit: limit.limit as number, windowMs: limit.windowMs as number };
   if (limit.precisionMs !== undefined) rule.precisionMs = limit.precisionMs;
   if (limit.mode !== undefined) rule.mode = limit.mode;
   if (limit.overrides !== undefined) rule.overrides = limit.overrides;

@@ -135,21 +135,12 @@ export function writeRateLimitHeaders(
   decision: MultiRateLimitDecision,
   withShadow = false,
 ): void {
-  if (typeof response !== 'object' || response === null) return;
-  if (response instanceof ServerResponse) {
-    try {
-      emitHeaders(setNodeHeader, response, style, limits, policyHeader, decision, withShadow);
-    } catch (error) {
-      if (!isHeadersSent(error)) throw error;
-    }
-    return;
-  }
-  const res = response as OtherResponse;
-  if (res.headersSent === true || res.sent === true) return;
-  if (typeof res.setHeader === 'function') {
-    emitHeaders(callSetHeader, res, style, limits, policyHeader, decision, withShadow);
-  } else if (typeof res.header === 'function') {
-    emitHeaders(callHeader, res, style, limits, policyHeader, decision, withShadow);
+  const sink = sinkOf(response);
+  if (sink === undefined) return;
+  try {
+    emitHeaders(sink, response, style, limits, policyHeader, decision, withShadow);
+  } catch (error) {
+    if (!isHeadersSent(error)) throw error;
   }
 }
 
@@ -224,35 +215,32 @@ function isHeadersSent(error: unknown): boolean {
  * response in GraphQL/WebSocket/RPC contexts) or once the response has been sent.
  */
 export function writeHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
-  if (typeof response !== 'object' || response === null) return;
-  if (response instanceof ServerResponse) {
-    writeNodeHeaders(response as ServerResponse, headers);
-    return;
-  }
-  const res = response as OtherResponse;
-  if (res.headersSent === true || res.sent === true) return;
-  // A Fastify reply has header() only; other responses with setHeader (HTTP/2 compatibility) use it.
-  if (typeof res.setHeader === 'function') {
-    for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
-  } else if (typeof res.header === 'function') {
-    for (let i = 0; i < headers.length; i++) res.header(headers[i][0], headers[i][1]);
+  const sink = sinkOf(response);
+  if (sink === undefined) return;
+  try {
+    for (let i = 0; i < headers.length; i++) sink(response, headers[i][0], headers[i][1]);
+  } catch (error) {
+    if (!isHeadersSent(error)) throw error;
   }
 }
 
 /**
- * An Express response (a Node `ServerResponse`, told apart by `instanceof`, which walks the prototype
- * chain without looking a property up). Express swaps the prototype of every response, so each
- * property read on one misses V8's inline caches — about 2,000 instructions per read on Node 20
- * (callgrind): this reads nothing. It calls Node's `setHeader` directly (Express's `header()` would
- * only add a charset to Content-Type on top), and lets `setHeader`'s own check tell a response whose
- * head is gone already, rather than reading `headersSent` first: a guard runs before the handler, so
- * that is rare.
+ * How headers are set on `response`, or undefined when they cannot be (no response, or one sent).
+ * An Express response is a Node `ServerResponse`, told apart by `instanceof`, which walks the
+ * prototype chain without looking a property up: Express swaps the prototype of every response, so
+ * each property read on one misses V8's inline caches — about 2,000 instructions per read on Node 20
+ * (callgrind). Nothing is read on it: Node's `setHeader` is called directly (Express's `header()`
+ * would only add a charset to Content-Type on top), and its own check tells a response whose head is
+ * gone already (`ERR_HTTP_HEADERS_SENT`, which the writers ignore) rather than reading `headersSent`
+ * first: a guard runs before the handler, so that is rare. A Fastify reply has `header()` only; other
+ * responses with `setHeader` (HTTP/2 compatibility) use it.
  */
-function writeNodeHeaders(response: ServerResponse, headers: readonly HeaderEntry[]): void {
-  try {
-    for (let i = 0; i < headers.length; i++)
-      ServerResponse.prototype.setHeader.call(response, headers[i][0], headers[i][1]);
-  } catch (error) {
-    if (!isHeadersSent(error)) throw error;
-  }
+function sinkOf(response: unknown): HeaderSink<unknown> | undefined {
+  if (typeof response !== 'object' || response === null) return undefined;
+  if (response instanceof ServerResponse) return setNodeHeader as HeaderSink<unknown>;
+  const res = response as OtherResponse;
+  if (res.headersSent === true || res.sent === true) return undefined;
+  if (typeof res.setHeader === 'function') return callSetHeader as HeaderSink<unknown>;
+  if (typeof res.header === 'function') return callHeader as HeaderSink<unknown>;
+  return undefined;
 }

@@ -10,7 +10,7 @@ import type { RateLimitRequest } from './rate-limit-key';
 export function adoptRawUser(request: RateLimitRequest): void {
   // A Node request (Express) is the raw one itself: nothing to adopt. Told by `instanceof`, which
   // reads no property — Express swaps every request's prototype, so each property read misses V8's
-  // caches (some 2,000 instructions each; see writeHeaders).
+  // caches (some 2,000 instructions each; see sinkOf in rate-limit-headers.ts).
   if (request instanceof IncomingMessage) return;
   if (request.user !== undefined && request.user !== null) return;
   const raw = (request as { raw?: unknown }).raw;

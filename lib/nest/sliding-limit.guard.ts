@@ -12,7 +12,7 @@ import { TooManyRequestsException } from './too-many-requests.exception';
 import type { KeyedSlidingLimitRule } from '../core/limit-rule';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { FallbackKind as DegradedKind } from '../core/call-metrics';
-import type { CompiledLimit, HandlerPlan } from './limit-plan';
+import { ruleOf, type CompiledLimit, type HandlerPlan } from './limit-plan';
 import { tooManyRequestsBody } from './rate-limit-error-body';
 import {
   HEADER,
@@ -49,11 +49,8 @@ function keyedRules(plan: HandlerPlan, keys: readonly string[]): KeyedSlidingLim
 
 /** The rule of one limit for one request's key, with the decorator's values (a policy's come later). */
 function keyedRule(limit: CompiledLimit, key: string): KeyedSlidingLimitRule {
-  // A limit whose values a policy gives has none here: `withPolicyValues` sets them, or refuses.
-  const rule: KeyedSlidingLimitRule = { key, limit: limit.limit as number, windowMs: limit.windowMs as number };
-  if (limit.precisionMs !== undefined) rule.precisionMs = limit.precisionMs;
-  if (limit.mode !== undefined) rule.mode = limit.mode;
-  if (limit.overrides !== undefined) rule.overrides = limit.overrides;
+  const rule = ruleOf(limit) as KeyedSlidingLimitRule;
+  rule.key = key;
   return rule;
 }
 
@@ -120,6 +117,14 @@ class RequestKeySource implements KeySource {
 
   tracker(): string | undefined {
     return this.trackerOf(this.request, this.context);
+  }
+
+  /** The same source, now for another request. */
+  pointAt(request: RateLimitRequest, context: ExecutionContext, route: string): this {
+    this.request = request;
+    this.context = context;
+    this.route = route;
+    return this;
   }
 }
 
@@ -505,14 +510,12 @@ export class SlidingLimitGuard implements CanActivate {
     plan: HandlerPlan,
   ): string | Promise<string> {
     let identity: string | undefined | Promise<string | undefined>;
-    if (limit.keyReadAtOnce) {
-      const source = (this.templateSource ??= new RequestKeySource(this.trackerOf, request, context, plan.route));
-      source.request = request;
-      source.context = context;
-      source.route = plan.route;
-      identity = limit.key(source);
+    if (limit.keyReadAtOnce && this.templateSource) {
+      identity = limit.key(this.templateSource.pointAt(request, context, plan.route));
     } else {
-      identity = limit.key(new RequestKeySource(this.trackerOf, request, context, plan.route));
+      const source = new RequestKeySource(this.trackerOf, request, context, plan.route);
+      if (limit.keyReadAtOnce) this.templateSource = source;
+      identity = limit.key(source);
     }
     // Template keys resolve synchronously; only key functions may return a promise.
     if (identity instanceof Promise) return identity.then((resolved) => this.keyOf(limit, resolved, context, plan));
