@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { describeRedisUrlProblems } from '../core/redis-url';
-import { CliError, ExitCode } from './exit-codes';
+import { usage } from './exit-codes';
 import { OVERRIDE_FLAGS, parseOverrideArgs, type OverrideArgs } from './override-args';
+import { parseWholeNumberFlag } from './whole-number-flag';
 
 /** The `functions` subcommands. */
 export const COMMANDS = ['list', 'load', 'status', 'delete', 'dump', 'restore'] as const;
@@ -303,10 +304,7 @@ function restorePolicy(policy: string | undefined): RestorePolicy {
 
 function timeout(value: string | undefined): number {
   if (value === undefined) return DEFAULT_TIMEOUT_MS;
-  const ms = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!(ms >= 1 && ms <= 600_000))
-    throw usage(`--timeout must be a whole number of milliseconds from 1 to 600000, got "${value}"`);
-  return ms;
+  return parseWholeNumberFlag('timeout', value, { min: 1, max: 600_000, noun: 'milliseconds' });
 }
 
 function keyPrefix(value: string | undefined): string {
@@ -318,18 +316,11 @@ function keyPrefix(value: string | undefined): string {
 
 function sampleSize(value: string | undefined): number {
   if (value === undefined) return DEFAULT_SAMPLE;
-  const count = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!(count >= 1 && count <= 1_000_000))
-    throw usage(`--sample must be a whole number of keys from 1 to 1000000, got "${value}"`);
-  return count;
+  return parseWholeNumberFlag('sample', value, { min: 1, max: 1_000_000, noun: 'keys' });
 }
 
 function respVersion(value: string | undefined): RespVersion | undefined {
   if (value === undefined) return undefined;
   if (value === '2' || value === '3') return Number(value) as RespVersion;
   throw usage(`--resp must be 2 or 3, got "${value}"`);
-}
-
-function usage(message: string): CliError {
-  return new CliError(ExitCode.Usage, message);
 }

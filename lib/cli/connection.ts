@@ -7,7 +7,7 @@ import { toText } from '../redis/reply';
 import { hasFunctionsByVersion, parseServerInfo } from '../redis/server-info';
 import type { ConnectionTarget, RespVersion } from './cli-options';
 import { describeTarget, parseUrlSafely } from './connection-target';
-import { CliError, ExitCode } from './exit-codes';
+import { CliError, ExitCode, usage } from './exit-codes';
 import { closeConnection } from '../redis/close-connection';
 
 /** An open connection and the clients of every master. */
@@ -95,8 +95,7 @@ async function checkNode(node: Redis, target: ConnectionTarget): Promise<ServerI
     );
   }
   if (target.kind === 'standalone' && /cluster_enabled:1/.test(info)) {
-    throw new CliError(
-      ExitCode.Usage,
+    throw usage(
       `${nodeAddress(node)} is a Redis Cluster node: a command would reach this node only. ` +
         `Pass --cluster ${nodeAddress(node)} so that it reaches every master.`,
     );

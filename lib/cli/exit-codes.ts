@@ -48,3 +48,8 @@ export class CliError extends Error {
     this.name = 'CliError';
   }
 }
+
+/** A usage error (exit code 2): a bad command line, found before anything is done. */
+export function usage(message: string): CliError {
+  return new CliError(ExitCode.Usage, message);
+}

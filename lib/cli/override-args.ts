@@ -6,9 +6,10 @@ import {
   type KeyOverride,
 } from '../core/key-overrides';
 import { MAX_BUCKETED_LIMIT, MAX_WINDOW_MS } from '../core/limit-rule';
-import { whyNoOverrideKey } from '../core/override-keys';
-import { CliError, ExitCode } from './exit-codes';
+import { describeKeyPrefixProblems, whyNoOverrideKey } from '../core/override-keys';
+import { usage } from './exit-codes';
 import { DURATION_UNIT_MS } from './format';
+import { parseWholeNumberFlag } from './whole-number-flag';
 
 /** The flags of the `overrides` commands besides `--key-prefix`. */
 export const OVERRIDE_FLAGS = ['limit', 'exempt', 'block', 'ttl', 'note', 'by', 'match', 'count'] as const;
@@ -41,7 +42,6 @@ export interface OverrideFlagValues {
   count?: string;
 }
 
-/** Units of `--ttl`, in ms. */
 /**
  * The checked arguments of an `overrides` command: every flag is checked here, before connecting,
  * so that a bad one is a usage error naming it and nothing is done.
@@ -53,7 +53,7 @@ export function parseOverrideArgs(
   keyPrefix: string,
   values: OverrideFlagValues,
 ): OverrideArgs {
-  if (/[{}]/.test(keyPrefix)) {
+  if (describeKeyPrefixProblems(keyPrefix).length > 0) {
     throw usage(
       `--key-prefix must have no { or } (a limiter refuses such a prefix: it would be every key's hash tag), got "${keyPrefix}"`,
     );
@@ -78,7 +78,7 @@ export function parseOverrideArgs(
  * 1 ms to a year.
  * @throws CliError (usage) naming `--ttl`
  */
-export function parseDuration(text: string): number {
+function parseDuration(text: string): number {
   const parsed = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
   const ms = parsed ? Number(parsed[1]) * DURATION_UNIT_MS[parsed[2] ?? 'ms'] : NaN;
   if (!(ms >= 1 && ms <= MAX_WINDOW_MS)) {
@@ -90,7 +90,7 @@ export function parseDuration(text: string): number {
 }
 
 /** Who sets an override when `--by` is not given: `user@host` of this OS, or undefined when unknown. */
-export function defaultBy(): string | undefined {
+function defaultBy(): string | undefined {
   let user: string | undefined;
   try {
     user = userInfo().username;
@@ -117,10 +117,8 @@ function overrideOf(values: OverrideFlagValues): KeyOverride {
   }
   if (values.exempt) return { action: 'exempt' };
   if (values.block) return { action: 'block' };
-  const limit = /^\d+$/.test(values.limit ?? '') ? Number(values.limit) : NaN;
-  if (!(limit >= 0 && limit <= MAX_BUCKETED_LIMIT)) {
-    throw usage(`--limit must be a whole number from 0 to ${MAX_BUCKETED_LIMIT}, got "${values.limit}"`);
-  }
+  // Exactly one of the three was given, and not --exempt or --block: --limit.
+  const limit = parseWholeNumberFlag('limit', values.limit as string, { min: 0, max: MAX_BUCKETED_LIMIT });
   return { action: 'limit', limit };
 }
 
@@ -139,13 +137,5 @@ function match(value: string | undefined): string | undefined {
 
 function count(value: string | undefined): number {
   if (value === undefined) return DEFAULT_OVERRIDE_LIST_COUNT;
-  const parsed = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!(parsed >= 1 && parsed <= MAX_OVERRIDE_LIST_COUNT)) {
-    throw usage(`--count must be a whole number from 1 to ${MAX_OVERRIDE_LIST_COUNT}, got "${value}"`);
-  }
-  return parsed;
-}
-
-function usage(message: string): CliError {
-  return new CliError(ExitCode.Usage, message);
+  return parseWholeNumberFlag('count', value, { min: 1, max: MAX_OVERRIDE_LIST_COUNT });
 }

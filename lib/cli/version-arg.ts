@@ -1,6 +1,6 @@
 import type { FunctionContract } from '../core/function-contract';
 import { FUNCTION_VERSIONS, functionNamesOf } from '../redis/function-versions';
-import { CliError, ExitCode } from './exit-codes';
+import { usage } from './exit-codes';
 
 /** The shipped versions, for messages: `v1 (rate_limit_v1), v2 (rate_limit_v2)`. */
 export function knownVersions(): string {
@@ -18,8 +18,7 @@ export function findVersion(argument: string): FunctionContract | undefined {
 /** The contract of a bundled version, or a usage error listing the shipped ones. */
 export function requireBundledVersion(argument: string): FunctionContract {
   const contract = findVersion(argument);
-  if (!contract)
-    throw new CliError(ExitCode.Usage, `"${argument}" is not a version this package ships; known: ${knownVersions()}`);
+  if (!contract) throw usage(`"${argument}" is not a version this package ships; known: ${knownVersions()}`);
   return contract;
 }
 
@@ -33,8 +32,7 @@ export function requireLibraryArgument(argument: string): { library: string; con
   const contract = findVersion(argument);
   if (contract) return { library: contract.libraryName, contract };
   if (!isLibraryName(argument)) {
-    throw new CliError(
-      ExitCode.Usage,
+    throw usage(
       `"${argument}" is neither a shipped version (${knownVersions()}) nor a library name (letters, digits, _)`,
     );
   }

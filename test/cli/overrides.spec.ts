@@ -173,6 +173,22 @@ describe('overrides commands (standalone)', () => {
     expect(await redis.exists('rl:bad:{1}|override')).toBe(0);
   });
 
+  it.each([
+    ['250ms', 250, '2\\d\\dms'],
+    ['30s', 30_000, '(30|29)s'],
+    ['7d', 7 * 24 * 60 * MIN, '(7d|6d 23h)'],
+  ])('reads --ttl %s as %d ms, and shows the time left', async (ttl, ms, shown) => {
+    const set = await overrides('set', 'ttl:{1}', '--block', '--ttl', ttl, '--json');
+    expect(set.json<SetJson>().override.expiresInMs).toBeGreaterThan(ms * 0.9);
+    expect(set.json<SetJson>().override.expiresInMs).toBeLessThanOrEqual(ms);
+    const text = await overrides('set', 'ttl:{1}', '--block', '--ttl', ttl);
+    expect(text.stdout).toMatch(new RegExp(` {2}ttl:\\{1\\} +block +- +${shown} +- +\\S+@`));
+  });
+
+  it('says so when no override is under the key prefix', async () => {
+    expect((await overrides('list')).stdout).toMatch(/^No overrides under key prefix "rl:"\.\n/);
+  });
+
   it('lets an override expire by itself', async () => {
     const limiter = await appLimiter();
     expect((await overrides('set', 'k:{1}', '--block', '--ttl', '150')).code).toBe(0);
@@ -187,6 +203,8 @@ describe('overrides commands (standalone)', () => {
   it('warns, and stores anyway, when no master holds v4 or a live limiter calls a version without overrides', async () => {
     const set = await overrides('set', 'a:{1}', '--limit', '1', '--json');
     expect(set.code).toBe(0);
+    // --json carries them in the document, and stderr says them as well.
+    expect(set.stderr).toMatch(/^warning: /m);
     expect(set.json<SetJson>().warnings).toEqual([
       expect.stringMatching(
         /^127\.0\.0\.1:\d+ has no rate_limit_v4: the override is stored, but only sliding_allow_v4 reads overrides; .*run: npx nestjs-sliding-limit functions load v4 --url redis:\/\/127\.0\.0\.1:\d+$/,
@@ -238,6 +256,7 @@ describe('overrides command line', () => {
       ['overrides', 'set', 'k:{1}', '--block', '--note', 'x'.repeat(501)],
       '--note must be at most 500 characters, got 501',
     ],
+    [['overrides', 'set', 'k:{1}', '--block', '--by', 'x'.repeat(501)], '--by must be at most 500 characters, got 501'],
     [
       ['overrides', 'set', 'a{}b', '--block'],
       '<key> "a{}b" cannot carry an override: "rl:a{}b" has braces but no valid cluster hash tag',
