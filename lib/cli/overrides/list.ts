@@ -18,7 +18,7 @@ export const overridesListCommand: Command = async ({ options, connection }) => 
   const scope = `under key prefix "${keyPrefix}"${match === '*' ? '' : ` matching "${match}"`}`;
   let text =
     overrides.length === 0 ? `No overrides ${scope}.\n` : `${plural(overrides.length, 'override')} ${scope}:\n`;
-  text += overridesTable(overrides);
+  if (overrides.length > 0) text += overridesTable(overrides);
   if (truncated) text += `Stopped at --count ${count}: there may be more (raise --count, or narrow --match).\n`;
   return { exitCode: ExitCode.Ok, json: { keyPrefix, match, count, truncated, overrides }, text };
 };
