@@ -25,12 +25,29 @@ export interface LimitCounts {
   allowed: number;
   /** Redis decisions in which it was full and the request was refused (by it, or also by another limit). */
   rejected: number;
-  /** Shadow limits only: full while the request was admitted — a refusal enforcing it would add. */
+  /** Shadow limits only: full while the request was admitted — a refusal enforcing it would add (`wouldRefuse`). */
   wouldReject: number;
   /** Decisions made without Redis, by how (the `onRedisError` policy or the insurance). */
   readonly degraded: Partial<Record<FallbackKind, number>>;
   /** Redis decisions in which a per-key override applied, by its action. */
   readonly overrides: Partial<Record<OverrideAction, number>>;
+}
+
+/** A label value and its count: one series of a per-limit counter. */
+export type LabelledCount = readonly [label: string, count: number];
+
+/**
+ * What a limit said, as `[outcome, count]` pairs for the `outcome` label of both exports:
+ * `allowed`, `rejected`, and `would_reject` for a shadow limit only (a full enforced limit refuses,
+ * so it has none: no series that could only ever read 0).
+ */
+export function outcomesOf(counts: LimitCounts): LabelledCount[] {
+  const outcomes: LabelledCount[] = [
+    ['allowed', counts.allowed],
+    ['rejected', counts.rejected],
+  ];
+  if (counts.mode === 'shadow') outcomes.push(['would_reject', counts.wouldReject]);
+  return outcomes;
 }
 
 /**
@@ -40,9 +57,10 @@ export interface LimitCounts {
  */
 export class LimitTally {
   /** One map per mode, so that a decision finds its counts without building a composite key. */
-  private readonly enforced = new Map<string, LimitCounts>();
-  private readonly shadow = new Map<string, LimitCounts>();
-  private names = 0;
+  private readonly byMode: Readonly<Record<LimitMode, Map<string, LimitCounts>>> = {
+    enforced: new Map(),
+    shadow: new Map(),
+  };
   private overflowLogged = false;
 
   /**
@@ -62,7 +80,7 @@ export class LimitTally {
         continue;
       }
       if (decision.allowed) counts.allowed++;
-      else if (event.allowed) counts.wouldReject++;
+      else if (decision.wouldRefuse) counts.wouldReject++;
       else counts.rejected++;
       const override = decision.override;
       if (override !== undefined) counts.overrides[override] = (counts.overrides[override] ?? 0) + 1;
@@ -76,22 +94,26 @@ export class LimitTally {
       degraded: { ...counts.degraded },
       overrides: { ...counts.overrides },
     });
-    return [...this.enforced.values(), ...this.shadow.values()].map(copy);
+    return [...this.byMode.enforced.values(), ...this.byMode.shadow.values()].map(copy);
   }
 
   private countsOf(name: string, decision: RateLimitDecision): LimitCounts {
     const mode: LimitMode = decision.shadow ? 'shadow' : 'enforced';
-    const byName = mode === 'shadow' ? this.shadow : this.enforced;
+    const byName = this.byMode[mode];
     let counts = byName.get(name);
     if (counts) return counts;
-    if (this.names >= MAX_LIMIT_NAMES && name !== OTHER_LIMITS_LABEL) {
+    if (this.nameCount() >= MAX_LIMIT_NAMES && name !== OTHER_LIMITS_LABEL) {
       this.warnOverflow(name);
       return this.countsOf(OTHER_LIMITS_LABEL, decision);
     }
     counts = { limit: name, mode, allowed: 0, rejected: 0, wouldReject: 0, degraded: {}, overrides: {} };
     byName.set(name, counts);
-    this.names++;
     return counts;
+  }
+
+  /** Names counted one by one, both modes together (a name in both modes counts twice). */
+  private nameCount(): number {
+    return this.byMode.enforced.size + this.byMode.shadow.size;
   }
 
   private warnOverflow(name: string): void {

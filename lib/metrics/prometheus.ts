@@ -6,7 +6,7 @@ import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
 import type { FunctionCallMetrics } from '../core/call-metrics';
 import { DEGRADED_WINDOW_MS } from '../limiter/degraded-stretch';
-import { leaseLimitTally, type LimitCounts } from './limit-tally';
+import { leaseLimitTally, outcomesOf, type LabelledCount, type LimitCounts } from './limit-tally';
 
 /**
  * The parts of a prom-client `Registry` this export needs. Structural, so that these declarations
@@ -198,16 +198,16 @@ export function registerPrometheusMetrics(
         },
       }),
   );
-  /** A counter read from the per-limit tally, labelled by limit, mode and `labelName`. */
+  /** A counter read from the per-limit tally, labelled by limit, mode and `labelName` (values from `pick`). */
   const limitCounter = (
     suffix: string,
     help: string,
     labelName: string,
-    fill: (c: LimitCounts, inc: (value: string, count: number) => void) => void,
+    pick: (c: LimitCounts) => readonly LabelledCount[],
   ) =>
     scrapedCounter(suffix, help, ['limit', 'mode', labelName], (inc) => {
       for (const c of limitTally.tally.snapshot()) {
-        fill(c, (value, count) => inc({ limit: c.limit, mode: c.mode, [labelName]: value }, count));
+        for (const [value, count] of pick(c)) inc({ limit: c.limit, mode: c.mode, [labelName]: value }, count);
       }
     });
   limitCounter(
@@ -215,27 +215,19 @@ export function registerPrometheusMetrics(
     'Redis decisions per limit name, mode (enforced, shadow) and what the limit said: allowed (it had room), ' +
       'rejected (it was full, the request was refused), would_reject (a shadow limit full, the request admitted).',
     'outcome',
-    (c, inc) => {
-      inc('allowed', c.allowed);
-      inc('rejected', c.rejected);
-      if (c.mode === 'shadow') inc('would_reject', c.wouldReject);
-    },
+    outcomesOf,
   );
   limitCounter(
     'limit_degraded_decisions',
     'Decisions made without Redis per limit name, mode and kind: allow, deny or insurance.',
     'kind',
-    (c, inc) => {
-      for (const [kind, count] of Object.entries(c.degraded)) inc(kind, count);
-    },
+    (c) => Object.entries(c.degraded),
   );
   limitCounter(
     'limit_overrides',
     'Redis decisions in which a per-key override applied, per limit name, mode and override: limit, exempt, block.',
     'override',
-    (c, inc) => {
-      for (const [override, count] of Object.entries(c.overrides)) inc(override, count);
-    },
+    (c) => Object.entries(c.overrides),
   );
   const Histogram = precomputedHistogramClass(prom);
   register(`${prefix}call_duration_seconds`, (name) => new Histogram(name, limiter, registers));

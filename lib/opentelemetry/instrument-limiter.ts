@@ -16,7 +16,7 @@ import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
 import { describeValue } from '../core/value-checks';
 import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import type { DecisionEvent } from '../limiter/sliding-window-limiter.interfaces';
-import { leaseLimitTally, type LimitCounts } from '../metrics/limit-tally';
+import { leaseLimitTally, outcomesOf, type LabelledCount, type LimitCounts } from '../metrics/limit-tally';
 import {
   OTEL_ATTRIBUTES as A,
   OTEL_METER_NAME,
@@ -127,7 +127,7 @@ export function instrumentLimiter(
     };
     meter.addBatchObservableCallback(observe, observables);
     closers.push(() => meter.removeBatchObservableCallback(observe, observables));
-    closers.push(observeLimits(meter, limiter));
+    closers.push(observeLimits(meter, counter, limiter));
     histogram = meter.createHistogram(N.callDuration, {
       description: 'Latency of the rate limit calls to Redis that made a decision (degraded ones: the failed call).',
       unit: 's',
@@ -156,31 +156,36 @@ export function instrumentLimiter(
   };
 }
 
+type CreateCounter = (name: string, description: string, unit: string) => ObservableCounter;
+
 /** The per-limit counters, read from the limiter's shared tally; returns what stops them. */
-function observeLimits(meter: Meter, limiter: SlidingWindowLimiter): () => void {
+function observeLimits(meter: Meter, counter: CreateCounter, limiter: SlidingWindowLimiter): () => void {
   const lease = leaseLimitTally(limiter);
-  const counter = (name: string, description: string) =>
-    meter.createObservableCounter(name, { description, unit: '{decision}' });
   const decisions = counter(
     N.limitDecisions,
     'Redis decisions per limit and what it said: allowed (it had room), rejected (it was full, the request was ' +
       'refused), would_reject (a shadow limit full, the request admitted).',
+    '{decision}',
   );
-  const degraded = counter(N.limitDegradedDecisions, 'Decisions made without Redis per limit, by kind.');
-  const overrides = counter(N.limitOverrides, 'Redis decisions per limit in which a per-key override applied.');
-  const observables: ObservableCounter[] = [decisions, degraded, overrides];
-  const observeLimit = (result: BatchObservableResult, c: LimitCounts) => {
-    const base: Attributes = { [A.limitName]: c.limit, [A.limitMode]: c.mode };
-    result.observe(decisions, c.allowed, { ...base, [A.outcome]: 'allowed' });
-    result.observe(decisions, c.rejected, { ...base, [A.outcome]: 'rejected' });
-    if (c.mode === 'shadow') result.observe(decisions, c.wouldReject, { ...base, [A.outcome]: 'would_reject' });
-    for (const [kind, count] of Object.entries(c.degraded))
-      result.observe(degraded, count, { ...base, [A.degraded]: kind });
-    for (const [override, count] of Object.entries(c.overrides))
-      result.observe(overrides, count, { ...base, [A.override]: override });
-  };
+  const degraded = counter(N.limitDegradedDecisions, 'Decisions made without Redis per limit, by kind.', '{decision}');
+  const overrides = counter(
+    N.limitOverrides,
+    'Redis decisions per limit in which a per-key override applied.',
+    '{decision}',
+  );
+  // Each counter with the attribute its values go under and where a limit's counts give them.
+  const series: [ObservableCounter, string, (c: LimitCounts) => readonly LabelledCount[]][] = [
+    [decisions, A.outcome, outcomesOf],
+    [degraded, A.degraded, (c) => Object.entries(c.degraded)],
+    [overrides, A.override, (c) => Object.entries(c.overrides)],
+  ];
+  const observables = series.map(([instrument]) => instrument);
   const observe = (result: BatchObservableResult) => {
-    for (const c of lease.tally.snapshot()) observeLimit(result, c);
+    for (const c of lease.tally.snapshot()) {
+      const base: Attributes = { [A.limitName]: c.limit, [A.limitMode]: c.mode };
+      for (const [instrument, attribute, pick] of series)
+        for (const [value, count] of pick(c)) result.observe(instrument, count, { ...base, [attribute]: value });
+    }
   };
   meter.addBatchObservableCallback(observe, observables);
   return () => {

@@ -65,6 +65,20 @@ function metricNamesIn(expr: string): string[] {
   return identifiers.filter((word) => !PROMQL_WORDS.has(word));
 }
 
+/**
+ * The labels of an expression's groupings and matchings (`by (…)`, `without (…)`, `on (…)`,
+ * `ignoring (…)`): a typo there (`by (limt)`) gives no error in Prometheus, only a series without it.
+ */
+function groupingLabelsIn(expr: string): string[] {
+  const bare = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  return [...bare.matchAll(/\b(?:by|without|on|ignoring)\s*\(([^)]*)\)/g)].flatMap(([, labels]) =>
+    labels
+      .split(',')
+      .map((label) => label.trim())
+      .filter((label) => label !== ''),
+  );
+}
+
 /** `metric{label="…",…}` selectors of an expression: the metric and the labels it matches on. */
 function selectorsIn(expr: string): { metric: string; labels: string[] }[] {
   return [...expr.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\}/g)].map(([, metric, matchers]) => ({
@@ -181,6 +195,16 @@ describe('the Grafana dashboard (docs/grafana/nestjs-sliding-limit.json)', () =>
       });
       for (const name of names)
         expect({ expr, name, exported: exported.has(name) }).toEqual({ expr, name, exported: true });
+      // Every metric the expression reads carries the labels it groups by: the dashboard's
+      // expressions group each side of a ratio alike.
+      for (const name of names)
+        for (const label of groupingLabelsIn(expr))
+          expect({ expr, name, label, exported: exported.get(name)?.has(label) }).toEqual({
+            expr,
+            name,
+            label,
+            exported: true,
+          });
       for (const { metric, labels } of selectorsIn(expr)) {
         for (const label of labels)
           expect({ expr, metric, label, exported: exported.get(metric)?.has(label) }).toEqual({

@@ -112,6 +112,7 @@ describe.each(PLATFORMS)('metrics by limit through the guard on %s', (platform) 
     expect(otelCount('twin-shadow', 'shadow', 'would_reject')).toBe(3);
     expect(otelCount('reports.candidate', 'shadow', 'would_reject')).toBe(2);
     expect(otelCount('reports.candidate', 'shadow', 'rejected')).toBe(2);
+    expect(otelCount('twin-enforced', 'enforced', 'would_reject')).toBeUndefined();
   });
 
   it('counts the decisions a per-key override applied to, by limit and override, never by key', async () => {
@@ -161,9 +162,12 @@ describe('metrics by limit while Redis is down', () => {
   let server: RedisServer | undefined;
   let client: Redis | undefined;
   let app: TestApp | undefined;
+  let otel: OtelHarness | undefined;
   afterEach(async () => {
     await app?.close();
     app = undefined;
+    await otel?.shutdown();
+    otel = undefined;
     // The test's own client (the module closes only what it opened): disconnected at once.
     client?.disconnect();
     client = undefined;
@@ -175,11 +179,15 @@ describe('metrics by limit while Redis is down', () => {
     server = await startRedisServer();
     client = reconnectingClient(server.url);
     const registry = new Registry();
+    otel = startOtel();
     const keyPrefix = uniquePrefix('limit-degraded');
     app = await startTestApp({
       platform: 'express',
       controllers: [TwinsController],
-      imports: [RateLimitPrometheusModule.forRoot({ registry })],
+      imports: [
+        RateLimitPrometheusModule.forRoot({ registry }),
+        RateLimitOpenTelemetryModule.forRoot({ meterProvider: otel.meterProvider, spans: false }),
+      ],
       rateLimitModule: RateLimitModule.forRoot({
         client,
         keyPrefix,
@@ -203,5 +211,15 @@ describe('metrics by limit while Redis is down', () => {
     expect(prom.get(series(PROM_DECISIONS, { limit: 'reports.candidate', mode: 'shadow', outcome: 'allowed' }))).toBe(
       1,
     );
+
+    const metrics = await otel.collect();
+    const otelDegraded = (limit: string, mode: string) =>
+      valueOf(metrics, 'rate_limit.limit.degraded_decisions', {
+        'rate_limit.limit.name': limit,
+        'rate_limit.limit.mode': mode,
+        'rate_limit.degraded': 'allow',
+      });
+    expect(otelDegraded('reports', 'enforced')).toBe(3);
+    expect(otelDegraded('reports.candidate', 'shadow')).toBe(3);
   });
 });

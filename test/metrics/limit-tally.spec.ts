@@ -143,23 +143,25 @@ describe('the tally of decisions by limit', () => {
     }
   });
 
+  const decision = { allowed: true, limit: 5, remaining: 4, retryAfterMs: 0, resetMs: 0, functionName: 'f' };
+  /** An allowed decision of one limit named `name`. */
+  const event = (name: string): DecisionEvent => ({
+    functionName: 'sliding_allow_v4',
+    allowed: true,
+    rules: [{ limit: 5, windowMs: 1000 }],
+    limits: [decision],
+    cost: 1,
+    retryAfterMs: 0,
+    latencyMs: 0.1,
+    degraded: undefined,
+    degradedCause: undefined,
+    blockedLocally: false,
+    limitNames: [name],
+  });
+
   it('counts the names past the cap together as _other and says so once, naming the fix', () => {
     const warnings: string[] = [];
     const tally = new LimitTally((line) => warnings.push(line));
-    const decision = { allowed: true, limit: 5, remaining: 4, retryAfterMs: 0, resetMs: 0, functionName: 'f' };
-    const event = (name: string): DecisionEvent => ({
-      functionName: 'sliding_allow_v4',
-      allowed: true,
-      rules: [{ limit: 5, windowMs: 1000 }],
-      limits: [decision],
-      cost: 1,
-      retryAfterMs: 0,
-      latencyMs: 0.1,
-      degraded: undefined,
-      degradedCause: undefined,
-      blockedLocally: false,
-      limitNames: [name],
-    });
     for (let i = 0; i < MAX_LIMIT_NAMES + 5; i++) tally.record(event(`route-${i}`));
     tally.record(event('route-0'));
 
@@ -172,5 +174,20 @@ describe('the tally of decisions by limit', () => {
         `are counted as "${OTHER_LIMITS_LABEL}". Limit names should come from @SlidingLimit decorators, never from ` +
         'requests: pass fixed names to limitNames',
     ]);
+  });
+
+  it('sends the overflow warning through process.emitWarning as a RateLimitMetricsWarning by default', () => {
+    // A spy that swallows it: the real one would print it on the test run's stderr.
+    const emitWarning = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      const tally = new LimitTally();
+      // Two names past the cap, and still one warning.
+      for (let i = 0; i < MAX_LIMIT_NAMES + 2; i++) tally.record(event(`route-${i}`));
+      expect(emitWarning.mock.calls).toEqual([
+        [expect.stringMatching(/^Limit metrics: more than \d+ limit names/), 'RateLimitMetricsWarning'],
+      ]);
+    } finally {
+      emitWarning.mockRestore();
+    }
   });
 });
