@@ -32,14 +32,22 @@ export const SAMPLE_HAS_SHADOW = FUNCTION_VERSIONS.some(
   (version) => version.allowFunction === SAMPLE_FUNCTION && version.shadowLimits === true,
 );
 const PLAN_ROUTES = SAMPLE_HAS_SHADOW ? [ReportsController, ApiKeysController] : [];
+/**
+ * What GET /rate_limit reports: the limits keyed by the caller's API key, of the routes this function
+ * version serves. Listed, since the default (every limit keyed by the caller's identity) would also
+ * report login, order and search (keyed by IP, by user, and one bucket for everyone). The SMS limits,
+ * keyed by a phone number any caller could name, are reported neither way.
+ */
+const USAGE_NAMES = [
+  ...(SAMPLE_HAS_QUOTA ? ['api-quota'] : []),
+  ...(SAMPLE_HAS_SHADOW ? ['reports', 'reports.candidate'] : []),
+];
 
 @Module({
   imports: [
     ConfigModule.forRoot({ isGlobal: true }),
     RateLimitModule.forRootAsync({
-      // GET /rate_limit: the limits keyed by the caller's API key (its SMS limits, keyed by a phone
-      // number any caller could name, are left out by default anyway).
-      usage: { names: ['api-quota', 'reports', 'reports.candidate'] },
+      usage: { names: USAGE_NAMES },
       inject: [ConfigService],
       useFactory: (config: ConfigService) => ({
         // main.ts sets RATE_LIMIT_STORE=memory when no Redis answers; an empty REDIS_URL means the default.

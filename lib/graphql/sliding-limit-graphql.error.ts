@@ -2,8 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
 import { retryAfterSeconds, type NamedRule } from '../nest/rate-limit-headers';
-import { refusedPolicy, refusingLimits } from '../nest/rate-limit-error-payload';
-import { TOO_MANY_REQUESTS_MESSAGE } from '../nest/too-many-requests.exception';
+import { tooManyRequestsPayload } from '../nest/rate-limit-error-payload';
 import { markAsRefusal } from '../nest/rate-limit-refusal';
 
 /**
@@ -59,16 +58,11 @@ export class SlidingLimitGraphQLError extends GraphQLError {
 export function tooManyRequestsError(
   decision: MultiRateLimitDecision,
   plan: HandlerPlan,
-  named: readonly NamedRule[] = plan.limits as readonly NamedRule[],
+  named?: readonly NamedRule[],
 ): SlidingLimitGraphQLError {
-  const refused = refusingLimits(decision);
-  return new SlidingLimitGraphQLError(TOO_MANY_REQUESTS_MESSAGE, {
-    code: 'TOO_MANY_REQUESTS',
-    retryAfter: retryAfterSeconds(decision.retryAfterMs),
-    retryAfterMs: decision.retryAfterMs,
-    limits: refused.map((i) => plan.limits[i].name),
-    policy: refusedPolicy(decision, refused, named),
-  });
+  // The 429 payload of the other transports without its `status`: GraphQL has no status line to carry.
+  const { message, retryAfter, retryAfterMs, limits, policy } = tooManyRequestsPayload(decision, plan, named);
+  return new SlidingLimitGraphQLError(message, { code: 'TOO_MANY_REQUESTS', retryAfter, retryAfterMs, limits, policy });
 }
 
 /** The refusal of a call Redis could not decide, under the `deny` policy. */

@@ -52,7 +52,7 @@ export function tooManyRequestsPayload(
     message: TOO_MANY_REQUESTS_MESSAGE,
     retryAfter: retryAfterSeconds(decision.retryAfterMs),
     retryAfterMs: decision.retryAfterMs,
-    limits: refused.map((i) => plan.limits[i].name),
+    limits: refusedNames(decision, plan, refused),
     policy: refusedPolicy(decision, refused, named ?? (plan.limits as readonly NamedRule[])),
   };
 }
@@ -65,6 +65,15 @@ export function refusingLimits(decision: MultiRateLimitDecision): number[] {
     if (!limit.allowed && limit.shadow === undefined) refused.push(i);
   }
   return refused;
+}
+
+/** Names of the enforced limits that refused a decision (`refused`, when already known, spares a pass). */
+export function refusedNames(
+  decision: MultiRateLimitDecision,
+  plan: HandlerPlan,
+  refused: readonly number[] = refusingLimits(decision),
+): string[] {
+  return refused.map((i) => plan.limits[i].name);
 }
 
 /** `RateLimit-Policy` entries of the `refused` limits, named as the caller's and with the limits that applied. */

@@ -1,6 +1,6 @@
-import { ConfigurableModuleBuilder } from '@nestjs/common';
+import { ConfigurableModuleBuilder, type Type } from '@nestjs/common';
 import { RATE_LIMIT_RAW_OPTIONS } from './rate-limit.constants';
-import { DEFAULT_USAGE_PATH, usageController } from './rate-limit-usage.controller';
+import { usageController } from './rate-limit-usage.controller';
 import type { RateLimitModuleOptions } from './rate-limit.options';
 
 /** Extras of `forRoot` / `forRootAsync` that shape the module rather than the limiter. */
@@ -21,6 +21,12 @@ export interface RateLimitModuleExtras {
   usage?: boolean | { path?: string; names?: readonly string[] };
 }
 
+/** The usage endpoint `usage: true` or `{ path, names }` asks for (the path defaults in usageController). */
+function usageControllerOf(usage: true | { path?: string; names?: readonly string[] }): Type {
+  const { path, names } = usage === true ? {} : usage;
+  return usageController(path, names);
+}
+
 export const {
   ConfigurableModuleClass: ConfigurableRateLimitModule,
   OPTIONS_TYPE: RATE_LIMIT_OPTIONS_TYPE,
@@ -31,13 +37,7 @@ export const {
   .setExtras<RateLimitModuleExtras>({ isGlobal: true, usage: false }, (definition, extras) => ({
     ...definition,
     global: extras.isGlobal,
-    controllers: extras.usage
-      ? [
-          typeof extras.usage === 'object'
-            ? usageController(extras.usage.path ?? DEFAULT_USAGE_PATH, extras.usage.names)
-            : usageController(),
-        ]
-      : [],
+    controllers: extras.usage ? [usageControllerOf(extras.usage)] : [],
   }))
   .build();
 

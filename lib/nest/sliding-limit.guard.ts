@@ -37,7 +37,7 @@ import { describeRuntimeCostProblem, type RateLimitCostFunction } from './rate-l
 import { messageOf } from '../redis/reply';
 import { missingModuleError } from './missing-module.error';
 import { refusalLine } from './refusal-line';
-import { refusingLimits } from './rate-limit-error-payload';
+import { refusedNames } from './rate-limit-error-payload';
 import { adoptRawUser } from './request-user';
 
 /** The rules of a request's limits, one per key, with the decorator's values (a policy's come later). */
@@ -582,7 +582,7 @@ export class SlidingLimitGuard implements CanActivate {
     const details = {
       retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),
       retryAfterMs: decision.retryAfterMs,
-      limits: refusingLimits(decision).map((i) => plan.limits[i].name),
+      limits: refusedNames(decision, plan),
     };
     throw new TooManyRequestsException(details, tooManyRequestsBody(this.plans.options.errorBody, details));
   }

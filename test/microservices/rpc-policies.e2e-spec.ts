@@ -1,15 +1,11 @@
-import { Logger, type INestApplication } from '@nestjs/common';
-import { ClientProxyFactory, Transport, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
-import { ExpressAdapter } from '@nestjs/platform-express';
-import { Test } from '@nestjs/testing';
-import { firstValueFrom } from 'rxjs';
+import { Logger } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { RateLimitModule } from 'nestjs-sliding-limit';
 import { RpcSlidingLimitGuard } from 'nestjs-sliding-limit/microservices';
 import { CallerPlans } from '../fixtures/transports/caller-plans';
 import { PayloadPlanPolicy, PlanOrdersController } from '../fixtures/transports/plan-orders.controllers';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
-import { freePort } from '../support/free-port';
+import { startHybridApp, type HybridApp } from '../support/hybrid-app';
 import { connectShared, sharedRedisUrl, uniquePrefix, windowSizes } from '../support/test-redis';
 
 /*
@@ -19,22 +15,18 @@ import { connectShared, sharedRedisUrl, uniquePrefix, windowSizes } from '../sup
  * keys of its own; a failing policy falls back or is answered RATE_LIMIT_UNAVAILABLE.
  */
 describe('RpcSlidingLimitGuard with policies and shadow limits (TCP)', () => {
-  let app: INestApplication | undefined;
-  let client: ClientProxy | undefined;
+  let hybrid: HybridApp | undefined;
   let keyPrefix: string;
   afterEach(async () => {
-    await client?.close();
-    client = undefined;
-    await app?.close();
-    app = undefined;
+    await hybrid?.close();
+    hybrid = undefined;
     jest.restoreAllMocks();
   });
 
   /** With `appGuard`, RpcSlidingLimitGuard is also the global guard: the handlers are guarded twice. */
   const start = async ({ appGuard = false } = {}) => {
     keyPrefix = uniquePrefix('rpc-policies');
-    const transport = { transport: Transport.TCP, options: { host: '127.0.0.1', port: await freePort() } } as const;
-    const moduleRef = await Test.createTestingModule({
+    hybrid = await startHybridApp({
       imports: [RateLimitModule.forRoot({ redis: sharedRedisUrl(), keyPrefix, global: !appGuard })],
       controllers: [PlanOrdersController],
       providers: [
@@ -42,15 +34,9 @@ describe('RpcSlidingLimitGuard with policies and shadow limits (TCP)', () => {
         PayloadPlanPolicy,
         ...(appGuard ? [{ provide: APP_GUARD, useClass: RpcSlidingLimitGuard }] : []),
       ],
-    }).compile();
-    app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
-    // Global guards reach a hybrid application's microservice only when it inherits the app's config.
-    app.connectMicroservice<MicroserviceOptions>(transport, { inheritAppConfig: appGuard });
-    await app.startAllMicroservices();
-    await app.init();
-    client = ClientProxyFactory.create(transport);
-    await client.connect();
-    return { plans: app.get(CallerPlans) };
+      inheritAppConfig: appGuard,
+    });
+    return { plans: hybrid.app.get(CallerPlans) };
   };
 
   /** Sends `count` messages one after the other; the reply or the error of each. */
@@ -58,7 +44,7 @@ describe('RpcSlidingLimitGuard with policies and shadow limits (TCP)', () => {
     const outcomes: { reply?: unknown; error?: Record<string, unknown> }[] = [];
     for (let i = 0; i < count; i++) {
       outcomes.push(
-        await firstValueFrom((client as ClientProxy).send<unknown>(pattern, { ...data, n: i })).then(
+        await (hybrid as HybridApp).send(pattern, { ...data, n: i }).then(
           (reply) => ({ reply }),
           (error: Record<string, unknown>) => ({ error }),
         ),

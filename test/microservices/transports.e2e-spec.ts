@@ -1,20 +1,15 @@
-import { Logger, type INestApplication } from '@nestjs/common';
-import { ClientProxyFactory, Transport, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
-import { ExpressAdapter } from '@nestjs/platform-express';
-import { Test } from '@nestjs/testing';
+import { Logger } from '@nestjs/common';
+import { Transport } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
 import { RateLimitModule, type RateLimitModuleOptions } from 'nestjs-sliding-limit';
 import { OrdersController, OrdersHttpController, receivedEvents } from '../fixtures/transports/orders.controllers';
-import { freePort } from '../support/free-port';
+import { startHybridApp, tcpTransport, type HybridApp, type HybridTransport } from '../support/hybrid-app';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 import { waitUntil } from '../support/wait-for';
 
-/** Options of a transport, for the server and its client alike. */
-type TransportOptions = { transport: Transport.TCP | Transport.REDIS; options: { host: string; port: number } };
-
-const TRANSPORTS: Array<[string, () => Promise<TransportOptions>]> = [
-  ['TCP', async () => ({ transport: Transport.TCP, options: { host: '127.0.0.1', port: await freePort() } })],
+const TRANSPORTS: Array<[string, () => Promise<HybridTransport>]> = [
+  ['TCP', tcpTransport],
   [
     'Redis',
     async () => {
@@ -25,22 +20,18 @@ const TRANSPORTS: Array<[string, () => Promise<TransportOptions>]> = [
 ];
 
 describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, transportOptions) => {
-  let app: INestApplication | undefined;
-  let client: ClientProxy | undefined;
+  let hybrid: HybridApp | undefined;
 
   afterEach(async () => {
-    await client?.close();
-    client = undefined;
-    await app?.close();
-    app = undefined;
+    await hybrid?.close();
+    hybrid = undefined;
     receivedEvents.length = 0;
     jest.restoreAllMocks();
   });
 
   /** A hybrid application: HTTP on a free port plus the microservice on the transport. */
   const start = async (options: Partial<RateLimitModuleOptions> = {}) => {
-    const transport = await transportOptions();
-    const moduleRef = await Test.createTestingModule({
+    hybrid = await startHybridApp({
       imports: [
         RateLimitModule.forRoot({
           redis: sharedRedisUrl(),
@@ -50,18 +41,12 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
         }),
       ],
       controllers: [OrdersController, OrdersHttpController],
-    }).compile();
-    app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
-    app.connectMicroservice<MicroserviceOptions>(transport);
-    await app.startAllMicroservices();
-    await app.listen(0, '127.0.0.1');
-    client = ClientProxyFactory.create(transport);
-    await client.connect();
-    return { app, client };
+      transport: await transportOptions(),
+    });
+    return hybrid;
   };
 
-  const send = (pattern: unknown, data: unknown) =>
-    firstValueFrom((client as ClientProxy).send<unknown>(pattern, data));
+  const send = (pattern: unknown, data: unknown) => (hybrid as HybridApp).send(pattern, data);
 
   it('limits a message per key from its data, and the sender gets the error object', async () => {
     await start();
@@ -123,7 +108,7 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
     await start({ refusalLogLevel: 'debug' });
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const debug = jest.spyOn(Logger.prototype, 'debug').mockImplementation(() => undefined);
-    const emit = (data: unknown) => firstValueFrom((client as ClientProxy).emit('nsl.order.created', data));
+    const emit = (data: unknown) => firstValueFrom((hybrid as HybridApp).client.emit('nsl.order.created', data));
     await emit({ tenantId: 't1', n: 1 });
     await waitUntil(() => receivedEvents.length === 1);
     await emit({ tenantId: 't1', n: 2 });

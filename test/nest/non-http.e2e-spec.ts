@@ -1,12 +1,10 @@
 import { Logger, type ExecutionContext, type INestApplication } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
-import { ClientProxyFactory, Transport, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { WsException } from '@nestjs/websockets';
 import { RpcException } from '@nestjs/microservices';
-import { firstValueFrom } from 'rxjs';
 import type { Socket } from 'socket.io-client';
 import request from 'supertest';
 import {
@@ -30,7 +28,7 @@ import {
   UnguardedGateway,
   UnguardedOrdersController,
 } from '../fixtures/transports/unguarded';
-import { freePort } from '../support/free-port';
+import { startHybridApp, type HybridApp } from '../support/hybrid-app';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 
@@ -217,13 +215,10 @@ describe('the global guard beside WsSlidingLimitGuard (socket.io)', () => {
 });
 
 describe('the global guard beside RpcSlidingLimitGuard (hybrid application, TCP)', () => {
-  let app: INestApplication | undefined;
-  let client: ClientProxy | undefined;
+  let hybrid: HybridApp | undefined;
   afterEach(async () => {
-    await client?.close();
-    client = undefined;
-    await app?.close();
-    app = undefined;
+    await hybrid?.close();
+    hybrid = undefined;
     jest.restoreAllMocks();
   });
 
@@ -232,22 +227,13 @@ describe('the global guard beside RpcSlidingLimitGuard (hybrid application, TCP)
     appGuard?: boolean;
     controllers: Array<typeof OrdersController | typeof UnguardedOrdersController>;
   }) => {
-    const transport = { transport: Transport.TCP, options: { host: '127.0.0.1', port: await freePort() } } as const;
-    const moduleRef = await Test.createTestingModule({
+    hybrid = await startHybridApp({
       imports: [moduleOptions({ global: options.global ?? true })],
       controllers: options.controllers,
       providers: options.appGuard ? [{ provide: APP_GUARD, useClass: RpcSlidingLimitGuard }] : [],
-    }).compile();
-    app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
-    // Global guards reach a hybrid application's microservice only when it inherits the app's config.
-    app.connectMicroservice<MicroserviceOptions>(transport, { inheritAppConfig: true });
-    await app.startAllMicroservices();
-    await app.listen(0, '127.0.0.1');
-    client = ClientProxyFactory.create(transport);
-    await client.connect();
-    const send = (pattern: string, data: unknown) =>
-      firstValueFrom((client as ClientProxy).send<unknown>(pattern, data));
-    return { app, send };
+      inheritAppConfig: true,
+    });
+    return hybrid;
   };
 
   it('warns once, on the second call, about a message handler no guard limits', async () => {

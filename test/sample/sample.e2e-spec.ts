@@ -213,7 +213,7 @@ function describePlanTiers(http: () => ReturnType<typeof request>): void {
     expect((await http().get('/rate_limit').set('x-api-key', 'demo-free').expect(200)).body).toEqual(usage.body);
     expect(usage.headers['x-ratelimit-limit']).toBeUndefined();
     const { limits } = usage.body as RateLimitUsageReport;
-    // Only the limits keyed by the API key: none keyed by a value any caller could name (a phone number).
+    // Only the limits keyed by the API key, which the sample names in usage.names (login's, by IP, is not).
     expect(Object.keys(limits)).toEqual(['api-quota', 'reports', 'reports.candidate']);
     expect(limits.reports).toMatchObject({ policy: 'free', limit: 10, remaining: 7, used: 3, windowMs: 60_000 });
     expect(limits['reports.candidate']).toMatchObject({ limit: 5, remaining: 2, used: 3, shadow: true });
