@@ -15,7 +15,10 @@ export const OVERRIDE_SUFFIX = '|override';
 /** Suffix of the override key of a key without braces, wrapped in a tag of its own. */
 export const WRAPPED_OVERRIDE_SUFFIX = '|override-wrapped';
 
-/** Whether a key has a cluster hash tag: {@link hashTagOf} without cutting the tag out (once per decision). */
+/**
+ * Whether a key has a cluster hash tag: {@link hashTagOf} without cutting the tag out, since v4's
+ * contract asks it of each limit key up to three times per decision (the key count, the keys, the flags).
+ */
 function hasHashTag(key: string): boolean {
   const open = key.indexOf('{');
   if (open === -1) return false;

@@ -134,8 +134,10 @@ export class MemoryRunner implements LuaRunner {
     keysAndArguments: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown> {
-    const keys = keysAndArguments.slice(0, keyCount) as string[];
-    const args = keysAndArguments.slice(keyCount).map(String);
+    const keys = new Array<string>(keyCount);
+    const args = new Array<string>(keysAndArguments.length - keyCount);
+    for (let i = 0; i < keyCount; i++) keys[i] = keysAndArguments[i] as string;
+    for (let i = keyCount; i < keysAndArguments.length; i++) args[i - keyCount] = String(keysAndArguments[i]);
     return settle(() => this.model.call(functionName, keys, args, readOnly));
   }
 }

@@ -15,14 +15,6 @@ export function toInteger(value: unknown, command: string, reply: unknown): numb
   throw new UnexpectedReplyError(command, reply);
 }
 
-/** Checks that a function reply is an array of `length` integers and returns it as numbers. */
-export function toIntegerArray(reply: unknown, length: number, command: string): number[] {
-  if (!Array.isArray(reply) || reply.length !== length) throw new UnexpectedReplyError(command, reply);
-  const values = new Array<number>(length);
-  for (let i = 0; i < length; i++) values[i] = toInteger(reply[i], command, reply);
-  return values;
-}
-
 /**
  * Checks that a function reply is an array of `length` elements and returns it as it is, for a reader
  * that takes each integer with {@link toInteger} as it goes (no array of numbers in between).
@@ -30,6 +22,14 @@ export function toIntegerArray(reply: unknown, length: number, command: string):
 export function replyOfLength(reply: unknown, length: number, command: string): readonly unknown[] {
   if (!Array.isArray(reply) || reply.length !== length) throw new UnexpectedReplyError(command, reply);
   return reply;
+}
+
+/** Checks that a function reply is an array of `length` integers and returns it as numbers. */
+export function toIntegerArray(reply: unknown, length: number, command: string): number[] {
+  const elements = replyOfLength(reply, length, command);
+  const values = new Array<number>(length);
+  for (let i = 0; i < length; i++) values[i] = toInteger(elements[i], command, reply);
+  return values;
 }
 
 /** A RESP map as a plain object, whether it arrived as flat pairs, a Map or an object. */

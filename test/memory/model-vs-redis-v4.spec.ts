@@ -1198,14 +1198,14 @@ interface ExpiringCoverage {
   blocked: number;
 }
 
+/** Real ms an override outlives its expiry on the test's clock in Redis (the test deletes it then). */
+const OVERRIDE_TTL_HEADROOM_MS = 60_000;
+
 /**
  * A decision on Redis with the override keys' remaining time (on the test's clock) set in the same
  * transaction, so that the Lua's PTTL reads it less at most the milliseconds the transaction took;
  * every key is PERSISTed after it (Redis' own clock would otherwise expire them between steps).
  */
-/** Real ms an override outlives its expiry on the test's clock in Redis (the test deletes it then). */
-const OVERRIDE_TTL_HEADROOM_MS = 60_000;
-
 async function decideOnRedis(
   fn: string,
   keys: string[],

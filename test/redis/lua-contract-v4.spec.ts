@@ -4,6 +4,7 @@ import { UnexpectedReplyError } from '../../lib/core/errors/unexpected-reply.err
 import type { AllowCall } from '../../lib/core/function-contract';
 import type { SlidingLimitRule } from '../../lib/core/limit-rule';
 import { overrideKeyOf } from '../../lib/core/override-keys';
+import { decisionReaderOf } from '../../lib/redis/contracts/decision-readers';
 import { V4_CONTRACT } from '../../lib/redis/contracts/v4.contract';
 import { connectShared, uniquePrefix } from '../support/test-redis';
 import { ensureLibraries, errorMessageOf } from '../support/lua-functions';
@@ -393,14 +394,30 @@ describe('Lua function contract: rate_limit_v4', () => {
       expect(V4_CONTRACT.parsePeekReply!(reply, rules).limits[0]).toMatchObject({ allowed: true, override: 'exempt' });
     });
 
-    it.each([
+    const malformed: [string, unknown][] = [
       ['a reply of the wrong length', [1, 1, 0, 2, 0, 0, 2]],
       ['an allowed flag of 2', [2, 1, 0, 2, 0, 0, 2, 0]],
       ['a room flag of -1', [1, -1, 0, 2, 0, 0, 2, 0]],
       ['an override code of 4', [1, 1, 0, 2, 0, 0, 2, 4]],
+      ['a count that is not an integer', [1, 1, 0.5, 2, 0, 0, 2, 0]],
       ['not an array', 'OK'],
-    ])('rejects %s with UnexpectedReplyError', (_case, reply) => {
+    ];
+
+    it.each(malformed)('rejects %s with UnexpectedReplyError', (_case, reply) => {
       expect(() => V4_CONTRACT.parseAllowReply(reply, [{ limit: 2, windowMs: 1000 }])).toThrow(UnexpectedReplyError);
+    });
+
+    it.each(malformed)('rejects %s with UnexpectedReplyError on the decision path too', (_case, reply) => {
+      const call: AllowCall = {
+        keys: [key('m')],
+        rules: [{ limit: 2, windowMs: 1000 }],
+        nowMs: T0,
+        member: 'm',
+        maxClockSkewMs: 1000,
+      };
+      const reader = decisionReaderOf(V4_CONTRACT);
+      expect(() => reader.allow(reply, call)).toThrow(UnexpectedReplyError);
+      expect(() => reader.allow(reply, call)).toThrow(expect.objectContaining({ reply }));
     });
   });
 });

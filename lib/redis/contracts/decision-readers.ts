@@ -28,11 +28,9 @@ function throughOutcomes(contract: FunctionContract): DecisionReader {
       const { allowed, limits } = contract.parseAllowReply(reply, call.rules, call.cost);
       return decisionFromOutcomes(allowed, limits, call.rules, functionName);
     },
-    batch(reply, calls) {
-      const outcomes = contract.batch?.parseReply(reply, calls) ?? [];
-      return outcomes.map(({ allowed, limits }, i) =>
-        decisionFromOutcomes(allowed, limits, calls[i].rules, functionName),
-      );
+    batch() {
+      // Never called: calls are batched only for a version with a batch function, and v1 has none.
+      throw new Error(`${functionName} has no batch function`);
     },
   };
 }

@@ -8,62 +8,11 @@ import { replyOfLength, toInteger, toIntegerArray } from '../reply';
 export const LIMIT_STRIDE = 4;
 
 /**
- * The outcome of one decision whose reply starts at `values[at]` (a batch reply holds several):
- * `{allowed, count_1, remaining_1, retry_after_ms_1, reset_ms_1, ..}`.
+ * The caller's decision of the request whose reply starts at `reply[at]` (a batch reply holds
+ * several), read straight from the reply (checked by the caller to be long enough), with no outcome
+ * in between: `{allowed, count_1, remaining_1, retry_after_ms_1, reset_ms_1, ..}`.
  */
-export function outcomeAt(
-  values: readonly number[],
-  at: number,
-  rules: readonly SlidingLimitRule[],
-  cost = 1,
-): CallOutcome {
-  const allowed = values[at] === 1;
-  const limits = new Array<LimitOutcome>(rules.length);
-  for (let i = 0; i < rules.length; i++) {
-    const first = at + 1 + LIMIT_STRIDE * i;
-    const count = values[first];
-    limits[i] = {
-      // A limit "allows" when it had room for the cost; the call as a whole may still be rejected by another.
-      allowed: allowed || count + cost <= rules[i].limit,
-      count,
-      remaining: values[first + 1],
-      retryAfterMs: values[first + 2],
-      resetMs: values[first + 3],
-    };
-  }
-  return { allowed, limits };
-}
-
-/** The outcome of a single decision's reply. */
-export function parseDecision(
-  reply: unknown,
-  rules: readonly SlidingLimitRule[],
-  command: string,
-  cost = 1,
-): CallOutcome {
-  return outcomeAt(toIntegerArray(reply, 1 + LIMIT_STRIDE * rules.length, command), 0, rules, cost);
-}
-
-/** The outcomes of a batch reply: the decisions' replies, concatenated. */
-export function parseDecisions(
-  reply: unknown,
-  calls: readonly { rules: readonly SlidingLimitRule[]; cost?: number }[],
-  command: string,
-): CallOutcome[] {
-  let length = 0;
-  for (const call of calls) length += 1 + LIMIT_STRIDE * call.rules.length;
-  const values = toIntegerArray(reply, length, command);
-  const outcomes = new Array<CallOutcome>(calls.length);
-  for (let c = 0, at = 0; c < calls.length; at += 1 + LIMIT_STRIDE * calls[c].rules.length, c++)
-    outcomes[c] = outcomeAt(values, at, calls[c].rules, calls[c].cost);
-  return outcomes;
-}
-
-/**
- * The caller's decision of the request whose reply starts at `reply[at]`, read straight from the
- * reply (checked by the caller to be long enough): what {@link outcomeAt} says, without the outcome.
- */
-export function decisionAt(
+function decisionAt(
   reply: readonly unknown[],
   at: number,
   rules: readonly SlidingLimitRule[],
@@ -77,6 +26,7 @@ export function decisionAt(
     const first = at + 1 + LIMIT_STRIDE * i;
     const { limit } = rules[i];
     limits[i] = limitDecision(
+      // A limit "allows" when it had room for the cost; the call as a whole may still be rejected by another.
       allowed || toInteger(reply[first], command, reply) + cost <= limit,
       limit,
       toInteger(reply[first + 1], command, reply),
@@ -120,4 +70,60 @@ export function readDecisions(
   for (let c = 0, at = 0; c < calls.length; at += 1 + LIMIT_STRIDE * calls[c].rules.length, c++)
     decisions[c] = decisionAt(values, at, calls[c].rules, calls[c].cost ?? 1, command, functionName);
   return decisions;
+}
+
+/**
+ * A limit's outcome: its caller's decision with the count its reply gave (the one integer a decision
+ * does not carry), and `effectiveLimit` for the versions whose reply gives the limit that applied.
+ */
+export function limitOutcome(decision: RateLimitDecision, count: number, effectiveLimit?: number): LimitOutcome {
+  const { allowed, remaining, retryAfterMs, resetMs, override, shadow, wouldRefuse } = decision;
+  const outcome: LimitOutcome = { allowed, count, remaining, retryAfterMs, resetMs };
+  if (effectiveLimit !== undefined) outcome.effectiveLimit = effectiveLimit;
+  if (override !== undefined) outcome.override = override;
+  if (shadow) {
+    outcome.shadow = true;
+    outcome.wouldRefuse = wouldRefuse;
+  }
+  return outcome;
+}
+
+/** The outcome of the decision whose reply starts at `values[at]`: {@link decisionAt}'s, with the counts. */
+function outcomeAt(
+  values: readonly number[],
+  at: number,
+  rules: readonly SlidingLimitRule[],
+  cost: number,
+  command: string,
+): CallOutcome {
+  // An outcome names no function.
+  const { allowed, limits } = decisionAt(values, at, rules, cost, command, '');
+  const outcomes = new Array<LimitOutcome>(limits.length);
+  for (let i = 0; i < limits.length; i++) outcomes[i] = limitOutcome(limits[i], values[at + 1 + LIMIT_STRIDE * i]);
+  return { allowed, limits: outcomes };
+}
+
+/** The outcome of a single decision's reply. */
+export function parseDecision(
+  reply: unknown,
+  rules: readonly SlidingLimitRule[],
+  command: string,
+  cost = 1,
+): CallOutcome {
+  return outcomeAt(toIntegerArray(reply, 1 + LIMIT_STRIDE * rules.length, command), 0, rules, cost, command);
+}
+
+/** The outcomes of a batch reply: the decisions' replies, concatenated. */
+export function parseDecisions(
+  reply: unknown,
+  calls: readonly { rules: readonly SlidingLimitRule[]; cost?: number }[],
+  command: string,
+): CallOutcome[] {
+  let length = 0;
+  for (const call of calls) length += 1 + LIMIT_STRIDE * call.rules.length;
+  const values = toIntegerArray(reply, length, command);
+  const outcomes = new Array<CallOutcome>(calls.length);
+  for (let c = 0, at = 0; c < calls.length; at += 1 + LIMIT_STRIDE * calls[c].rules.length, c++)
+    outcomes[c] = outcomeAt(values, at, calls[c].rules, calls[c].cost ?? 1, command);
+  return outcomes;
 }

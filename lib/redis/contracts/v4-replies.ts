@@ -5,6 +5,7 @@ import type { CallOutcome, LimitOutcome } from '../../core/function-contract';
 import type { OverrideAction } from '../../core/key-overrides';
 import { isShadow, type SlidingLimitRule } from '../../core/limit-rule';
 import { replyOfLength, toInteger, toIntegerArray } from '../reply';
+import { limitOutcome } from './limit-replies';
 
 /**
  * Integers per limit in a v4 reply: room, count, remaining, retry_after_ms, reset_ms, limit,
@@ -20,97 +21,13 @@ export function decisionLength(rules: readonly SlidingLimitRule[]): number {
   return 1 + V4_LIMIT_STRIDE * rules.length;
 }
 
-/** Throws unless a limit's room flag is 0 or 1 and its override code is known. */
-function checkLimitFlags(room: number, overrideCode: number, command: string, reply: readonly unknown[]): void {
-  if ((room !== 0 && room !== 1) || !(overrideCode >= 0 && overrideCode < OVERRIDES.length)) {
-    throw new UnexpectedReplyError(command, reply);
-  }
-}
-
 /**
- * Whether a limit allowed the request: an enforced limit of an admitted request did (a retry is
- * admitted with a full window).
- */
-function limitAllowed(room: number, allowed: boolean, shadow: boolean): boolean {
-  return room === 1 || (allowed && !shadow);
-}
-
-/** Sets what a limit's reply says beyond its numbers: its override, and what a shadow limit would do. */
-function setLimitFlags(
-  limit: { override?: OverrideAction; shadow?: boolean; wouldRefuse?: boolean },
-  overrideCode: number,
-  shadow: boolean,
-  allowed: boolean,
-  room: number,
-): void {
-  const override = OVERRIDES[overrideCode];
-  if (override !== undefined) limit.override = override;
-  if (shadow) {
-    limit.shadow = true;
-    limit.wouldRefuse = allowed && room === 0;
-  }
-}
-
-/**
- * The outcome of the decision whose reply starts at `values[at]`.
+ * The caller's decision of the request whose reply starts at `reply[at]` (a batch reply holds
+ * several), read straight from the reply (checked by the caller to be long enough), with no outcome
+ * in between.
  * @throws UnexpectedReplyError when a flag or an override code is out of range
  */
-export function v4OutcomeAt(
-  values: readonly number[],
-  at: number,
-  rules: readonly SlidingLimitRule[],
-  command: string,
-): CallOutcome {
-  const allowedFlag = values[at];
-  if (allowedFlag !== 0 && allowedFlag !== 1) throw new UnexpectedReplyError(command, values);
-  const allowed = allowedFlag === 1;
-  const limits = new Array<LimitOutcome>(rules.length);
-  for (let i = 0; i < rules.length; i++) {
-    const first = at + 1 + V4_LIMIT_STRIDE * i;
-    const room = values[first];
-    const overrideCode = values[first + 6];
-    checkLimitFlags(room, overrideCode, command, values);
-    const shadow = isShadow(rules[i]);
-    const limit: LimitOutcome = {
-      allowed: limitAllowed(room, allowed, shadow),
-      count: values[first + 1],
-      remaining: values[first + 2],
-      retryAfterMs: values[first + 3],
-      resetMs: values[first + 4],
-      effectiveLimit: values[first + 5],
-    };
-    setLimitFlags(limit, overrideCode, shadow, allowed, room);
-    limits[i] = limit;
-  }
-  return { allowed, limits };
-}
-
-/** The outcome of a single decision's reply. */
-export function parseV4Decision(reply: unknown, rules: readonly SlidingLimitRule[], command: string): CallOutcome {
-  return v4OutcomeAt(toIntegerArray(reply, decisionLength(rules), command), 0, rules, command);
-}
-
-/** The outcomes of a batch reply: the decisions' replies, concatenated. */
-export function parseV4Decisions(
-  reply: unknown,
-  calls: readonly { rules: readonly SlidingLimitRule[] }[],
-  command: string,
-): CallOutcome[] {
-  let length = 0;
-  for (const call of calls) length += decisionLength(call.rules);
-  const values = toIntegerArray(reply, length, command);
-  const outcomes = new Array<CallOutcome>(calls.length);
-  for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
-    outcomes[c] = v4OutcomeAt(values, at, calls[c].rules, command);
-  return outcomes;
-}
-
-/**
- * The caller's decision of the request whose reply starts at `reply[at]`, read straight from the
- * reply (checked by the caller to be long enough): what {@link v4OutcomeAt} says, without the outcome.
- * @throws UnexpectedReplyError when a flag or an override code is out of range
- */
-export function v4DecisionAt(
+function v4DecisionAt(
   reply: readonly unknown[],
   at: number,
   rules: readonly SlidingLimitRule[],
@@ -125,10 +42,13 @@ export function v4DecisionAt(
     const first = at + 1 + V4_LIMIT_STRIDE * i;
     const room = toInteger(reply[first], command, reply);
     const overrideCode = toInteger(reply[first + 6], command, reply);
-    checkLimitFlags(room, overrideCode, command, reply);
+    if ((room !== 0 && room !== 1) || !(overrideCode >= 0 && overrideCode < OVERRIDES.length)) {
+      throw new UnexpectedReplyError(command, reply);
+    }
     const shadow = isShadow(rules[i]);
     const limit = limitDecision(
-      limitAllowed(room, allowed, shadow),
+      // An enforced limit of an admitted request allowed it (a retry is admitted with a full window).
+      room === 1 || (allowed && !shadow),
       toInteger(reply[first + 5], command, reply),
       toInteger(reply[first + 2], command, reply),
       toInteger(reply[first + 3], command, reply),
@@ -137,7 +57,12 @@ export function v4DecisionAt(
     );
     // The count (reply[first + 1]) is checked too, although a caller's decision does not carry it.
     toInteger(reply[first + 1], command, reply);
-    setLimitFlags(limit, overrideCode, shadow, allowed, room);
+    const override = OVERRIDES[overrideCode];
+    if (override !== undefined) limit.override = override;
+    if (shadow) {
+      limit.shadow = true;
+      limit.wouldRefuse = allowed && room === 0;
+    }
     limits[i] = limit;
   }
   return requestDecision(allowed, limits, functionName);
@@ -167,4 +92,44 @@ export function readV4Decisions(
   for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
     decisions[c] = v4DecisionAt(values, at, calls[c].rules, command, functionName);
   return decisions;
+}
+
+/**
+ * The outcome of the decision whose reply starts at `values[at]`: {@link v4DecisionAt}'s, with the
+ * counts and the limits that applied. Read from the integers, an error carries them as the reply.
+ * @throws UnexpectedReplyError when a flag or an override code is out of range
+ */
+function v4OutcomeAt(
+  values: readonly number[],
+  at: number,
+  rules: readonly SlidingLimitRule[],
+  command: string,
+): CallOutcome {
+  // An outcome names no function.
+  const { allowed, limits } = v4DecisionAt(values, at, rules, command, '');
+  const outcomes = new Array<LimitOutcome>(limits.length);
+  for (let i = 0; i < limits.length; i++) {
+    outcomes[i] = limitOutcome(limits[i], values[at + 2 + V4_LIMIT_STRIDE * i], limits[i].limit);
+  }
+  return { allowed, limits: outcomes };
+}
+
+/** The outcome of a single decision's reply. */
+export function parseV4Decision(reply: unknown, rules: readonly SlidingLimitRule[], command: string): CallOutcome {
+  return v4OutcomeAt(toIntegerArray(reply, decisionLength(rules), command), 0, rules, command);
+}
+
+/** The outcomes of a batch reply: the decisions' replies, concatenated. */
+export function parseV4Decisions(
+  reply: unknown,
+  calls: readonly { rules: readonly SlidingLimitRule[] }[],
+  command: string,
+): CallOutcome[] {
+  let length = 0;
+  for (const call of calls) length += decisionLength(call.rules);
+  const values = toIntegerArray(reply, length, command);
+  const outcomes = new Array<CallOutcome>(calls.length);
+  for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
+    outcomes[c] = v4OutcomeAt(values, at, calls[c].rules, command);
+  return outcomes;
 }

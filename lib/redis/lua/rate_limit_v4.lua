@@ -525,11 +525,16 @@ local function log_as_buckets(lim)
   return state
 end
 
+-- scan_held's visitor that stops at the first sub-window held: one function, not one per scan.
+local function any_held()
+  return true
+end
+
 -- The oldest sub-window held from `from`, `last` (held) when none before it is. Written as the key's
 -- bound `o` when a request fills the key: the refusals that follow, which write nothing, then read
 -- no sub-window that left before them, however long the gap after it; found once per fill.
 local function oldest_held(key, from, last)
-  return scan_held(key, from, last - 1, SCAN_STEP, function() return true end) or last
+  return scan_held(key, from, last - 1, SCAN_STEP, any_held) or last
 end
 
 -- Records a request in a bucketed key (not a retry: the caller checked its ids).
@@ -745,6 +750,11 @@ local function decide(reply, at, limits, now_ms, member, max_skew_ms, cost)
   return nil
 end
 
+-- A reply of one decision of n limits, sized at once for the usual one limit.
+local function new_reply(n)
+  return n == 1 and { 0, 0, 0, 0, 0, 0, 0, 0 } or {}
+end
+
 -- The limits of a single call (quadruples from args[first], the cost just before them) with their
 -- keys and overrides read; nil when the arguments are invalid, or an error reply.
 local function limits_of_call(keys, args, first)
@@ -779,7 +789,7 @@ local function sliding_allow(keys, args)
   if not limits or not now_ms or not max_skew_ms or not is_valid_member(args[2]) then
     return invalid_arguments()
   end
-  local reply = #limits == 1 and { 0, 0, 0, 0, 0, 0, 0, 0 } or {} -- sized at once for the usual one limit
+  local reply = new_reply(#limits)
   return read_overrides(keys, overrides_from, #keys, limits)
     or decide(reply, 0, limits, now_ms, args[2], max_skew_ms, cost) or reply
 end
@@ -791,7 +801,7 @@ local function sliding_peek(keys, args)
   if not limits or not now_ms then
     return invalid_arguments()
   end
-  local reply = #limits == 1 and { 0, 0, 0, 0, 0, 0, 0, 0 } or {} -- sized at once for the usual one limit
+  local reply = new_reply(#limits)
   return read_overrides(keys, overrides_from, #keys, limits) or decide(reply, 0, limits, now_ms, nil, nil, cost)
     or reply
 end
