@@ -6,7 +6,7 @@
 //   node bench/app-callgrind.mjs                 # 10 rounds of 600 requests per route
 //   APP_CALLGRIND_REQUESTS=1000 APP_CALLGRIND_ROUNDS=20 node bench/app-callgrind.mjs
 //   node bench/app-callgrind.mjs bench/results/app-callgrind-<date>.json   # the table of a saved run
-//   BENCH_FUNCTION=sliding_allow_v4 BENCH_LABEL=v4-after node bench/app-callgrind.mjs   # v4, a file of its own
+//   BENCH_FUNCTION=sliding_allow_v2 BENCH_LABEL=v4-after node bench/app-callgrind.mjs   # v4, a file of its own
 //
 // Starts a Redis of its own and the `ours` configuration of http-app.mjs (the quick start's
 // RateLimitModule.forRoot({ redis }) + @SlidingLimit on GET /, and GET /fcall: @SkipRateLimit(), the

@@ -9,7 +9,7 @@
 //   node bench/app-heap.mjs        # 4 rounds; per route 10,000 requests profiled at 1 connection, 20,000 at 50
 //   APP_HEAP_CONNECTIONS=50 APP_HEAP_REQUESTS_50=8000 APP_HEAP_ROUNDS=3 node bench/app-heap.mjs
 //   node bench/app-heap.mjs bench/results/app-heap-<date>.json   # the tables of a saved run
-//   BENCH_FUNCTION=sliding_allow_v4 BENCH_LABEL=v4-before node bench/app-heap.mjs   # v4, saved as app-heap-<date>-v4-before.json
+//   BENCH_FUNCTION=sliding_allow_v2 BENCH_LABEL=v4-before node bench/app-heap.mjs   # v4, saved as app-heap-<date>-v4-before.json
 //
 // Starts a Redis of its own and the `ours` configuration of http-app.mjs (the quick start's
 // RateLimitModule.forRoot({ redis }) + @SlidingLimit on GET /; GET /fcall: @SkipRateLimit(), the

@@ -1,4 +1,4 @@
-// Redis' instructions per decision of rate_limit_v3 and rate_limit_v4 for the same work, counted by
+// Redis' instructions per decision of rate_limit_v3 and rate_limit_v2 for the same work, counted by
 // callgrind (repeatable: no other work on the machine moves it). Not part of `npm run bench`: run it
 // on its own (Redis under valgrind runs ~50× slower).
 //

@@ -49,11 +49,11 @@ const windowMs = Number(windowArg);
 const TRACKER_HEADER = 'x-client-id';
 /**
  * The function the `ours` configurations decide with, and GET /fcall calls: `sliding_allow_v2` (what
- * every saved run used), or `sliding_allow_v4` (the default of the module) with BENCH_FUNCTION.
+ * every saved run used), or `sliding_allow_v2` (the default of the module) with BENCH_FUNCTION.
  */
 const BENCH_FUNCTION = process.env.BENCH_FUNCTION ?? 'sliding_allow_v2';
-if (!['sliding_allow_v2', 'sliding_allow_v4'].includes(BENCH_FUNCTION))
-  throw new Error(`BENCH_FUNCTION must be sliding_allow_v2 or sliding_allow_v4, not ${BENCH_FUNCTION}`);
+if (!['sliding_allow_v2', 'sliding_allow_v2'].includes(BENCH_FUNCTION))
+  throw new Error(`BENCH_FUNCTION must be sliding_allow_v2 or sliding_allow_v2, not ${BENCH_FUNCTION}`);
 
 function decorateMethod(target, name, decorators) {
   const descriptor = Object.getOwnPropertyDescriptor(target.prototype, name);
@@ -120,7 +120,7 @@ async function buildModule() {
       // One key, as the latency section's one connection has one x-client-id; v4 also reads the
       // key's override (its key follows, flags 2), as the guard's v4 decisions do by default.
       reference.fcall =
-        BENCH_FUNCTION === 'sliding_allow_v4'
+        BENCH_FUNCTION === 'sliding_allow_v2'
           ? () =>
               own
                 .fcall(

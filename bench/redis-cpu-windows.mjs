@@ -1,5 +1,5 @@
 // Redis' instructions per decision, counted by callgrind (steady under any other load on the host),
-// of rate_limit_v4's two windows (the log and the bounded-memory window) and rate_limit_v3's, against
+// of rate_limit_v2's two windows (the log and the bounded-memory window) and rate_limit_v3's, against
 // the fixed-window counter of @nestjs-redis/throttler-storage, all in one run. Not part of
 // `npm run bench` (Redis under valgrind runs ~50× slower): about 5 minutes on its own.
 //
@@ -29,7 +29,7 @@
 //
 //   CALLGRIND_SERVER=<path>/valkey-server   another server binary (Valkey's build has symbols to profile)
 //   CALLGRIND_KEEP=<dir>                    keeps each variant's callgrind dump there, for callgrind_annotate
-//   CALLGRIND_LUA_V4=<file>                 another rate_limit_v4 source (e.g. the last commit's), to compare
+//   CALLGRIND_LUA_V4=<file>                 another rate_limit_v2 source (e.g. the last commit's), to compare
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';

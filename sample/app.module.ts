@@ -18,30 +18,22 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /**
  * The function the sample calls: RATE_LIMIT_FUNCTION when set (and not empty), else the package's
- * default. The quota routes use costs and a bounded-memory window; on a version without them (v1,
- * v2) they are left out, since it would refuse them at start-up.
+ * default. The quota and plan routes use costs, a bounded-memory window and shadow limits; on v1,
+ * which has none of them, they are left out, since it would refuse them at start-up.
  */
 export const SAMPLE_FUNCTION = process.env.RATE_LIMIT_FUNCTION || DEFAULT_FUNCTION_NAME;
-/** Whether the function takes costs and bounded-memory windows, which the quota routes use. */
-export const SAMPLE_HAS_QUOTA = FUNCTION_VERSIONS.some(
-  (version) => version.allowFunction === SAMPLE_FUNCTION && version.weighted && version.bucketed,
+/** Whether the function decides everything a rule can say (costs, bounded windows, shadow limits). */
+export const SAMPLE_IS_FULL = FUNCTION_VERSIONS.some(
+  (version) => version.allowFunction === SAMPLE_FUNCTION && version.full,
 );
-const QUOTA_ROUTES = SAMPLE_HAS_QUOTA ? [QuotaController] : [];
-/** Whether the function counts shadow limits, which the /reports route's candidate is (v4 and later). */
-export const SAMPLE_HAS_SHADOW = FUNCTION_VERSIONS.some(
-  (version) => version.allowFunction === SAMPLE_FUNCTION && version.shadowLimits === true,
-);
-const PLAN_ROUTES = SAMPLE_HAS_SHADOW ? [ReportsController, ApiKeysController] : [];
+const FULL_ROUTES = SAMPLE_IS_FULL ? [QuotaController, ReportsController, ApiKeysController] : [];
 /**
  * What GET /rate_limit reports: the limits keyed by the caller's API key, of the routes this function
  * version serves. Listed, since the default (every limit keyed by the caller's identity) would also
  * report login, order and search (keyed by IP, by user, and one bucket for everyone). The SMS limits,
  * keyed by a phone number any caller could name, are reported neither way.
  */
-const USAGE_NAMES = [
-  ...(SAMPLE_HAS_QUOTA ? ['api-quota'] : []),
-  ...(SAMPLE_HAS_SHADOW ? ['reports', 'reports.candidate'] : []),
-];
+const USAGE_NAMES = [...(SAMPLE_IS_FULL ? ['api-quota', 'reports', 'reports.candidate'] : [])];
 
 @Module({
   imports: [
@@ -54,7 +46,7 @@ const USAGE_NAMES = [
         ...(config.get<string>('RATE_LIMIT_STORE') === 'memory'
           ? { store: 'memory' as const }
           : { redis: config.get<string>('REDIS_URL') || DEFAULT_REDIS_URL }),
-        // sliding_allow_v1 to _v4: switch versions without a code change (an empty value means unset).
+        // sliding_allow_v1 or _v2: switch versions without a code change (an empty value means unset).
         functionName: config.get<string>('RATE_LIMIT_FUNCTION') || SAMPLE_FUNCTION,
         headers: 'both',
         // x-ratelimit-shadow on /reports: what its candidate limit would have refused.
@@ -62,15 +54,7 @@ const USAGE_NAMES = [
       }),
     }),
   ],
-  controllers: [
-    AuthController,
-    SmsController,
-    OrdersController,
-    SearchController,
-    HealthController,
-    ...QUOTA_ROUTES,
-    ...PLAN_ROUTES,
-  ],
+  controllers: [AuthController, SmsController, OrdersController, SearchController, HealthController, ...FULL_ROUTES],
   providers: [LoginAttemptsService, ApiKeyPlans, PlanPolicy],
 })
 export class AppModule implements NestModule {

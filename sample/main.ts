@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { SlidingWindowLimiter } from 'nestjs-sliding-limit';
-import { AppModule, DEFAULT_REDIS_URL, SAMPLE_HAS_QUOTA, SAMPLE_HAS_SHADOW } from './app.module';
+import { AppModule, DEFAULT_REDIS_URL, SAMPLE_IS_FULL } from './app.module';
 
 /** One quick PING, no retries: tells "no Redis" apart from everything else before Nest starts. */
 async function redisAnswers(url: string): Promise<boolean> {
@@ -56,14 +56,10 @@ async function main(): Promise<void> {
       `  curl -i -X POST ${url}/orders -H 'x-user-id: 10086'`,
       `  curl -i ${url}/search?q=redis`,
       `  curl -i ${url}/health`,
-      ...(SAMPLE_HAS_QUOTA
+      ...(SAMPLE_IS_FULL
         ? [
             `  curl -i ${url}/quota/search?q=redis -H 'x-api-key: demo'   # costs 1 of 10,000 per hour`,
             `  curl -i ${url}/quota/export -H 'x-api-key: demo'           # costs 10`,
-          ]
-        : ['  (the /quota routes need a function with costs and precisionMs, such as sliding_allow_v3)']),
-      ...(SAMPLE_HAS_SHADOW
-        ? [
             `  curl -i ${url}/reports -H 'x-api-key: demo-free'   # free plan: 10 per minute, RateLimit-Policy "free"`,
             `  curl -i ${url}/reports -H 'x-api-key: demo-pro'    # pro plan: 100 per minute`,
             '      (x-ratelimit-shadow: from the 6th request a minute, the 5-per-minute candidate would refuse)',
@@ -78,7 +74,9 @@ async function main(): Promise<void> {
               ? ['      (the running app applies it to the next request of demo-free: 3 per minute, for 10 minutes)']
               : []),
           ]
-        : ['  (the /reports route and its candidate limit need shadow limits: sliding_allow_v4)']),
+        : [
+            '  (the /quota, /reports and /api-keys routes need costs, precisionMs and shadow limits: sliding_allow_v2)',
+          ]),
     ].join('\n'),
   );
 }

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 /** Path patterns (jest regular expressions, from the repository root), each with why it is here. */
 const SLICE = [
   // The Lua contract of every shipped library version, FCALL by FCALL: lua-contract.spec.ts iterates
-  // FUNCTION_VERSIONS, and a version with a file of its own (lua-contract-v3.spec.ts) matches too.
+  // FUNCTION_VERSIONS, and a version with a file of its own (lua-contract-v2.spec.ts) matches too.
   'test/redis/lua-contract',
   // Loading, verifying, and recovery from FUNCTION FLUSH, SCRIPT FLUSH and a restart; script mode.
   'test/redis/recovery\\.spec\\.ts',
@@ -20,6 +20,8 @@ const SLICE = [
   'test/redis/client-compat\\.spec\\.ts',
   // Exactness under concurrency: 4 processes racing for one key admit exactly the limit.
   'test/limiter/concurrency\\.spec\\.ts',
+  // The article's canary and rollback: v1 and v2 on the same keys keep every admission.
+  'test/limiter/v1-v2-history\\.spec\\.ts',
   // A 3 + 3 cluster: loading on every master, CROSSSLOT-free batches, replicas, a failover.
   'test/limiter/resilience/cluster\\.spec\\.ts',
   // The ops CLI, standalone and on a cluster, in-process and as the built bin.
@@ -28,7 +30,7 @@ const SLICE = [
   'test/health/',
   // A server out of memory (maxmemory, noeviction) refusing every write: degraded decisions show.
   'test/limiter/resilience/degraded-visibility\\.spec\\.ts',
-  // Limits as data through the guard (sliding_allow_v4): tiers from a policy, plan changes, shadow
+  // Limits as data through the guard (sliding_allow_v2): tiers from a policy, plan changes, shadow
   // limits and candidates, per-key overrides read in the same FCALL — standalone and on a 3-master
   // cluster — and shadow limits that would refuse exactly what the same limit enforced refuses.
   'test/nest/policies(-cluster|-shadow-count)?\\.e2e-spec\\.ts',

@@ -127,13 +127,13 @@ export const USAGE = `Usage: nestjs-sliding-limit functions <command> [options]
 
 Manages the rate limiter's Redis Function libraries (rate_limit_v1, rate_limit_v2, …) on every
 master, and shows which versions running instances call. doctor runs the after-launch checks.
-overrides raises, lowers, exempts or blocks one limited key at runtime (read by sliding_allow_v4).
+overrides raises, lowers, exempts or blocks one limited key at runtime (read by sliding_allow_v2).
 
 Commands:
   list               libraries and functions on every master; flags a function live instances
                      call that a master lacks, a master lacking a library another has, and a
                      library whose code differs from the bundled one
-  load <version>     load the bundled library (v1, v2, v3 or its library name) on every master;
+  load <version>     load the bundled library (v1, v2 or its library name) on every master;
                      a library of that name with other code is left alone unless --replace
   status             which function versions live instances call (from their reports), with
                      calls, rejection and error rates

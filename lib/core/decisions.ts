@@ -23,7 +23,7 @@ export interface RateLimitDecision {
    * per-process in-memory limiter. Absent on a normal decision.
    */
   degraded?: 'allow' | 'deny' | 'insurance';
-  /** The per-key override that applied (`sliding_allow_v4` and later); absent when none did. */
+  /** The per-key override that applied (`sliding_allow_v2`); absent when none did. */
   override?: 'limit' | 'exempt' | 'block';
   /**
    * Set for a shadow limit (`mode: 'shadow'`): it counted the request but refused nothing. Its

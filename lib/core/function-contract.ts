@@ -10,10 +10,10 @@ export interface AllowCall {
   nowMs: number | typeof SERVER_TIME;
   member: string;
   maxClockSkewMs: number;
-  /** What the request weighs in every limit; 1 when absent. Only versions with `weighted` take another. */
+  /** What the request weighs in every limit; 1 when absent. Only a full version takes another. */
   cost?: number;
   /**
-   * Read the per-key overrides of these keys in the call (versions with `overrides`): the call's
+   * Read the per-key overrides of these keys in the call (a full version): the call's
    * KEYS are then `allowKeys(call)` (or `batch.keys`), the override keys after the limit keys.
    * Default false: no override is read, and KEYS are `keys`.
    */
@@ -28,11 +28,11 @@ export interface LimitOutcome {
   retryAfterMs: number;
   resetMs: number;
   /**
-   * The limit that applied to this key (versions with `overrides`): an override's limit, 0 when the
+   * The limit that applied to this key (a full version): an override's limit, 0 when the
    * key is blocked, the rule's otherwise. What `X-RateLimit-Limit` should say.
    */
   effectiveLimit?: number;
-  /** The override that applied to this key, when one did (versions with `overrides`). */
+  /** The override that applied to this key, when one did (a full version). */
   override?: 'limit' | 'exempt' | 'block';
   /** True for a shadow limit (`mode: 'shadow'`): it never refuses; `allowed` says whether it had room. */
   shadow?: boolean;
@@ -55,7 +55,7 @@ export interface BatchFunction {
   readonly name: string;
   /** ARGV of one call; its KEYS are the calls' keys, concatenated in the same order (or `keys`). */
   arguments(calls: readonly AllowCall[]): (string | number)[];
-  /** KEYS of one call when they are more than the calls' keys (versions with `overrides`). */
+  /** KEYS of one call when they are more than the calls' keys (a full version). */
   keys?(calls: readonly AllowCall[]): string[];
   /** The outcome of every call, in order. */
   parseReply(reply: unknown, calls: readonly AllowCall[]): CallOutcome[];
@@ -77,32 +77,19 @@ export interface FunctionContract {
   readonly allowFunction: string;
   /** A read-only function registered with `no-writes`, when the version has one. */
   readonly peekFunction?: string;
-  /** Whether one call decides several keys atomically. */
-  readonly multiKey: boolean;
-  /** Whether the functions accept `SERVER_TIME` (`'*'`, read the server's clock) as `now_ms`. */
-  readonly readsServerClock: boolean;
   /**
-   * Whether a rejection's retry-after is exactly when a slot frees (not an upper bound): only then may
-   * the limiter's block cache reject locally until that time.
+   * Whether the version decides everything a rule can say: several keys in one call, a cost, the
+   * bounded-memory window, shadow limits, per-key overrides, the server's clock and an exact
+   * retry-after (v2). v1, the article's contract, decides one key per call, at cost 1, on the
+   * caller's clock, and answers a rejection with the window's length.
    */
-  readonly exactRetryAfter: boolean;
-  /** Whether calls may carry a `cost` other than 1. */
-  readonly weighted: boolean;
-  /** Whether rules may set `precisionMs` (the bounded-memory sliding window). */
-  readonly bucketed: boolean;
-  /** Whether rules may set `mode: 'shadow'`. */
-  readonly shadowLimits?: boolean;
-  /**
-   * Whether the functions read per-key overrides in the same call: their KEYS are then the limit
-   * keys followed by override keys (`allowKeys`, `peekKeys`, `batch.keys` give them).
-   */
-  readonly overrides?: boolean;
+  readonly full: boolean;
 
   /** When the version has one, the function the limiter batches decisions with. */
   readonly batch?: BatchFunction;
 
   allowArguments(call: AllowCall): (string | number)[];
-  /** KEYS of an allow call when they are more than `call.keys` (versions with `overrides`). */
+  /** KEYS of an allow call when they are more than `call.keys` (a full version). */
   allowKeys?(call: AllowCall): string[];
   /**
    * How many KEYS an allow call has (`allowKeys(call).length`, or `call.keys.length`). Given with

@@ -4,7 +4,7 @@ import { whyNoOverrideKey } from './override-keys';
 import { describeValue, isWholeNumberIn } from './value-checks';
 
 /**
- * What an override does to one limited key (read by `sliding_allow_v4` in the same call):
+ * What an override does to one limited key (read by `sliding_allow_v2` in the same call):
  * - `limit`: the key's limit is `limit` instead of the rule's (0 refuses everything);
  * - `exempt`: the key is not limited: admitted, and its window neither read nor written;
  * - `block`: refused, with a Retry-After of the override's remaining time (the window without one).

@@ -104,7 +104,7 @@ export function isShadow(rule: SlidingLimitRule): boolean {
  * How a limit acts: `enforced` (the default) refuses what has no room; `shadow` never refuses and
  * reports what it would have refused, its key counting the requests the enforced limits admit and
  * it has room for (the experiment "this limit added to the enforced ones"). Shadow needs
- * `sliding_allow_v4`.
+ * `sliding_allow_v2`.
  */
 export type LimitMode = 'enforced' | 'shadow';
 
@@ -124,18 +124,18 @@ export interface SlidingLimitRule {
    * limit). Set it for a bounded-memory sliding window that keeps one count per sub-window of
    * `precisionMs` ms (from `windowMs / 1000` to `windowMs`): it never admits more than `limit` in
    * any window either, and rejects at most what a log of `windowMs + precisionMs` would. Needs
-   * `sliding_allow_v3`.
+   * `sliding_allow_v2`.
    */
   precisionMs?: number;
   /**
    * `shadow`: observe this limit without enforcing it. It never refuses; it reports what it would
    * have refused, its key counting what the enforced limits admit and it has room for (the
-   * experiment "this limit added to the enforced ones"). Default `enforced`. Needs `sliding_allow_v4`.
+   * experiment "this limit added to the enforced ones"). Default `enforced`. Needs `sliding_allow_v2`.
    */
   mode?: 'enforced' | 'shadow';
   /**
-   * `false`: this limit ignores per-key overrides, and `sliding_allow_v4` reads no override key for
-   * it (one Redis command less per decision). Only read when the call reads overrides at all: on v4
+   * `false`: this limit ignores per-key overrides, and `sliding_allow_v2` reads no override key for
+   * it (one Redis command less per decision). Only read when the call reads overrides at all: on v2
    * with the limiter's `keyOverrides` on (the default).
    */
   overrides?: boolean;

@@ -1,6 +1,6 @@
 /*
  * Where a limited key's override lives: a key of its own in the limited key's cluster hash slot, so
- * that rate_limit_v4 reads it in the same call as the key (no extra round trip, no CROSSSLOT).
+ * that rate_limit_v2 reads it in the same call as the key (no extra round trip, no CROSSSLOT).
  *
  *   a key with a hash tag     rl:login:{ip:10.0.0.1}   →  rl:login:{ip:10.0.0.1}|override
  *   a key without braces      rl:global                →  {rl:global}|override-wrapped
@@ -16,7 +16,7 @@ export const OVERRIDE_SUFFIX = '|override';
 export const WRAPPED_OVERRIDE_SUFFIX = '|override-wrapped';
 
 /**
- * Whether a key has a cluster hash tag: {@link hashTagOf} without cutting the tag out, since v4's
+ * Whether a key has a cluster hash tag: {@link hashTagOf} without cutting the tag out, since v2's
  * contract asks it of each limit key up to three times per decision (the key count, the keys, the flags).
  */
 function hasHashTag(key: string): boolean {

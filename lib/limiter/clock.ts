@@ -15,7 +15,7 @@ export function clockFor(contract: FunctionContract, source: ClockSource, client
   if (typeof source === 'function') return source;
   if (source === 'local') return Date.now;
   // 'server': inside the function when the version can read TIME, otherwise one TIME round trip.
-  return contract.readsServerClock ? () => SERVER_TIME : () => serverTimeMs(client);
+  return contract.full ? () => SERVER_TIME : () => serverTimeMs(client);
 }
 
 /** Epoch ms of the Redis server. */

@@ -42,11 +42,11 @@ export class GroupedDecisions {
     const version = call.version as ActiveVersion;
     call.member = this.members.next();
     call.maxClockSkewMs = this.maxClockSkewMs;
-    call.overrides = this.readOverrides && version.contract.overrides === true;
+    call.overrides = this.readOverrides && version.contract.full;
     const { keys } = call;
     // The common case, one call, without building groups.
     if (keys.length === 1) return this.batcher.decide(call);
-    const groups = callGroups(keys, version.contract.multiKey, this.channel.clustered);
+    const groups = callGroups(keys, version.contract.full, this.channel.clustered);
     if (groups.length === 1) return this.batcher.decide(call);
     // A request taken back out of a group is one ZREM of its id: that undoes a log entry of cost 1,
     // not a cost spread over entries or a sub-window's count.

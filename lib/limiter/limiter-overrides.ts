@@ -12,7 +12,7 @@ import type { BlockCache } from './block-cache';
 /**
  * `limiter.overrides`: the backend's override store under the limiter's key prefix. A change of a
  * key's override also drops the key's refusal from this process' block cache, which holds refusals
- * only while overrides are not read (`keyOverrides: false`, or a version before v4): a refusal
+ * only while overrides are not read (`keyOverrides: false`, or sliding_allow_v1): a refusal
  * cached before the change would otherwise outlive it here.
  */
 export class LimiterOverrides implements OverrideStore {

@@ -33,7 +33,7 @@ export interface DecisionOptions {
   /**
    * What this request weighs: a whole number from 1 (the default) to the smallest limit it is
    * checked against. It is admitted only if every limit has `cost` left; `count` and `remaining`
-   * are in the same units. A cost other than 1 needs `sliding_allow_v3`.
+   * are in the same units. A cost other than 1 needs `sliding_allow_v2`.
    */
   cost?: number;
   /**
@@ -113,11 +113,11 @@ export interface LimiterStatus {
  * message, e.g. routes `Controller.handler`); see {@link SlidingWindowLimiter.addFunctionNeeds}.
  */
 export interface FunctionNeeds {
-  /** Who decides requests with a cost other than 1 (`sliding_allow_v3` or later). */
+  /** Who decides requests with a cost other than 1 (`sliding_allow_v2`). */
   weighted?: readonly string[];
-  /** Who decides rules with `precisionMs`, the bounded-memory window (`sliding_allow_v3` or later). */
+  /** Who decides rules with `precisionMs`, the bounded-memory window (`sliding_allow_v2`). */
   bucketed?: readonly string[];
-  /** Who decides shadow limits (`sliding_allow_v4` or later: an older version would enforce them). */
+  /** Who decides shadow limits (`sliding_allow_v2`: v1 would enforce them). */
   shadow?: readonly string[];
 }
 
@@ -135,7 +135,7 @@ export interface SlidingWindowLimiterOptions {
   backend?: LimiterBackend;
   /**
    * The active function name, e.g. `sliding_allow_v2`. Default: `DEFAULT_FUNCTION_NAME`
-   * (`sliding_allow_v3`). Switching between shipped versions needs no code change.
+   * (`sliding_allow_v2`). Switching between shipped versions needs no code change.
    */
   functionName?: string;
   /** Sends a sticky share of keys to a candidate function. Default: none. */
@@ -187,7 +187,7 @@ export interface SlidingWindowLimiterOptions {
   /**
    * Read per-key overrides (raise, lower, exempt or block one key at runtime; see
    * `SlidingWindowLimiter.overrides`) in each decision, in the same call: versions with overrides
-   * (`sliding_allow_v4` and later) then read one more key per limit, in the limited key's slot.
+   * (`sliding_allow_v2`) then read one more key per limit, in the limited key's slot.
    * While it is on, the local block cache keeps no rejection (an override set by another process
    * must apply to the very next request). Default `true`; `false` ignores overrides.
    */

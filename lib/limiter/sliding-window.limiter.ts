@@ -207,7 +207,7 @@ export class SlidingWindowLimiter {
    * key prefix, as to {@link SlidingWindowLimiter.consume}. Stored where the decisions read them
    * (Redis, in the key's cluster slot; or the `MemoryBackend`), so every limiter on the same store
    * — this one, other processes — applies a change on its very next decision with `keyOverrides`
-   * on (the default) and `sliding_allow_v4`; no restart.
+   * on (the default) and `sliding_allow_v2`; no restart.
    *
    * ```ts
    * await limiter.overrides.set('login:{ip:10.0.0.1}', { action: 'block' }, { ttlMs: 3_600_000, note: 'abuse', by: 'ops' });
@@ -443,8 +443,8 @@ export class SlidingWindowLimiter {
         this.blockCache &&
         keys.length === 1 &&
         cost === 1 &&
-        contract.exactRetryAfter &&
-        !(contract.overrides && this.options.keyOverrides) &&
+        contract.full &&
+        !this.options.keyOverrides &&
         typeof nowMs === 'number'
       ) {
         const blocked = this.blockCache.get(keys[0], rules[0], nowMs);
@@ -490,7 +490,7 @@ export class SlidingWindowLimiter {
     if (contract.peekFunction && contract.peekArguments && contract.parsePeekReply) {
       const nowMs = await version.now();
       // A version that reads overrides reads the key's override too, as a decision would.
-      const readOverrides = contract.overrides === true && this.options.keyOverrides;
+      const readOverrides = contract.full && this.options.keyOverrides;
       const keys = readOverrides && contract.peekKeys ? contract.peekKeys([fullKey], [rule]) : [fullKey];
       const args = contract.peekArguments(nowMs, [rule], cost, readOverrides ? [fullKey] : undefined);
       const reply = await runRecovering(version.runner, contract.peekFunction, keys, args, true);

@@ -1,54 +1,41 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import type { FunctionContract } from '../core/function-contract';
-import { isBucketed, isShadow, type SlidingLimitRule } from '../core/limit-rule';
+import type { SlidingLimitRule } from '../core/limit-rule';
+import { DEFAULT_FUNCTION_NAME } from '../redis/function-versions';
 import type { FunctionNeeds } from './sliding-window-limiter.interfaces';
 
-/** The first shipped version with costs and the bounded-memory window, named in the messages. */
-const WEIGHTED_FUNCTION = 'sliding_allow_v3';
-/** The first shipped version with shadow limits. */
-const SHADOW_FUNCTION = 'sliding_allow_v4';
-
 /**
- * What a request asks of its function version that the version cannot do (a cost other than 1, a
- * rule with `precisionMs`), or an empty list. Checked per request, so cheap in the common case.
+ * What a request asks of a version that is not full (v1): a cost other than 1, `precisionMs`, a
+ * shadow limit (which v1 would enforce: never a quiet change to allow). Empty when none.
  */
-export function describeUnsupported(
-  contract: FunctionContract,
-  rules: readonly SlidingLimitRule[],
-  cost: number,
-): string[] {
-  const problems: string[] = [];
-  if (cost !== 1 && !contract.weighted) problems.push(`a cost (${cost})`);
-  if (!contract.bucketed && rules.some(isBucketed)) problems.push('precisionMs (the bounded-memory window)');
-  if (!contract.shadowLimits && rules.some(isShadow)) {
-    // Only v4 knows shadow limits: an older version would enforce one, never a quiet change to allow.
-    return [
-      `mode: 'shadow' needs ${SHADOW_FUNCTION} or later, but this decision runs on ${contract.allowFunction}: ` +
-        `set functionName (and any canary) to ${SHADOW_FUNCTION}`,
-    ];
-  }
-  if (problems.length === 0) return problems;
-  return [
-    `${problems.join(' and ')} needs ${WEIGHTED_FUNCTION} or later, but this decision runs on ` +
-      `${contract.allowFunction}: set functionName (and any canary) to ${WEIGHTED_FUNCTION}`,
-  ];
+function describeAsked(rules: readonly SlidingLimitRule[], cost: number): string[] {
+  const asked: string[] = [];
+  if (cost !== 1) asked.push(`a cost (${cost})`);
+  if (rules.some((rule) => rule.precisionMs !== undefined)) asked.push('precisionMs (the bounded-memory window)');
+  if (rules.some((rule) => rule.mode === 'shadow')) asked.push("mode: 'shadow'");
+  return asked;
 }
 
 /** Whether `contract` can decide these rules at this cost; allocates nothing (it runs per request). */
 export function isSupported(contract: FunctionContract, rules: readonly SlidingLimitRule[], cost: number): boolean {
-  if (cost !== 1 && !contract.weighted) return false;
-  if (contract.bucketed && contract.shadowLimits) return true;
+  if (contract.full) return true;
+  if (cost !== 1) return false;
   for (let i = 0; i < rules.length; i++) {
-    if (!contract.bucketed && rules[i].precisionMs !== undefined) return false;
-    if (!contract.shadowLimits && rules[i].mode === 'shadow') return false;
+    if (rules[i].precisionMs !== undefined || rules[i].mode === 'shadow') return false;
   }
   return true;
 }
 
 /** Throws a configuration error when `contract` cannot decide these rules at this cost. */
 export function checkSupported(contract: FunctionContract, rules: readonly SlidingLimitRule[], cost: number): void {
-  const problems = describeUnsupported(contract, rules, cost);
-  if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
+  if (isSupported(contract, rules, cost)) return;
+  throw new RateLimitConfigError(
+    [
+      `${describeAsked(rules, cost).join(' and ')} needs ${DEFAULT_FUNCTION_NAME}, but this decision runs on ` +
+        `${contract.allowFunction}: set functionName (and any canary) to ${DEFAULT_FUNCTION_NAME}`,
+    ],
+    'SlidingWindowLimiter',
+  );
 }
 
 /**
@@ -57,23 +44,18 @@ export function checkSupported(contract: FunctionContract, rules: readonly Slidi
  * `canary.functionName`).
  */
 export function describeUnmetNeeds(contract: FunctionContract, role: string, needs: FunctionNeeds): string[] {
+  if (contract.full) return [];
   const unmet: [readonly string[] | undefined, string][] = [
-    [contract.weighted ? undefined : needs.weighted, 'a cost other than 1'],
-    [contract.bucketed ? undefined : needs.bucketed, 'precisionMs (the bounded-memory window)'],
+    [needs.weighted, 'a cost other than 1'],
+    [needs.bucketed, 'precisionMs (the bounded-memory window)'],
+    [needs.shadow, 'shadow limits (it would enforce them)'],
   ];
   const problems: string[] = [];
-  if (!contract.shadowLimits && needs.shadow && needs.shadow.length > 0) {
-    const who = needs.shadow;
-    problems.push(
-      `${role} ${contract.allowFunction} cannot decide shadow limits, which ${listed(who)} ` +
-        `${who.length === 1 ? 'uses: it needs' : 'use: they need'} ${SHADOW_FUNCTION} or later (it would enforce them)`,
-    );
-  }
   for (const [who, what] of unmet) {
     if (!who || who.length === 0) continue;
     problems.push(
       `${role} ${contract.allowFunction} cannot decide ${what}, which ${listed(who)} ` +
-        `${who.length === 1 ? 'uses: it needs' : 'use: they need'} ${WEIGHTED_FUNCTION} or later`,
+        `${who.length === 1 ? 'uses: it needs' : 'use: they need'} ${DEFAULT_FUNCTION_NAME}`,
     );
   }
   return problems;

@@ -75,11 +75,6 @@ export function isFiniteNumber(n: number | undefined): n is number {
   return n !== undefined && Number.isFinite(n);
 }
 
-/** Lua 5.1 `math.max(a, b)`: `a` unless `b` is strictly greater. */
-export function luaMax(a: number, b: number): number {
-  return b > a ? b : a;
-}
-
 /**
  * A Lua number in a reply becomes an integer by the C cast `(long long)n`: truncated toward zero;
  * out of range (and NaN) it is what x86-64 gives, the minimum 64-bit integer.
@@ -102,73 +97,6 @@ export function formatLuaInteger(n: number): string {
  */
 export function isIntegerArgument(n: number): boolean {
   return Number.isInteger(n) && Math.abs(n) < 1e17 && !Object.is(n, -0);
-}
-
-/**
- * C `printf('%.17g', n)`: the text Redis 7.0 gives a command for a Lua number passed to `redis.call`
- * (HSET of a count, of a total), and the Lua's own `format_number`. Plain digits while the decimal
- * exponent lies in -4 … 16, else exponent form (`1.01e+17`), trailing zeros dropped either way.
- * Rounded as glibc rounds, from the exact binary value, half to even (JavaScript's toFixed and
- * toExponential round a tie up).
- */
-export function formatLuaNumber(n: number): string {
-  if (Number.isNaN(n)) return 'nan';
-  if (!Number.isFinite(n)) return n > 0 ? 'inf' : '-inf';
-  if (n === 0) return Object.is(n, -0) ? '-0' : '0';
-  const sign = n < 0 ? '-' : '';
-  const { digits, exponent } = significantDigits(Math.abs(n), 17);
-  const trim = (text: string) => (text.includes('.') ? text.replace(/\.?0+$/, '') : text);
-  if (exponent < -4 || exponent >= 17) {
-    const mantissa = trim(`${digits[0]}.${digits.slice(1)}`);
-    return `${sign}${mantissa}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
-  }
-  if (exponent < 0) return `${sign}${trim(`0.${'0'.repeat(-exponent - 1)}${digits}`)}`;
-  const [whole, decimals] = [digits.slice(0, exponent + 1), digits.slice(exponent + 1)];
-  return `${sign}${decimals === '' ? whole : trim(`${whole}.${decimals}`)}`;
-}
-
-/**
- * The first `precision` significant decimal digits of a positive finite double, rounded half to
- * even from its exact value (a double is m × 2^e: its decimal expansion is finite), and the decimal
- * exponent of the first one.
- */
-function significantDigits(x: number, precision: number): { digits: string; exponent: number } {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, x);
-  const bits = view.getBigUint64(0);
-  const biased = Number((bits >> 52n) & 0x7ffn);
-  const fraction = bits & ((1n << 52n) - 1n);
-  const mantissa = biased === 0 ? fraction : fraction | (1n << 52n);
-  const binaryExponent = biased === 0 ? -1074 : biased - 1075;
-  // x = exact / 10^scale
-  const exact = binaryExponent >= 0 ? mantissa << BigInt(binaryExponent) : mantissa * 5n ** BigInt(-binaryExponent);
-  const scale = binaryExponent >= 0 ? 0 : -binaryExponent;
-  const all = exact.toString();
-  let exponent = all.length - 1 - scale;
-  if (all.length <= precision) return { digits: all.padEnd(precision, '0'), exponent };
-  let kept = BigInt(all.slice(0, precision));
-  const rest = all.slice(precision);
-  const half = '5'.padEnd(rest.length, '0');
-  if (rest > half || (rest === half && kept % 2n === 1n)) kept += 1n;
-  let digits = kept.toString();
-  if (digits.length > precision) {
-    digits = digits.slice(0, precision);
-    exponent += 1;
-  }
-  return { digits, exponent };
-}
-
-/** Lua 5.1 `string.format('%.0f', n)` of a whole number below 1e21: C's printf keeps the sign of -0. */
-export function formatLuaFixed0(n: number): string {
-  return Object.is(n, -0) ? '-0' : n.toFixed(0);
-}
-
-/**
- * The runs of Lua's `%S` (`string.gmatch(s, '%S+')`): what lies between C `isspace` characters
- * (space, \t, \n, \v, \f, \r) — not JavaScript's `\S`, which also splits at Unicode spaces.
- */
-export function luaWords(text: string): string[] {
-  return text.match(/[^ \t\n\v\f\r]+/g) ?? [];
 }
 
 /** Redis' `string2ll`: the 64-bit integer that `text` spells exactly (no spaces, `+`, leading zeros or `-0`), or undefined. */

@@ -74,7 +74,7 @@ export class MemoryBackend implements LimiterBackend {
   }
 
   /**
-   * The overrides of the keys under `settings.keyPrefix`, in the model's keyspace where its `sliding_allow_v4`
+   * The overrides of the keys under `settings.keyPrefix`, in the model's keyspace where its `sliding_allow_v2`
    * reads them; dated and expired by the model's clock (the backend's `clock`), not the limiter's.
    */
   overridesStore(settings: OverridesStoreSettings): OverrideStore {

@@ -28,7 +28,7 @@ export interface MemoryOverridesStoreOptions {
 
 /**
  * The in-memory twin of `RedisOverridesStore`: the same overrides, in the model's keyspace (the
- * `MemoryBackend`'s `model`), where `sliding_allow_v4`'s model reads them; they expire by the
+ * `MemoryBackend`'s `model`), where `sliding_allow_v2`'s model reads them; they expire by the
  * model's clock, which also dates them.
  */
 export class MemoryOverridesStore implements OverrideStore {

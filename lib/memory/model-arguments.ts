@@ -3,8 +3,8 @@ import type { ModelCommands } from './model-commands';
 import { ModelReplyError } from './model-reply-error';
 
 /*
- * What the Lua libraries share for reading their arguments (rate_limit_v2.lua and rate_limit_v3.lua
- * define the same helpers), in the model.
+ * What the Lua libraries share for reading their arguments (rate_limit_v2.lua's
+ * helpers), in the model.
  */
 
 export const INVALID_ARGUMENTS = 'ERR invalid arguments';
@@ -21,11 +21,6 @@ export function isTime(value: number | undefined): value is number {
 /** The Lua's `n % 1 == 0` (Lua's `%` floors: a - floor(a / b) * b; NaN for infinities). */
 export function isWhole(n: number): boolean {
   return n - Math.floor(n) === 0;
-}
-
-/** The Lua's `has_repeated_key`. */
-export function hasRepeatedKey(keys: readonly string[]): boolean {
-  return new Set(keys).size !== keys.length;
 }
 
 /** `now_ms`: a number, or `*` for the server's clock (TIME, read as the Lua reads it). */
@@ -60,8 +55,4 @@ export function decodeDecisions(text: string | undefined): unknown[] | undefined
   } catch {
     return undefined;
   }
-}
-
-export function isNumber(value: unknown): value is number {
-  return typeof value === 'number';
 }

@@ -1,6 +1,6 @@
 /*
- * The request ids a bounded-memory key remembers (its field `ids`), as rate_limit_v3.lua and
- * rate_limit_v4.lua keep them: newest first, space-separated, at most RECENT_IDS and within
+ * The request ids a bounded-memory key remembers (its field `ids`), as rate_limit_v2.lua
+ * keeps them: newest first, space-separated, at most RECENT_IDS and within
  * RECENT_IDS_BYTES (Redis' compact listpack encoding takes values of up to 64 bytes).
  */
 

@@ -4,8 +4,6 @@ import { ModelCommands } from './model-commands';
 import { ModelReplyError } from './model-reply-error';
 import { slidingAllowV1 } from './rate-limit-v1-model';
 import { RateLimitV2Model } from './rate-limit-v2-model';
-import { RateLimitV3Model } from './rate-limit-v3-model';
-import { RateLimitV4Model } from './rate-limit-v4-model';
 
 export { ModelReplyError } from './model-reply-error';
 
@@ -26,9 +24,9 @@ export interface SlidingWindowModelOptions {
 type ModelFunction = (keys: readonly string[], args: readonly string[]) => number[];
 
 /**
- * The function libraries `rate_limit_v1.lua` … `rate_limit_v4.lua` in plain
+ * The function libraries `rate_limit_v1.lua` and `rate_limit_v2.lua` in plain
  * TypeScript: the same functions, taking the same KEYS and ARGV (strings) and giving the same integer
- * replies and the same error replies, leaving the same keys (sorted sets for the log, hashes for v3's
+ * replies and the same error replies, leaving the same keys (sorted sets for the log, hashes for v2's
  * bucketed window) with the same TTLs. Each function follows its Lua line by line, one file per
  * library (`rate-limit-v<n>-model.ts`); read them side by side.
  *
@@ -52,20 +50,12 @@ export class SlidingWindowModel {
     this.store = new KeyStore(clock, options.maxKeys);
     const commands = (this.commands = new ModelCommands(this.store, clock));
     const v2 = new RateLimitV2Model(commands);
-    const v3 = new RateLimitV3Model(commands);
-    const v4 = new RateLimitV4Model(commands);
     const writes = (run: ModelFunction) => ({ run, readOnly: false });
     this.functions = {
       sliding_allow_v1: writes((keys, args) => slidingAllowV1(commands, keys, args)),
       sliding_allow_v2: writes((keys, args) => v2.slidingAllow(keys, args)),
       sliding_allow_many_v2: writes((keys, args) => v2.slidingAllowMany(keys, args)),
       sliding_peek_v2: { run: (keys, args) => v2.slidingPeek(keys, args), readOnly: true },
-      sliding_allow_v3: writes((keys, args) => v3.slidingAllow(keys, args)),
-      sliding_allow_many_v3: writes((keys, args) => v3.slidingAllowMany(keys, args)),
-      sliding_peek_v3: { run: (keys, args) => v3.slidingPeek(keys, args), readOnly: true },
-      sliding_allow_v4: writes((keys, args) => v4.slidingAllow(keys, args)),
-      sliding_allow_many_v4: writes((keys, args) => v4.slidingAllowMany(keys, args)),
-      sliding_peek_v4: { run: (keys, args) => v4.slidingPeek(keys, args), readOnly: true },
     };
   }
 

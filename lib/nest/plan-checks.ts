@@ -12,8 +12,8 @@ const LISTPACK_ENTRIES = 128;
 const BYTES_PER_ENTRY = 100;
 
 /**
- * What the plans need that the configured function versions cannot do: a cost or `precisionMs` on
- * a version before `sliding_allow_v3`. Checked at bootstrap, so the application does not start with
+ * What the plans need that the configured function versions cannot do: a cost, `precisionMs` or a
+ * shadow limit on `sliding_allow_v1`. Checked at bootstrap, so the application does not start with
  * limits its functions would refuse at the first request.
  */
 export function describeVersionProblems(plans: readonly HandlerPlan[], settings: LimiterSettings): string[] {
@@ -28,20 +28,16 @@ export function describeVersionProblems(plans: readonly HandlerPlan[], settings:
     // An unknown name is reported by the option checks.
     if (!contract) continue;
     for (const plan of plans) {
+      if (contract.full) continue;
       const needs: string[] = [];
-      if (!contract.weighted && isWeighted(plan)) needs.push('a cost');
-      if (!contract.bucketed && isBucketedPlan(plan)) needs.push('precisionMs');
-      if (!contract.shadowLimits && plan.hasShadow) {
-        // Shadow limits came with v4: an older version would enforce them.
-        problems.push(
-          `${plan.route}: a shadow limit (mode: 'shadow', a candidate, or limitMode: 'shadow') needs ` +
-            `sliding_allow_v4, but ${role} is ${name}; set ${role} to sliding_allow_v4`,
-        );
-      }
+      if (isWeighted(plan)) needs.push('a cost');
+      if (isBucketedPlan(plan)) needs.push('precisionMs');
+      // v1 would enforce a shadow limit: never a quiet change.
+      if (plan.hasShadow) needs.push("a shadow limit (mode: 'shadow', a candidate, or limitMode: 'shadow')");
       if (needs.length > 0) {
         problems.push(
-          `${plan.route}: ${needs.join(' and ')} needs sliding_allow_v3 or later, but ${role} is ${name}; ` +
-            `set ${role} to sliding_allow_v3`,
+          `${plan.route}: ${needs.join(' and ')} needs ${DEFAULT_FUNCTION_NAME}, but ${role} is ${name}; ` +
+            `set ${role} to ${DEFAULT_FUNCTION_NAME}`,
         );
       }
     }
@@ -88,7 +84,7 @@ export function describeBigLogs(plans: readonly HandlerPlan[]): string[] {
       lines.push(
         `limit "${limit.name}" (${limit.limit} per ${limit.windowMs} ms) is a sliding window log: a full key holds ` +
           `${limit.limit} entries, about ${kilobytes} KB in Redis (~${BYTES_PER_ENTRY} bytes per entry past ` +
-          `${LISTPACK_ENTRIES}); set precisionMs (e.g. ${precisionMs}) for a bounded-memory window, with sliding_allow_v3`,
+          `${LISTPACK_ENTRIES}); set precisionMs (e.g. ${precisionMs}) for a bounded-memory window`,
       );
     }
   }

@@ -43,14 +43,14 @@ export interface SlidingLimitCandidate {
 interface SlidingLimitCommonOptions {
   /**
    * Leave it out for the exact sliding window log; set it for the bounded-memory window (see
-   * {@link SlidingLimitRule.precisionMs}). Needs `sliding_allow_v3` or later.
+   * {@link SlidingLimitRule.precisionMs}). Needs `sliding_allow_v2`.
    */
   precisionMs?: number;
   /**
    * `shadow`: decide and count as usual, but never refuse — the limit is reported (metrics, a sampled
    * log line, the opt-in `x-ratelimit-shadow` header) with what it would have refused. Default: the
    * module's `limitMode` (itself `enforced`). Promoting a shadow limit is changing this. Needs
-   * `sliding_allow_v4`.
+   * `sliding_allow_v2`.
    */
   mode?: LimitMode;
   /** `false`: per-key overrides do not apply to this limit (and are not read for it). Default `true`. */
@@ -75,7 +75,7 @@ interface SlidingLimitCommonOptions {
    * whole number from 1 to the route's smallest limit (at most 10,000 where a limit is a log: one entry
    * per unit), or a function of the request. A route has one
    * cost: set it on one of its limits (limits that set none take it too). Default 1. A cost other
-   * than 1 needs `sliding_allow_v3`; `X-RateLimit-Remaining` is then in cost units.
+   * than 1 needs `sliding_allow_v2`; `X-RateLimit-Remaining` is then in cost units.
    */
   cost?: RateLimitCost;
 }
@@ -178,7 +178,7 @@ export interface RateLimitModuleOptions extends LimiterSettings {
   refusalLogLevel?: RateLimitRefusalLogLevel;
   /**
    * The `mode` of every limit that sets none: `shadow` tries the whole configuration without
-   * refusing anything (a dry run before enforcing). Default `'enforced'`. Shadow needs `sliding_allow_v4`.
+   * refusing anything (a dry run before enforcing). Default `'enforced'`. Shadow needs `sliding_allow_v2`.
    */
   limitMode?: LimitMode;
   /**

@@ -3,11 +3,9 @@ import { describeValue } from '../core/value-checks';
 import type { FunctionContract } from '../core/function-contract';
 import { V1_CONTRACT } from './contracts/v1.contract';
 import { V2_CONTRACT } from './contracts/v2.contract';
-import { V3_CONTRACT } from './contracts/v3.contract';
-import { V4_CONTRACT } from './contracts/v4.contract';
 
 /** Every library version this package ships, oldest first. */
-export const FUNCTION_VERSIONS: readonly FunctionContract[] = [V1_CONTRACT, V2_CONTRACT, V3_CONTRACT, V4_CONTRACT];
+export const FUNCTION_VERSIONS: readonly FunctionContract[] = [V1_CONTRACT, V2_CONTRACT];
 
 /**
  * The function called when no `functionName` is configured, by every part of the package: the
@@ -15,7 +13,7 @@ export const FUNCTION_VERSIONS: readonly FunctionContract[] = [V1_CONTRACT, V2_C
  * sample. The newest version that takes every limit the decorators can describe (costs and
  * bounded-memory windows); a new version becomes the default here, and only here.
  */
-export const DEFAULT_FUNCTION_NAME = V4_CONTRACT.allowFunction;
+export const DEFAULT_FUNCTION_NAME = V2_CONTRACT.allowFunction;
 
 /** Names `functionName` accepts. */
 export const KNOWN_FUNCTION_NAMES: readonly string[] = FUNCTION_VERSIONS.map((v) => v.allowFunction);

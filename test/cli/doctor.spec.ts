@@ -188,7 +188,7 @@ describe('doctor on a standalone Redis', () => {
       /^1 log key past the compact encoding \(skiplist, up to 2000 entries\): \d+\.\d KB; rl:big:\{user:1\}$/,
     );
     expect(finding.action).toMatch(
-      /precisionMs, rate_limit_v3\) keeps such a key near 840 B: ~840 B instead of \d+\.\d KB/,
+      /precisionMs, rate_limit_v2\) keeps such a key near 840 B: ~840 B instead of \d+\.\d KB/,
     );
     expect(findingsOf(doc, 'biggest-keys')[0].summary).toMatch(
       /^biggest: rl:big:\{user:1\} \d+\.\d KB \(zset 2000, skiplist\)/,

@@ -157,17 +157,17 @@ describe('functions list and load (standalone)', () => {
     }
 
     it('fails after FUNCTION FLUSH while an instance calls a version: naming the library, the instance and the fix', async () => {
-      await liveInstance('web-1', 'sliding_allow_v3');
+      await liveInstance('web-1', 'sliding_allow_v2');
       const before = await runCli(['functions', 'list', '--url', url]);
       expect(before.code).toBe(0);
-      expect(before.stdout).toContain('Called by live instances: sliding_allow_v3 (v3: web-1)');
+      expect(before.stdout).toContain('Called by live instances: sliding_allow_v2 (v2: web-1)');
 
       await redis.function('FLUSH');
       const run = await runCli(['functions', 'list', '--url', url]);
       expect(run.code).toBe(1);
       expect(run.stdout).toContain(
-        `rate_limit_v3 (v3) is not loaded on 127.0.0.1:${server.port}, and live instances call sliding_allow_v3: ` +
-          `web-1 (prefix list:); run: npx nestjs-sliding-limit functions load v3 --url ${url}`,
+        `rate_limit_v2 (v2) is not loaded on 127.0.0.1:${server.port}, and live instances call sliding_allow_v2: ` +
+          `web-1 (prefix list:); run: npx nestjs-sliding-limit functions load v2 --url ${url}`,
       );
       expect(run.stderr).toMatch(/^error: 1 problem found/);
 
@@ -176,18 +176,18 @@ describe('functions list and load (standalone)', () => {
         {
           kind: 'called-missing',
           node: `127.0.0.1:${server.port}`,
-          library: 'rate_limit_v3',
+          library: 'rate_limit_v2',
           instances: ['web-1'],
-          message: expect.stringContaining('live instances call sliding_allow_v3'),
+          message: expect.stringContaining('live instances call sliding_allow_v2'),
         },
       ]);
 
-      expect((await runCli(['functions', 'load', 'v3', '--url', url])).code).toBe(0);
+      expect((await runCli(['functions', 'load', 'v2', '--url', url])).code).toBe(0);
       expect((await runCli(['functions', 'list', '--url', url])).code).toBe(0);
     });
 
     it('fails when an instance calls a function no library on the master registers', async () => {
-      await liveInstance('old-1', 'sliding_allow_v2');
+      await liveInstance('old-1', 'sliding_allow_v1');
       const reporter = reporters[0];
       // A report naming a function of a later package version, which this CLI does not ship.
       const report = JSON.parse((await redis.get(reporter.key)) as string) as Record<string, unknown>;

@@ -45,7 +45,7 @@ describe('overrides commands (standalone)', () => {
     await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
   });
 
-  /** A limiter of the application (v4, loaded at start-up), on a connection of its own. */
+  /** A limiter of the application (v2, loaded at start-up), on a connection of its own. */
   const appLimiter = async (keyPrefix = 'rl:', functionName?: string) => {
     const limiter = new SlidingWindowLimiter({
       client: own.connect(),
@@ -200,31 +200,31 @@ describe('overrides commands (standalone)', () => {
     expect((await limiter.consume('k:{1}', rule)).allowed).toBe(true);
   });
 
-  it('warns, and stores anyway, when no master holds v4 or a live limiter calls a version without overrides', async () => {
+  it('warns, and stores anyway, when no master holds v2 or a live limiter calls a version without overrides', async () => {
     const set = await overrides('set', 'a:{1}', '--limit', '1', '--json');
     expect(set.code).toBe(0);
     // --json carries them in the document, and stderr says them as well.
     expect(set.stderr).toMatch(/^warning: /m);
     expect(set.json<SetJson>().warnings).toEqual([
       expect.stringMatching(
-        /^127\.0\.0\.1:\d+ has no rate_limit_v4: the override is stored, but only sliding_allow_v4 reads overrides; .*run: npx nestjs-sliding-limit functions load v4 --url redis:\/\/127\.0\.0\.1:\d+$/,
+        /^127\.0\.0\.1:\d+ has no rate_limit_v2: the override is stored, but only sliding_allow_v2 reads overrides; .*run: npx nestjs-sliding-limit functions load v2 --url redis:\/\/127\.0\.0\.1:\d+$/,
       ),
     ]);
     expect(await redis.exists('rl:a:{1}|override')).toBe(1);
     const text = await overrides('set', 'a:{1}', '--limit', '1');
-    expect(text.stderr).toMatch(/^warning: 127\.0\.0\.1:\d+ has no rate_limit_v4/);
+    expect(text.stderr).toMatch(/^warning: 127\.0\.0\.1:\d+ has no rate_limit_v2/);
 
-    // A limiter on v3 loads v3 only; v4 loaded besides, under RESP2 and RESP3 the master reads overrides.
-    const old = await appLimiter('rl:', 'sliding_allow_v3');
+    // A limiter on v1 loads v1 only; v2 loaded besides, under RESP2 and RESP3 the master reads overrides.
+    const old = await appLimiter('rl:', 'sliding_allow_v1');
     const reporter = new InstanceReporter({ limiter: old, client: redis, instanceId: 'web-1', intervalMs: MIN });
     reporters.push(reporter);
     await reporter.reportNow();
-    await redis.call('FUNCTION', 'LOAD', librarySource('v4'));
+    await redis.call('FUNCTION', 'LOAD', librarySource('v2'));
     for (const resp of ['2', '3']) {
       const run = await overrides('set', 'a:{1}', '--limit', '1', '--resp', resp, '--json');
       expect(run.json<SetJson>().warnings).toEqual([
-        'live instance web-1 (key prefix "rl:") calls sliding_allow_v3, which reads no overrides: ' +
-          'the override applies to its decisions once it runs sliding_allow_v4',
+        'live instance web-1 (key prefix "rl:") calls sliding_allow_v1, which reads no overrides: ' +
+          'the override applies to its decisions once it runs sliding_allow_v2',
       ]);
     }
     // Another prefix's limiters are not this key's.

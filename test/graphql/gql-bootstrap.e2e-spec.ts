@@ -66,7 +66,7 @@ describe.each(GRAPHQL_SERVERS)('limited field resolvers without field guards on 
       platform,
       resolvers: [PostResolver],
       fieldResolverEnhancers: [],
-      options: { functionName: 'sliding_allow_v3' },
+      options: { functionName: 'sliding_allow_v2' },
     });
     try {
       expect(fieldWarnings(warn)).toEqual([
@@ -82,7 +82,7 @@ describe.each(GRAPHQL_SERVERS)('limited field resolvers without field guards on 
     const app = await startGraphQLApp({
       platform,
       resolvers: [PostResolver],
-      options: { functionName: 'sliding_allow_v3' },
+      options: { functionName: 'sliding_allow_v2' },
     });
     try {
       expect(warn).toHaveBeenCalledTimes(0);

@@ -44,7 +44,7 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
           redis: sharedRedisUrl(),
           keyPrefix: uniquePrefix('gql'),
           global: false,
-          functionName: 'sliding_allow_v3',
+          functionName: 'sliding_allow_v2',
         }),
       ],
       providers: [PostResolver, MiscResolver],
@@ -61,7 +61,7 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
   const degradedDenial: MultiRateLimitDecision = {
     allowed: false,
     degraded: 'deny',
-    functionName: 'sliding_allow_v3',
+    functionName: 'sliding_allow_v2',
     retryAfterMs: 1_500,
     limits: [],
   };
@@ -99,7 +99,7 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
   });
 
   it('lets a call through when the GraphQL context holds no request (a subscription over WebSockets)', async () => {
-    const guard = guardDeciding({ allowed: false, functionName: 'sliding_allow_v3', retryAfterMs: 1_000, limits: [] });
+    const guard = guardDeciding({ allowed: false, functionName: 'sliding_allow_v2', retryAfterMs: 1_000, limits: [] });
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
       for (let i = 0; i < 3; i++)

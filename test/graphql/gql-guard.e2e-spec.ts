@@ -14,7 +14,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform })
     (app = await startGraphQLApp({
       platform,
       resolvers: [PostResolver, MiscResolver],
-      options: { functionName: 'sliding_allow_v3' },
+      options: { functionName: 'sliding_allow_v2' },
     }));
 
   it('answers a full limit with TOO_MANY_REQUESTS, retryAfter and the headers on the HTTP response, per client', async () => {
@@ -136,7 +136,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform })
       platform,
       resolvers: [PostResolver, MiscResolver],
       batched: true,
-      options: { functionName: 'sliding_allow_v3' },
+      options: { functionName: 'sliding_allow_v2' },
     });
     const response = await app
       .http()

@@ -15,7 +15,7 @@ describe('GqlSlidingLimitGuard on RateLimitTestingModule', () => {
   beforeEach(async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [
-        RateLimitTestingModule.forRoot({ global: false, functionName: 'sliding_allow_v3' }),
+        RateLimitTestingModule.forRoot({ global: false, functionName: 'sliding_allow_v2' }),
         graphQLModule('express', ['guards']),
       ],
       providers: [PostResolver, { provide: APP_GUARD, useClass: GqlSlidingLimitGuard }],

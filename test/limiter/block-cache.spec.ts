@@ -24,6 +24,8 @@ describe('local block cache', () => {
       client: redis,
       keyPrefix: uniquePrefix('block'),
       functionName: 'sliding_allow_v2',
+      // The block cache keeps refusals only while no override is read.
+      keyOverrides: false,
       ...options,
     });
 

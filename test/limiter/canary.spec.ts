@@ -154,19 +154,6 @@ describe('switching functions at runtime', () => {
     expect(await limiter.consume('k', rule)).toMatchObject({ functionName: 'sliding_allow_v2', remaining: 2 });
   });
 
-  it("moves between v2 and v3 (a canary, then a rollback) keeping each key's history", async () => {
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2' });
-    expect(await limiter.consume('v23', rule)).toMatchObject({ functionName: 'sliding_allow_v2', remaining: 4 });
-    await limiter.use({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v3', percent: 100 } });
-    expect(await limiter.consume('v23', rule)).toMatchObject({ functionName: 'sliding_allow_v3', remaining: 3 });
-    // A cost is v3's: remaining is in cost units, and the request is two entries v2 will count.
-    expect(await limiter.consume('v23', rule, { cost: 2 })).toMatchObject({ allowed: true, remaining: 1 });
-    await limiter.use('sliding_allow_v2');
-    expect(await limiter.consume('v23', rule)).toMatchObject({ functionName: 'sliding_allow_v2', remaining: 0 });
-    expect(await limiter.consume('v23', rule)).toMatchObject({ allowed: false });
-    expect((await limiter.peek('v23', rule)).count).toBe(5);
-  });
-
   it('reports the selection in effect once started: a 0 % canary or one naming the stable function is none', async () => {
     for (const canary of [
       { functionName: 'sliding_allow_v1', percent: 0 },

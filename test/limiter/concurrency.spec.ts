@@ -26,9 +26,9 @@ interface RoundSpec {
   strategy: Strategy;
   functionName?: string;
   mode?: 'function' | 'script';
-  /** Set for the bounded-memory window (sliding_allow_v3). */
+  /** Set for the bounded-memory window (sliding_allow_v2). */
   precisionMs?: number;
-  /** What each call weighs (sliding_allow_v3). */
+  /** What each call weighs (sliding_allow_v2). */
   cost?: number;
   keyPrefix: string;
   key: string;
@@ -205,8 +205,8 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
     ['the log with cost 4', { cost: 4 }],
     ['the bounded-memory window', { precisionMs: 60_000 }],
     ['the bounded-memory window with cost 5', { precisionMs: 60_000, cost: 5 }],
-  ])(`sliding_allow_v3, %s, admits exactly ${LIMIT} (in cost units) in each of ${ROUNDS} rounds`, async (_, spec) => {
-    await expectExactRounds(ROUNDS, { functionName: 'sliding_allow_v3', mode: 'function', ...spec });
+  ])(`sliding_allow_v2, %s, admits exactly ${LIMIT} (in cost units) in each of ${ROUNDS} rounds`, async (_, spec) => {
+    await expectExactRounds(ROUNDS, { functionName: 'sliding_allow_v2', mode: 'function', ...spec });
   });
 
   it('shared the admissions between processes in some rounds (the processes really raced for the same slots)', () => {

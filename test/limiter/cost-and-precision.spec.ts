@@ -24,7 +24,7 @@ describe('SlidingWindowLimiter: cost and precisionMs', () => {
     new SlidingWindowLimiter({
       client: redis,
       keyPrefix,
-      functionName: 'sliding_allow_v3',
+      functionName: 'sliding_allow_v2',
       clock: () => now,
       report: false,
       ...options,
@@ -75,7 +75,8 @@ describe('SlidingWindowLimiter: cost and precisionMs', () => {
   });
 
   it('serves cost-1 rejections of a bucketed limit from the block cache, until the exact sub-window time', async () => {
-    const limiter = limiterWith();
+    // The block cache keeps refusals only while no override is read.
+    const limiter = limiterWith({ keyOverrides: false });
     const rule = { limit: 2, windowMs: 10 * MIN, precisionMs: MIN };
     await limiter.consume('b', rule);
     await limiter.consume('b', rule);
@@ -98,21 +99,20 @@ describe('SlidingWindowLimiter: cost and precisionMs', () => {
   });
 
   it.each([
-    ['a cost', { limit: 10, windowMs: MIN }, { cost: 2 }, /a cost \(2\) needs sliding_allow_v3/],
-    ['precisionMs', { limit: 10, windowMs: MIN, precisionMs: 1000 }, {}, /precisionMs .* needs sliding_allow_v3/],
-  ])('refuses %s on sliding_allow_v2, naming v3', async (_, rule, options, message) => {
-    const limiter = limiterWith({ functionName: 'sliding_allow_v2' });
+    ['a cost', { limit: 10, windowMs: MIN }, { cost: 2 }, /a cost \(2\) needs sliding_allow_v2/],
+    ['precisionMs', { limit: 10, windowMs: MIN, precisionMs: 1000 }, {}, /precisionMs .* needs sliding_allow_v2/],
+    // v1 would enforce it.
+    [
+      'a shadow limit',
+      { limit: 10, windowMs: MIN, mode: 'shadow' as const },
+      {},
+      /mode: 'shadow' needs sliding_allow_v2/,
+    ],
+  ])('refuses %s on sliding_allow_v1, naming v2, and records nothing', async (_, rule, options, message) => {
+    const limiter = limiterWith({ functionName: 'sliding_allow_v1' });
     const error = await rejectionOf(limiter.consume('k', rule, options));
     expect(error).toBeInstanceOf(RateLimitConfigError);
     expect((error as Error).message).toMatch(message);
-    expect(await redis.exists(keyPrefix + 'k')).toBe(0);
-  });
-
-  it('refuses a shadow limit on sliding_allow_v3 (which would enforce it), naming v4, and records nothing', async () => {
-    const limiter = limiterWith({ functionName: 'sliding_allow_v3' });
-    const error = await rejectionOf(limiter.consume('k', { limit: 10, windowMs: MIN, mode: 'shadow' }));
-    expect(error).toBeInstanceOf(RateLimitConfigError);
-    expect((error as Error).message).toMatch(/mode: 'shadow' needs sliding_allow_v4/);
     expect(await redis.exists(keyPrefix + 'k')).toBe(0);
   });
 

@@ -19,22 +19,22 @@ describe('SlidingWindowLimiter.addFunctionNeeds', () => {
     const limiter = new SlidingWindowLimiter({
       client: redis,
       keyPrefix: uniquePrefix('needs'),
-      functionName: 'sliding_allow_v3',
+      functionName: 'sliding_allow_v2',
       report: false,
     });
     await limiter.init();
     const weighted: string[] = [];
     const remove = limiter.addFunctionNeeds(() => ({ weighted }));
 
-    await limiter.use('sliding_allow_v2'); // nothing needs a cost yet
-    await limiter.use('sliding_allow_v3');
+    await limiter.use('sliding_allow_v1'); // nothing needs a cost yet
+    await limiter.use('sliding_allow_v2');
     weighted.push('exports');
     const error = await rejectionOf(limiter.use('sliding_allow_v1'));
     expect(error).toBeInstanceOf(RateLimitConfigError);
     expect((error as RateLimitConfigError).problems).toEqual([
-      'functionName sliding_allow_v1 cannot decide a cost other than 1, which exports uses: it needs sliding_allow_v3 or later',
+      'functionName sliding_allow_v1 cannot decide a cost other than 1, which exports uses: it needs sliding_allow_v2',
     ]);
-    expect(limiter.functionName).toBe('sliding_allow_v3');
+    expect(limiter.functionName).toBe('sliding_allow_v2');
     expect(await limiter.consume('k', { limit: 10, windowMs: 1000 }, { cost: 3 })).toMatchObject({
       allowed: true,
       remaining: 7,

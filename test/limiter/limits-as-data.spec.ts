@@ -10,11 +10,11 @@ const T0 = 1_735_660_800_000;
 const MIN = 60_000;
 
 /**
- * What the limiter makes of sliding_allow_v4 (the default): per-key overrides read in the decision's
+ * What the limiter makes of sliding_allow_v2 (the default): per-key overrides read in the decision's
  * own call, shadow limits that refuse nothing, and a block cache that never hides an override — on
  * Redis and on the in-memory backend alike.
  */
-describe.each(['redis', 'memory'] as const)('SlidingWindowLimiter on v4 (%s)', (kind) => {
+describe.each(['redis', 'memory'] as const)('SlidingWindowLimiter on v2 (%s)', (kind) => {
   let redis: Redis;
   let keyPrefix: string;
   let now: number;
@@ -43,9 +43,9 @@ describe.each(['redis', 'memory'] as const)('SlidingWindowLimiter on v4 (%s)', (
       ...options,
     });
 
-  it('decides on sliding_allow_v4 when no functionName is given', async () => {
+  it('decides on sliding_allow_v2 when no functionName is given', async () => {
     const decision = await limiterWith().consume('api:{k}', { limit: 2, windowMs: MIN });
-    expect(decision.functionName).toBe('sliding_allow_v4');
+    expect(decision.functionName).toBe('sliding_allow_v2');
   });
 
   it('applies an override to the next request, and reports the limit that applied', async () => {

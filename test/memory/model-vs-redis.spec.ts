@@ -4,7 +4,6 @@ import { MemoryBackend } from '../../lib/memory/memory-backend';
 import { luaToNumber } from '../../lib/memory/lua-values';
 import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
 import { readLibrarySource, toScript } from '../../lib/redis/lua-library';
-import { FUNCTION_VERSIONS } from '../../lib/redis/function-versions';
 import { ensureLibraries } from '../support/lua-functions';
 import { useOwnRedisServer } from '../support/own-redis';
 import { VirtualTimeRedis, type TtlObservation } from '../support/virtual-time-redis';
@@ -14,7 +13,6 @@ import {
   compareCall,
   discardIfExpiredInRealTime,
   garbage,
-  jsonField,
   mixed,
   nextTime,
   sameTtl,
@@ -26,11 +24,13 @@ import {
  * The reference model (lib/memory) against the Lua on a real redis-server, call by call.
  *
  * 1. Random sequences of consume / consumeAll / peek / reset through two SlidingWindowLimiters on the
- *    same injected clock, one on Redis and one on MemoryBackend: same decisions, remaining,
- *    retryAfterMs, resetMs, peek counts and errors at every step, same TTLs, same keys and entries
- *    at the end.
- * 2. Random ARGV, garbage included, sent as FCALL / FCALL_RO / EVAL and to the model: same replies,
- *    same errors, same keys.
+ *    same injected clock, one on Redis and one on MemoryBackend, for sliding_allow_v1 (the log, cost
+ *    1) and sliding_allow_v2 (costs, the log and the bucketed window), as functions and as scripts:
+ *    same decisions, remaining, retryAfterMs, resetMs, peek counts and errors at every step, same
+ *    TTLs, same keys and entries at the end.
+ * 2. Random ARGV, garbage included, for sliding_allow_v1, sent as FCALL / FCALL_RO / EVAL and to the
+ *    model: same replies, same errors, same keys. (v2's raw calls, and v1's on v2's keys:
+ *    model-vs-redis-v2.spec.ts.) And now_ms "*" of v2: the model's clock, or Redis' TIME.
  * 3. The model's tonumber against Lua's.
  *
  * A failure prints fast-check's seed and path; replay it with FC_SEED=<seed> FC_PATH=<path>.
@@ -54,7 +54,7 @@ beforeAll(async () => {
 // 1. Limiter on Redis vs limiter on the model
 // ------------------------------------------------------------------------------------------------
 
-/** `costRoll` picks a cost (v3): 1 mostly, else up to the smallest limit of the decision's keys. */
+/** `costRoll` picks a cost (v2): 1 mostly, else up to the smallest limit of the decision's keys. */
 type Action =
   | { op: 'consume' | 'peek'; key: number; costRoll: number }
   | { op: 'reset'; key: number }
@@ -69,8 +69,8 @@ interface Scenario {
   maxClockSkewMs: number;
   /** The rule of each key of the pool: a key keeps its limit, as it does in an application. */
   rules: SlidingLimitRule[];
-  /** Costs and precisionMs: v3 only. */
-  v3: boolean;
+  /** Costs and precisionMs (v2, the full version); v1 gets neither. */
+  full: boolean;
   steps: Step[];
 }
 
@@ -92,8 +92,8 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: keyIndex.map((key) => ({ op: 'reset' as const, key })) },
 );
 
-/** A v3 rule: the log, or the bucketed window at a precision its window takes (≤ 1000 sub-windows). */
-const v3Rule: fc.Arbitrary<SlidingLimitRule> = fc.oneof(
+/** A v2 rule: the log, or the bucketed window at a precision its window takes (≤ 1000 sub-windows). */
+const fullRule: fc.Arbitrary<SlidingLimitRule> = fc.oneof(
   fc.record({ limit: fc.integer({ min: 1, max: 8 }), windowMs }),
   windowMs.chain((w) =>
     fc.record({
@@ -104,14 +104,14 @@ const v3Rule: fc.Arbitrary<SlidingLimitRule> = fc.oneof(
   ),
 );
 
-const scenarioOf = (v3: boolean): fc.Arbitrary<Scenario> =>
+const scenarioOf = (full: boolean): fc.Arbitrary<Scenario> =>
   fc.record({
     maxClockSkewMs: fc.oneof(fc.constantFrom(0, 1, 1000), fc.nat(2000)),
-    rules: fc.array(v3 ? v3Rule : fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }), {
+    rules: fc.array(full ? fullRule : fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }), {
       minLength: KEY_POOL,
       maxLength: KEY_POOL,
     }),
-    v3: fc.constant(v3),
+    full: fc.constant(full),
     steps: fc.array(fc.record({ time: timeMove, action }), { minLength: 1, maxLength: 40 }),
   });
 
@@ -132,12 +132,12 @@ async function perform(
   limiter: SlidingWindowLimiter,
   action: Action,
   rules: SlidingLimitRule[],
-  v3: boolean,
+  full: boolean,
 ): Promise<unknown> {
   const name = (key: number) => `k${key}`;
-  /** No options at all before v3, which v1 and v2 would refuse if they named a cost. */
+  /** No options at all for v1 (the cost option is v2's). */
   const costOf = (keys: number[], roll: number) =>
-    v3 ? { cost: 1 + (roll % Math.min(...keys.map((key) => rules[key].limit))) } : undefined;
+    full ? { cost: 1 + (roll % Math.min(...keys.map((key) => rules[key].limit))) } : undefined;
   switch (action.op) {
     case 'consume':
       return limiter.consume(name(action.key), rules[action.key], costOf([action.key], action.costRoll));
@@ -234,7 +234,7 @@ interface LimiterConfig {
 
 async function runScenario(
   { functionName, mode, blockCache, forwardOnly }: LimiterConfig,
-  { maxClockSkewMs, rules, v3, steps }: Scenario,
+  { maxClockSkewMs, rules, full, steps }: Scenario,
   coverage: Coverage,
 ): Promise<void> {
   await redis.flushdb(); // functions and scripts stay
@@ -281,8 +281,8 @@ async function runScenario(
         coverage.onBoundary++;
       }
 
-      const fromRedis = await settle(() => perform(onRedis, action, rules, v3));
-      const fromModel = await settle(() => perform(onModel, action, rules, v3));
+      const fromRedis = await settle(() => perform(onRedis, action, rules, full));
+      const fromModel = await settle(() => perform(onModel, action, rules, full));
       const context = `step ${index} at T0${now - T0 >= 0 ? '+' : ''}${now - T0}: ${JSON.stringify(action)}`;
       expect({ context, ...(fromRedis as object) }).toEqual({ context, ...(fromModel as object) });
       checkTtls(redis.takeObservations(), memory, redisNow, context);
@@ -334,15 +334,13 @@ async function runScenario(
 describe.each([
   ['sliding_allow_v1', 'function'],
   ['sliding_allow_v2', 'function'],
-  ['sliding_allow_v3', 'function'],
   ['sliding_allow_v1', 'script'],
   ['sliding_allow_v2', 'script'],
-  ['sliding_allow_v3', 'script'],
 ] as const)('a limiter on MemoryBackend decides like one on Redis: %s, %s mode', (functionName, mode) => {
   it('at every step of random consume / consumeAll / peek / reset sequences, and leaves the same keys', async () => {
     const coverage = noCoverage();
-    // v3: costs, and rules of both kinds (the log, the bucketed window).
-    const scenarios = scenarioOf(functionName === 'sliding_allow_v3');
+    // v2: costs, and rules of both kinds (the log, the bucketed window).
+    const scenarios = scenarioOf(functionName === 'sliding_allow_v2');
     await fc.assert(
       fc.asyncProperty(scenarios, (s) => runScenario({ functionName, mode, blockCache: false }, s, coverage)),
       checkParameters(150),
@@ -361,12 +359,12 @@ describe('the block cache (limiter on Redis) against the model without one', () 
   // With one clock that never goes back, Redis' key expiry and the caller's window agree, and a
   // cached rejection is what Redis would answer. (With a caller whose clock lags Redis' they need
   // not: Redis may already have expired a key whose rejection the cache still serves. Not claimed.)
-  it.each(['sliding_allow_v3', 'sliding_allow_v2', 'sliding_allow_v1'])(
+  it.each(['sliding_allow_v2', 'sliding_allow_v1'])(
     '%s: answers every step as Redis without the cache would',
     async (functionName) => {
       const coverage = noCoverage();
       await fc.assert(
-        fc.asyncProperty(scenarioOf(functionName === 'sliding_allow_v3'), (s) =>
+        fc.asyncProperty(scenarioOf(functionName === 'sliding_allow_v2'), (s) =>
           runScenario({ functionName, mode: 'function', blockCache: true, forwardOnly: true }, s, coverage),
         ),
         checkParameters(100),
@@ -403,105 +401,46 @@ const memberArg = fc.oneof(
   { weight: 8, arbitrary: fc.constantFrom('m1', 'm2', 'm3', 'm4') },
   { weight: 1, arbitrary: fc.constantFrom('', ' ', 'ü', '\u0000') },
 );
-const skewArg = mixed(fc.constantFrom('0', '10', '1000'));
 const anyArg = fc.oneof(timeArg, windowArg, limitArg, memberArg, garbage);
 const rawKey = fc.constantFrom('a', 'b', 'c');
 
 interface RawCall {
-  fn: 'sliding_allow_v1' | 'sliding_allow_v2' | 'sliding_allow_many_v2' | 'sliding_peek_v2';
+  fn: 'sliding_allow_v1';
   keys: string[];
   args: string[];
+  /** FCALL_RO, which refuses a function without the no-writes flag (v1's), in Redis and the model. */
   readOnly: boolean;
-  /** Decisions of a well-formed batch call. */
-  decisions?: number;
 }
 
-const pairs = (n: number) =>
-  fc.array(fc.tuple(windowArg, limitArg), { minLength: n, maxLength: n }).map((p) => p.flat());
-/** One decision of sliding_allow_many_v2: its keys, and its fields in the JSON (now, member, key count, pairs). */
-const manyDecision = fc
-  .oneof(
-    { weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 2 }) },
-    { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 2 }) },
-  )
-  .chain((keys) =>
-    fc
-      .tuple(
-        jsonField(timeArg),
-        memberArg.map((member) => JSON.stringify(member)),
-        jsonField(mixed(fc.constant(String(keys.length)))),
-        pairs(keys.length).chain((p) => fc.tuple(...p.map((text) => jsonField(fc.constant(text))))),
-      )
-      .map(([now, member, count, rest]) => ({ keys, fields: [now, member, count, ...rest] })),
-  );
-const wellFormed: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.oneof(
-  fc
-    .tuple(rawKey, timeArg, windowArg, limitArg, memberArg)
-    .map(([key, ...args]) => ({ fn: 'sliding_allow_v1' as const, keys: [key], args })),
-  // Mostly distinct keys (a repeated key is invalid).
-  fc
-    .oneof(
-      { weight: 6, arbitrary: fc.uniqueArray(rawKey, { minLength: 1, maxLength: 3 }) },
-      { weight: 1, arbitrary: fc.array(rawKey, { minLength: 2, maxLength: 3 }) },
-    )
-    .chain((keys) =>
-      fc.tuple(timeArg, memberArg, skewArg, pairs(keys.length)).map(([now, member, skew, rest]) => ({
-        fn: 'sliding_allow_v2' as const,
-        keys,
-        args: [now, member, skew, ...rest],
-      })),
-    ),
-  fc
-    .uniqueArray(rawKey, { minLength: 1, maxLength: 3 })
-    .chain((keys) =>
-      fc
-        .tuple(timeArg, pairs(keys.length))
-        .map(([now, rest]) => ({ fn: 'sliding_peek_v2' as const, keys, args: [now, ...rest] })),
-    ),
-  // A batch: a few decisions, keys repeated across them (and now and then within one, invalid),
-  // a key count that is now and then garbage.
-  fc.tuple(skewArg, fc.array(manyDecision, { minLength: 1, maxLength: 4 })).map(([skew, decisions]) => ({
-    fn: 'sliding_allow_many_v2' as const,
-    keys: decisions.flatMap((d) => d.keys),
-    args: [skew, `[${decisions.flatMap((d) => d.fields).join(',')}]`],
-    decisions: decisions.length,
-  })),
-);
+const wellFormed: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc
+  .tuple(rawKey, timeArg, windowArg, limitArg, memberArg)
+  .map(([key, ...args]) => ({ fn: 'sliding_allow_v1' as const, keys: [key], args }));
+// Any number of keys (none is invalid; v1 reads the first) and of arguments (v1 ignores a fifth).
 const freeForm: fc.Arbitrary<Omit<RawCall, 'readOnly'>> = fc.record({
-  fn: fc.constantFrom(
-    'sliding_allow_v1' as const,
-    'sliding_allow_v2' as const,
-    'sliding_allow_many_v2' as const,
-    'sliding_peek_v2' as const,
-  ),
+  fn: fc.constant('sliding_allow_v1' as const),
   keys: fc.array(rawKey, { maxLength: 3 }),
-  args: fc.array(anyArg, { maxLength: 9 }),
+  args: fc.array(anyArg, { maxLength: 6 }),
 });
 const rawCall: fc.Arbitrary<RawCall> = fc
   .tuple(
     fc.oneof({ weight: 4, arbitrary: wellFormed }, { weight: 1, arbitrary: freeForm }),
     fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
   )
-  .map(([call, readOnly]) => ({ ...call, readOnly: readOnly || call.fn === 'sliding_peek_v2' }));
+  .map(([call, readOnly]) => ({ ...call, readOnly }));
 
-const scripts = new Map(
-  FUNCTION_VERSIONS.flatMap((version) =>
-    [version.allowFunction, version.batch?.name, version.peekFunction]
-      .filter((fn): fn is string => fn !== undefined)
-      .map((fn) => [fn, toScript(readLibrarySource(version.sourceFile), fn).source] as const),
-  ),
-);
+const V1_SCRIPT = toScript(readLibrarySource('rate_limit_v1.lua'), 'sliding_allow_v1').source;
 
+// No batch replies and no CLOCKSKEW to reach here: v1 decides one key per call and takes the
+// caller's time as is.
 interface RawCoverage {
   replies: number;
-  /** Batch calls answered with a reply of two decisions or more. */
-  batchReplies: number;
   invalidArguments: number;
-  clockSkew: number;
   /** Errors raised by a command inside the Lua (PEXPIRE of a number it cannot take) after writes. */
   commandErrors: number;
   /** Reply integers that only the C cast explains (the minimum 64-bit integer). */
   castOverflow: number;
+  /** FCALL_RO refused (v1 writes); EVAL has no read-only form, so script mode never gets there. */
+  readOnlyRefused: number;
 }
 
 async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCoverage): Promise<void> {
@@ -511,21 +450,13 @@ async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCo
   for (const [index, call] of calls.entries()) {
     const keys = call.keys.map((key) => `raw:{t}:${key}`);
     const context = `call ${index}: ${JSON.stringify({ ...call, keys })}`;
-    const fromModel = await compareCall(
-      rawRedis,
-      model,
-      call,
-      keys,
-      context,
-      viaScript ? (scripts.get(call.fn) as string) : undefined,
-    );
+    const fromModel = await compareCall(rawRedis, model, call, keys, context, viaScript ? V1_SCRIPT : undefined);
 
     if (fromModel.reply) coverage.replies++;
-    if (fromModel.reply && (call.decisions ?? 0) > 1) coverage.batchReplies++;
     if (fromModel.reply?.includes('-9223372036854775808')) coverage.castOverflow++;
     if (fromModel.error === 'ERR invalid arguments') coverage.invalidArguments++;
-    if (fromModel.error?.startsWith('CLOCKSKEW')) coverage.clockSkew++;
     if (fromModel.error?.startsWith('ERR value is not an integer')) coverage.commandErrors++;
+    if (fromModel.error?.includes('with write flag using *_ro command')) coverage.readOnlyRefused++;
   }
 
   const keys = (await rawRedis.keys('raw:*')).sort();
@@ -544,15 +475,14 @@ async function runRawCalls(calls: RawCall[], viaScript: boolean, coverage: RawCo
 describe.each([
   ['FCALL / FCALL_RO', false],
   ['EVAL (script mode)', true],
-] as const)('raw calls through %s: the model gives the Lua’s replies, errors and keys', (_label, viaScript) => {
+] as const)('v1 raw calls through %s: the model gives the Lua’s replies, errors and keys', (_label, viaScript) => {
   it('for random ARGV, valid and garbage', async () => {
     const coverage: RawCoverage = {
       replies: 0,
-      batchReplies: 0,
       invalidArguments: 0,
-      clockSkew: 0,
       commandErrors: 0,
       castOverflow: 0,
+      readOnlyRefused: 0,
     };
     await fc.assert(
       fc.asyncProperty(fc.array(rawCall, { minLength: 1, maxLength: 25 }), (calls) =>
@@ -561,25 +491,29 @@ describe.each([
       checkParameters(300),
     );
     expect(coverage.replies).toBeGreaterThan(0);
-    expect(coverage.batchReplies).toBeGreaterThan(0);
     expect(coverage.invalidArguments).toBeGreaterThan(0);
-    expect(coverage.clockSkew).toBeGreaterThan(0);
     // A command failing inside the function (PEXPIRE refusing "1e+17") would have written before
     // failing; windows over 1e15 ms are refused up front, so no ARGV may get there.
     expect(coverage.commandErrors).toBe(0);
     expect(coverage.castOverflow).toBeGreaterThan(0);
+    if (viaScript) expect(coverage.readOnlyRefused).toBe(0);
+    else expect(coverage.readOnlyRefused).toBeGreaterThan(0);
   }, 60_000);
 });
 
 describe('now_ms "*" (the server clock)', () => {
   it('is the model’s clock in the model, and Redis TIME in Redis', async () => {
+    // now, member, max_skew_ms, cost, then the limit: window 1000, limit 2, the log (precision 0), enforced.
+    const args = ['*', 'm1', '0', '1', '1000', '2', '0', '0'];
+    // Admitted, with room; counted 1, remaining 1, no retry_after_ms, reset in 1000 ms, limit 2, no override.
+    const reply = [1, 1, 1, 1, 0, 1000, 2, 0];
     const model = new SlidingWindowModel({ clock: () => T0 + 0.75 });
-    expect(model.call('sliding_allow_v2', ['k'], ['*', 'm1', '0', '1000', '2'])).toEqual([1, 1, 1, 0, 1000]);
+    expect(model.call('sliding_allow_v2', ['k'], args)).toEqual(reply);
     expect(model.entries('k')).toEqual([{ member: 'm1', score: T0 }]);
 
     await redis.del('star');
     const before = Date.now();
-    await redis.fcall('sliding_allow_v2', 1, 'star', '*', 'm1', '0', '1000', '2');
+    expect(await redis.fcall('sliding_allow_v2', 1, 'star', ...args)).toEqual(reply);
     const [, score] = await redis.zrange('star', 0, '-1', 'WITHSCORES');
     expect(Number(score)).toBeGreaterThanOrEqual(before - 1000);
     expect(Number(score)).toBeLessThanOrEqual(Date.now() + 1000);

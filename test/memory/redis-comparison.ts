@@ -227,7 +227,7 @@ export function nextTime(
 }
 
 // ------------------------------------------------------------------------------------------------
-// What the v3 and v4 specs share: keys compared whole, replies settled, TTLs followed, limits drawn
+// For model-vs-redis-v2.spec.ts: keys compared whole, replies settled, TTLs followed, limits drawn
 // ------------------------------------------------------------------------------------------------
 
 /** A key's fields as HGETALL lists them, flat. */

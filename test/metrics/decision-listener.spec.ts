@@ -16,6 +16,8 @@ describe('SlidingWindowLimiter.onDecision', () => {
       keyPrefix: uniquePrefix('listen'),
       functionName: 'sliding_allow_v2', // the function the decisions name
       report: false,
+      // The block cache keeps refusals only while no override is read.
+      keyOverrides: false,
       ...options,
     });
 

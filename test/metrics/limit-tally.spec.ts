@@ -146,7 +146,7 @@ describe('the tally of decisions by limit', () => {
   const decision = { allowed: true, limit: 5, remaining: 4, retryAfterMs: 0, resetMs: 0, functionName: 'f' };
   /** An allowed decision of one limit named `name`. */
   const event = (name: string): DecisionEvent => ({
-    functionName: 'sliding_allow_v4',
+    functionName: 'sliding_allow_v2',
     allowed: true,
     rules: [{ limit: 5, windowMs: 1000 }],
     limits: [decision],

@@ -36,7 +36,7 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
         RateLimitModule.forRoot({
           redis: sharedRedisUrl(),
           keyPrefix: uniquePrefix('rpc'),
-          functionName: 'sliding_allow_v3',
+          functionName: 'sliding_allow_v2',
           ...options,
         }),
       ],

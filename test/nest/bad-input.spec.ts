@@ -824,42 +824,71 @@ describe('direct FCALL with bad arguments', () => {
     ['v1: limit fractional', 'sliding_allow_v1', ['k'], [NOW, '1000', '1.5', 'm']],
     ['v1: limit -0', 'sliding_allow_v1', ['k'], [NOW, '1000', '-0', 'm']],
     ['v1: limit with junk', 'sliding_allow_v1', ['k'], [NOW, '1000', '5 apples', 'm']],
-    ['v2: argument count short', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1000']],
-    ['v2: argument count long', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1000', '5', '1']],
-    ['v2: no key', 'sliding_allow_v2', [], [NOW, 'm', '0']],
-    ['v2: a key twice', 'sliding_allow_v2', ['k', 'k'], [NOW, 'm', '0', '1000', '5', '1000', '5']],
-    ['v2: member empty', 'sliding_allow_v2', ['k'], [NOW, '', '0', '1000', '5']],
-    ['v2: now not a number', 'sliding_allow_v2', ['k'], ['soon', 'm', '0', '1000', '5']],
-    ['v2: now "**"', 'sliding_allow_v2', ['k'], ['**', 'm', '0', '1000', '5']],
-    ['v2: skew negative', 'sliding_allow_v2', ['k'], [NOW, 'm', '-1', '1000', '5']],
-    ['v2: skew nan', 'sliding_allow_v2', ['k'], [NOW, 'm', 'nan', '1000', '5']],
-    ['v2: second window 0', 'sliding_allow_v2', ['k', 'j'], [NOW, 'm', '0', '1000', '5', '0', '5']],
-    ['v2: second limit fractional', 'sliding_allow_v2', ['k', 'j'], [NOW, 'm', '0', '1000', '5', '1000', '2.5']],
-    ['peek: argument count', 'sliding_peek_v2', ['k'], [NOW, '1000']],
-    ['peek: a key twice', 'sliding_peek_v2', ['k', 'k'], [NOW, '1000', '5', '1000', '5']],
-    ['peek: now inf', 'sliding_peek_v2', ['k'], ['-inf', '1000', '5']],
-    ['peek: limit 0', 'sliding_peek_v2', ['k'], [NOW, '1000', '0']],
-    ['v3: argument count short (no precision)', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '1000', '5']],
-    ['v3: cost 0', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '0', '1000', '5', '0']],
-    ['v3: cost fractional', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1.5', '1000', '5', '0']],
-    ['v3: cost nan', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', 'nan', '1000', '5', '0']],
+    // v2: now, member, skew, cost, then per limit window, limit, precision and flags.
+    ['v2: argument count short (no flags)', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0']],
+    ['v2: argument count long', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '0', '1']],
+    ['v2: no key', 'sliding_allow_v2', [], [NOW, 'm', '0', '1']],
     [
-      'v3: cost above a limit',
-      'sliding_allow_v3',
-      ['k', 'j'],
-      [NOW, 'm', '0', '3', '1000', '5', '0', '1000', '2', '0'],
+      'v2: a key twice',
+      'sliding_allow_v2',
+      ['k', 'k'],
+      [NOW, 'm', '0', '1', ...['1000', '5', '0', '0'], ...['1000', '5', '0', '0']],
     ],
-    ['v3: precision negative', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '1000', '5', '-1']],
-    ['v3: precision fractional', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0.5']],
-    ['v3: precision above the window', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '1000', '5', '1001']],
-    ['v3: over 1000 sub-windows', 'sliding_allow_v3', ['k'], [NOW, 'm', '0', '1', '100000', '5', '99']],
-    ['v3: member with a space', 'sliding_allow_v3', ['k'], [NOW, 'a b', '0', '1', '1000', '5', '0']],
-    ['v3 peek: cost above the limit', 'sliding_peek_v3', ['k'], [NOW, '6', '1000', '5', '0']],
+    ['v2: member empty', 'sliding_allow_v2', ['k'], [NOW, '', '0', '1', '1000', '5', '0', '0']],
+    ['v2: member with a space', 'sliding_allow_v2', ['k'], [NOW, 'a b', '0', '1', '1000', '5', '0', '0']],
+    ['v2: member with a #', 'sliding_allow_v2', ['k'], [NOW, 'a#2', '0', '1', '1000', '5', '0', '0']],
+    ['v2: now not a number', 'sliding_allow_v2', ['k'], ['soon', 'm', '0', '1', '1000', '5', '0', '0']],
+    ['v2: now "**"', 'sliding_allow_v2', ['k'], ['**', 'm', '0', '1', '1000', '5', '0', '0']],
+    ['v2: skew negative', 'sliding_allow_v2', ['k'], [NOW, 'm', '-1', '1', '1000', '5', '0', '0']],
+    ['v2: skew nan', 'sliding_allow_v2', ['k'], [NOW, 'm', 'nan', '1', '1000', '5', '0', '0']],
     [
-      'v3 batch: cost missing',
-      'sliding_allow_many_v3',
+      'v2: second window 0',
+      'sliding_allow_v2',
+      ['k', 'j'],
+      [NOW, 'm', '0', '1', ...['1000', '5', '0', '0'], ...['0', '5', '0', '0']],
+    ],
+    [
+      'v2: second limit fractional',
+      'sliding_allow_v2',
+      ['k', 'j'],
+      [NOW, 'm', '0', '1', ...['1000', '5', '0', '0'], ...['1000', '2.5', '0', '0']],
+    ],
+    ['v2: cost 0', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '0', '1000', '5', '0', '0']],
+    ['v2: cost fractional', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1.5', '1000', '5', '0', '0']],
+    ['v2: cost nan', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', 'nan', '1000', '5', '0', '0']],
+    [
+      'v2: cost above a limit',
+      'sliding_allow_v2',
+      ['k', 'j'],
+      [NOW, 'm', '0', '3', ...['1000', '5', '0', '0'], ...['1000', '2', '0', '0']],
+    ],
+    ['v2: precision negative', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '-1', '0']],
+    ['v2: precision fractional', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0.5', '0']],
+    ['v2: precision above the window', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '1001', '0']],
+    ['v2: over 1000 sub-windows', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '100000', '5', '99', '0']],
+    ['v2: flags out of range', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '4']],
+    ['v2: an override flag without its key', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '2']],
+    ['peek: no limit', 'sliding_peek_v2', ['k'], [NOW, '1']],
+    [
+      'peek: a key twice',
+      'sliding_peek_v2',
+      ['k', 'k'],
+      [NOW, '1', ...['1000', '5', '0', '0'], ...['1000', '5', '0', '0']],
+    ],
+    ['peek: now inf', 'sliding_peek_v2', ['k'], ['-inf', '1', '1000', '5', '0', '0']],
+    ['peek: limit 0', 'sliding_peek_v2', ['k'], [NOW, '1', '1000', '0', '0', '0']],
+    ['peek: cost above the limit', 'sliding_peek_v2', ['k'], [NOW, '6', '1000', '5', '0', '0']],
+    [
+      'batch: a decision without its flags',
+      'sliding_allow_many_v2',
       ['k'],
-      ['0', JSON.stringify([1735660800000, 'm', 1, 1000, 5, 0])],
+      ['0', JSON.stringify([Number(NOW), 'm', 1, 1, 1000, 5, 0])],
+    ],
+    [
+      'batch: more keys than decisions take',
+      'sliding_allow_many_v2',
+      ['k', 'j'],
+      ['0', JSON.stringify([Number(NOW), 'm', 1, 1, 1000, 5, 0, 0])],
     ],
   ];
 
@@ -867,7 +896,7 @@ describe('direct FCALL with bad arguments', () => {
     const prefix = `fcall:${Math.random().toString(36).slice(2)}:`;
     const fresh = keys.map((key) => `${prefix}${key}`);
     const existing = `${prefix}existing`;
-    await redis.fcall('sliding_allow_v2', 1, existing, NOW, 'seed', '0', '60000', '5');
+    await redis.fcall('sliding_allow_v2', 1, existing, NOW, 'seed', '0', '1', '60000', '5', '0', '0');
     const before = { entries: await redis.zrange(existing, 0, '-1', 'WITHSCORES'), ttl: await redis.pttl(existing) };
 
     // Once on fresh keys, once with the existing key in place of the first one.
@@ -888,7 +917,7 @@ describe('direct FCALL with bad arguments', () => {
   // entry is written: the Lua refuses windows over 1e15 ms before any write.
   it.each([
     ['sliding_allow_v1', [NOW, '1e17', '5', 'm']],
-    ['sliding_allow_v2', [NOW, 'm', '0', '1e17', '5']],
+    ['sliding_allow_v2', [NOW, 'm', '0', '1', '1e17', '5', '0', '0']],
     ['sliding_allow_v1', [NOW, '1.000000000000001e15', '5', 'm']],
   ])('%s with an absurd window refuses before writing', async (fn, args) => {
     const key = `fcall:huge:${fn}:${args[1]}`;
@@ -907,7 +936,7 @@ describe('SlidingWindowLimiter arguments', () => {
     limiter = new SlidingWindowLimiter({
       client: redis,
       keyPrefix: 'limiter-args:',
-      functionName: 'sliding_allow_v2',
+      functionName: 'sliding_allow_v1',
       report: false,
     });
   });
@@ -998,14 +1027,14 @@ describe('SlidingWindowLimiter arguments', () => {
       'rule.precisionMs must be a whole number of milliseconds from 1 to windowMs (1000)',
     ],
     [
-      'consume: a cost on sliding_allow_v2',
+      'consume: a cost on sliding_allow_v1',
       (l) => l.consume('k', ok, { cost: 2 }),
-      'a cost (2) needs sliding_allow_v3 or later, but this decision runs on sliding_allow_v2',
+      'a cost (2) needs sliding_allow_v2, but this decision runs on sliding_allow_v1',
     ],
     [
-      'peek: precisionMs on sliding_allow_v2',
+      'peek: precisionMs on sliding_allow_v1',
       (l) => l.peek('k', { limit: 5, windowMs: 1000, precisionMs: 100 }),
-      'precisionMs (the bounded-memory window) needs sliding_allow_v3 or later',
+      'precisionMs (the bounded-memory window) needs sliding_allow_v2',
     ],
     ['reset: empty key', (l) => l.reset(''), 'key 0 must be a non-empty string, got ""'],
     [

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { RateLimitConfigError } from 'nestjs-sliding-limit';
 import {
   BigLogController,
-  NeedsV3Controller,
+  NeedsV2Controller,
   PricedController,
   QuotaController,
 } from '../fixtures/cost/cost.controllers';
@@ -22,7 +22,7 @@ describe.each(PLATFORMS)('cost and precisionMs through the guard on %s', (platfo
     app = await startTestApp({
       platform,
       controllers: [QuotaController, PricedController],
-      options: { clock: clock.now, functionName: 'sliding_allow_v3' },
+      options: { clock: clock.now, functionName: 'sliding_allow_v2' },
     });
     return { app, clock };
   };
@@ -65,30 +65,30 @@ describe.each(PLATFORMS)('cost and precisionMs through the guard on %s', (platfo
 describe('bootstrap checks of cost and precisionMs', () => {
   afterEach(() => jest.restoreAllMocks());
 
-  it('refuses a cost or precisionMs on sliding_allow_v2 (the stable function or the canary), naming v3', async () => {
+  it('refuses a cost or precisionMs on sliding_allow_v1 (the stable function or the canary), naming v2', async () => {
     const error = await rejectionOf(
       startTestApp({
         platform: 'express',
-        controllers: [NeedsV3Controller],
-        options: { functionName: 'sliding_allow_v2' },
+        controllers: [NeedsV2Controller],
+        options: { functionName: 'sliding_allow_v1' },
       }),
     );
     expect(error).toBeInstanceOf(RateLimitConfigError);
     const problems = (error as RateLimitConfigError).problems;
     expect(problems).toEqual(
       expect.arrayContaining([
-        'NeedsV3Controller.bucketed: precisionMs needs sliding_allow_v3 or later, but functionName is sliding_allow_v2; set functionName to sliding_allow_v3',
-        'NeedsV3Controller.costly: a cost needs sliding_allow_v3 or later, but functionName is sliding_allow_v2; set functionName to sliding_allow_v3',
+        'NeedsV2Controller.bucketed: precisionMs needs sliding_allow_v2, but functionName is sliding_allow_v1; set functionName to sliding_allow_v2',
+        'NeedsV2Controller.costly: a cost needs sliding_allow_v2, but functionName is sliding_allow_v1; set functionName to sliding_allow_v2',
       ]),
     );
     const canary = await rejectionOf(
       startTestApp({
         platform: 'express',
-        controllers: [NeedsV3Controller],
-        options: { functionName: 'sliding_allow_v3', canary: { functionName: 'sliding_allow_v2', percent: 5 } },
+        controllers: [NeedsV2Controller],
+        options: { functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 5 } },
       }),
     );
-    expect((canary as Error).message).toContain('but canary.functionName is sliding_allow_v2');
+    expect((canary as Error).message).toContain('but canary.functionName is sliding_allow_v1');
   });
 
   it('warns once per log limit past 128 entries, with its memory per key and the option that bounds it', async () => {
@@ -98,7 +98,7 @@ describe('bootstrap checks of cost and precisionMs', () => {
     const lines = warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('"big-log"'));
     expect(lines).toEqual([
       'limit "big-log" (1000 per 60000 ms) is a sliding window log: a full key holds 1000 entries, about 98 KB in ' +
-        'Redis (~100 bytes per entry past 128); set precisionMs (e.g. 1000) for a bounded-memory window, with sliding_allow_v3',
+        'Redis (~100 bytes per entry past 128); set precisionMs (e.g. 1000) for a bounded-memory window',
     ]);
   });
 
@@ -130,7 +130,7 @@ describe('bootstrap checks of cost and precisionMs', () => {
       startTestApp({
         platform: 'express',
         controllers: [BadCostController],
-        options: { functionName: 'sliding_allow_v3' },
+        options: { functionName: 'sliding_allow_v2' },
       }),
     );
     expect((error as Error).message).toContain(message);

@@ -31,9 +31,9 @@ describe('the default function version', () => {
     app = undefined;
   });
 
-  it('supports every feature of the decorators: costs and bounded-memory windows', () => {
+  it('supports every feature of the decorators: costs, bounded-memory windows, shadow limits, overrides', () => {
     const contract = FUNCTION_VERSIONS.find((version) => version.allowFunction === DEFAULT_FUNCTION_NAME);
-    expect(contract).toMatchObject({ weighted: true, bucketed: true });
+    expect(contract).toMatchObject({ full: true });
   });
 
   it.each([

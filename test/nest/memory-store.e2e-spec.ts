@@ -64,8 +64,8 @@ describe.each(PLATFORMS)("store: 'memory' on %s", (platform) => {
     expect(answers.filter((answer) => answer.status === 200)).toHaveLength(5);
   });
 
-  it('decides stacked limits, the bounded-memory window and costs (sliding_allow_v3) in memory too', async () => {
-    const { app, clock } = await start('sliding_allow_v3');
+  it('decides stacked limits, the bounded-memory window and costs (sliding_allow_v2) in memory too', async () => {
+    const { app, clock } = await start('sliding_allow_v2');
     await app.http().get('/mem/sms').expect(200);
     await app.http().get('/mem/sms').expect(429); // the minute limit; the day's quota is untouched
     clock.advance(60_000);

@@ -41,7 +41,7 @@ const moduleOptions = (options: Partial<RateLimitModuleOptions> = {}) =>
   RateLimitModule.forRoot({
     redis: sharedRedisUrl(),
     keyPrefix: uniquePrefix('non-http'),
-    functionName: 'sliding_allow_v3',
+    functionName: 'sliding_allow_v2',
     ...options,
   });
 
@@ -112,7 +112,7 @@ describe('the guards outside HTTP, called directly', () => {
       allowed: false,
       degraded: 'deny',
       retryAfterMs: 1500,
-      functionName: 'sliding_allow_v3',
+      functionName: 'sliding_allow_v2',
       limits: [],
     };
     const limiter = moduleRef.get(SlidingWindowLimiter);

@@ -194,7 +194,7 @@ describe.each(PLATFORMS)('policies and shadow limits through the guard on %s', (
     } finally {
       await redis.quit();
     }
-    expect(app.app.get(SlidingWindowLimiter).functionName).toBe('sliding_allow_v4');
+    expect(app.app.get(SlidingWindowLimiter).functionName).toBe('sliding_allow_v2');
   });
 });
 
@@ -209,16 +209,16 @@ describe('bootstrap checks of policies', () => {
     );
   });
 
-  it('refuses shadow limits on a version before v4, which would enforce them', async () => {
+  it('refuses shadow limits on sliding_allow_v1, which would enforce them', async () => {
     const error = await rejectionOf(
       startTestApp({
         platform: 'express',
         controllers: [ShadowController],
-        options: { functionName: 'sliding_allow_v3' },
+        options: { functionName: 'sliding_allow_v1' },
       }),
     );
     expect(String((error as Error).message)).toContain(
-      "ShadowController.get: a shadow limit (mode: 'shadow', a candidate, or limitMode: 'shadow') needs sliding_allow_v4",
+      "ShadowController.get: a shadow limit (mode: 'shadow', a candidate, or limitMode: 'shadow') needs sliding_allow_v2",
     );
   });
 });

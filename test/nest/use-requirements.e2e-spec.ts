@@ -9,7 +9,7 @@ import { PricedController, QuotaController } from '../fixtures/cost/cost.control
 import { startTestApp, type TestApp } from '../support/nest-app';
 import { rejectionOf } from '../support/rejection';
 
-describe('limiter.use() on an application whose routes use cost and precisionMs (sliding_allow_v3)', () => {
+describe('limiter.use() on an application whose routes use cost and precisionMs (sliding_allow_v2)', () => {
   let app: TestApp;
   let limiter: SlidingWindowLimiter;
 
@@ -17,26 +17,26 @@ describe('limiter.use() on an application whose routes use cost and precisionMs 
     app = await startTestApp({
       platform: 'express',
       controllers: [QuotaController, PricedController],
-      options: { functionName: 'sliding_allow_v3', report: false },
+      options: { functionName: 'sliding_allow_v2', report: false },
     });
     limiter = app.app.get(SlidingWindowLimiter);
   });
   afterAll(() => app?.close());
 
-  it('refuses a switch to sliding_allow_v2, naming each route and what it needs; v3 stays, and the routes answer', async () => {
-    const error = await rejectionOf(limiter.use('sliding_allow_v2'));
+  it('refuses a switch to sliding_allow_v1, naming each route and what it needs; v2 stays, and the routes answer', async () => {
+    const error = await rejectionOf(limiter.use('sliding_allow_v1'));
 
     expect(error).toBeInstanceOf(RateLimitConfigError);
     expect((error as RateLimitConfigError).problems).toEqual([
-      'functionName sliding_allow_v2 cannot decide a cost other than 1, which QuotaController.export, ' +
-        'PricedController.rows and PricedController.throws use: they need sliding_allow_v3 or later',
-      'functionName sliding_allow_v2 cannot decide precisionMs (the bounded-memory window), which ' +
-        'QuotaController.search and QuotaController.export use: they need sliding_allow_v3 or later',
+      'functionName sliding_allow_v1 cannot decide a cost other than 1, which QuotaController.export, ' +
+        'PricedController.rows and PricedController.throws use: they need sliding_allow_v2',
+      'functionName sliding_allow_v1 cannot decide precisionMs (the bounded-memory window), which ' +
+        'QuotaController.search and QuotaController.export use: they need sliding_allow_v2',
     ]);
     expect((error as Error).message).toMatch(
       /^nestjs-sliding-limit: invalid configuration of SlidingWindowLimiter\.use:/,
     );
-    expect(limiter.functionName).toBe('sliding_allow_v3');
+    expect(limiter.functionName).toBe('sliding_allow_v2');
     const search = await app.http().get('/api/search').set('x-api-key', 'k1');
     expect(search.status).toBe(200);
     expect(search.headers['x-ratelimit-remaining']).toBe('24');
@@ -46,7 +46,7 @@ describe('limiter.use() on an application whose routes use cost and precisionMs 
 
   it('refuses a canary to sliding_allow_v1 the same way, and accepts what the routes can run on', async () => {
     const error = await rejectionOf(
-      limiter.use({ functionName: 'sliding_allow_v3', canary: { functionName: 'sliding_allow_v1', percent: 5 } }),
+      limiter.use({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 5 } }),
     );
     expect((error as RateLimitConfigError).problems).toEqual([
       expect.stringMatching(/^canary\.functionName sliding_allow_v1 cannot decide a cost other than 1, which /),
@@ -55,8 +55,8 @@ describe('limiter.use() on an application whose routes use cost and precisionMs 
     expect(limiter.canary).toBeUndefined();
 
     // A canary at 0 % takes no traffic: nothing to refuse (raising it is another use(), checked then).
-    await limiter.use({ functionName: 'sliding_allow_v3', canary: { functionName: 'sliding_allow_v1', percent: 0 } });
-    await limiter.use('sliding_allow_v3');
-    expect(limiter.functionName).toBe('sliding_allow_v3');
+    await limiter.use({ functionName: 'sliding_allow_v2', canary: { functionName: 'sliding_allow_v1', percent: 0 } });
+    await limiter.use('sliding_allow_v2');
+    expect(limiter.functionName).toBe('sliding_allow_v2');
   });
 });

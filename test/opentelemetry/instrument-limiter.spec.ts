@@ -26,6 +26,8 @@ describe('instrumentLimiter (OpenTelemetry)', () => {
       keyPrefix: uniquePrefix('otel'),
       functionName: 'sliding_allow_v2', // the function the attributes name
       report: false,
+      // The block cache keeps refusals only while no override is read.
+      keyOverrides: false,
       // Generous: a busy machine can keep the shared Redis from answering within the default 250 ms.
       timeoutMs: 5000,
     });

@@ -80,7 +80,7 @@ describe('the published package', () => {
       .trim()
       .split('\n');
     expect(relative(root, resolved)).toBe(join('dist', 'index.js'));
-    expect(exported).toBe('function rate_limit_v1.lua,rate_limit_v2.lua,rate_limit_v3.lua,rate_limit_v4.lua');
+    expect(exported).toBe('function rate_limit_v1.lua,rate_limit_v2.lua');
   });
 
   it('ships dist with declarations and the .lua libraries, and no sources or tests', () => {
@@ -94,8 +94,6 @@ describe('the published package', () => {
         'dist/index.d.ts',
         'dist/redis/lua/rate_limit_v1.lua',
         'dist/redis/lua/rate_limit_v2.lua',
-        'dist/redis/lua/rate_limit_v3.lua',
-        'dist/redis/lua/rate_limit_v4.lua',
         'README.md',
         'CHANGELOG.md',
         'LICENSE',

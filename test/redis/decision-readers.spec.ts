@@ -4,16 +4,14 @@ import type { AllowCall, FunctionContract } from '../../lib/core/function-contra
 import type { SlidingLimitRule } from '../../lib/core/limit-rule';
 import { decisionReaderOf } from '../../lib/redis/contracts/decision-readers';
 import { V1_CONTRACT } from '../../lib/redis/contracts/v1.contract';
-import { V3_CONTRACT } from '../../lib/redis/contracts/v3.contract';
-import { V4_CONTRACT } from '../../lib/redis/contracts/v4.contract';
+import { V2_CONTRACT } from '../../lib/redis/contracts/v2.contract';
 
 /*
  * The decision path's reply readers (decisionReaderOf), which read a reply straight into the
  * caller's decisions: each reply's decision worked out by hand from the header of the version's Lua,
  * and the same as the decision made from the contract's outcomes (parseAllowReply, batch.parseReply,
  * the public form), whatever form the integers arrive in (numbers, strings, bigints).
- * v4 per limit: room, count, remaining, retry_after_ms, reset_ms, limit, override;
- * v3 per limit: count, remaining, retry_after_ms, reset_ms.
+ * v2 per limit: room, count, remaining, retry_after_ms, reset_ms, limit, override.
  */
 describe('decision readers', () => {
   const callOf = (rules: SlidingLimitRule[], cost?: number): AllowCall => ({
@@ -34,9 +32,9 @@ describe('decision readers', () => {
   const asStrings = (reply: number[]) => reply.map(String);
   const asBigints = (reply: number[]) => reply.map(BigInt);
 
-  describe('v4', () => {
-    const reader = decisionReaderOf(V4_CONTRACT);
-    const fn = V4_CONTRACT.allowFunction;
+  describe('v2', () => {
+    const reader = decisionReaderOf(V2_CONTRACT);
+    const fn = V2_CONTRACT.allowFunction;
     const call = callOf([
       { limit: 2, windowMs: 10_000 },
       { limit: 1, windowMs: 10_000, precisionMs: 1000, mode: 'shadow' },
@@ -128,7 +126,7 @@ describe('decision readers', () => {
     ] as [string, (reply: number[]) => unknown[]][])('with integers as %s', (_form, form) => {
       it.each(cases)('reads %s', (_case, reply, expected) => {
         expect(reader.allow(form(reply), call)).toStrictEqual(expected);
-        expect(reader.allow(form(reply), call)).toStrictEqual(throughOutcomes(V4_CONTRACT, form(reply), call));
+        expect(reader.allow(form(reply), call)).toStrictEqual(throughOutcomes(V2_CONTRACT, form(reply), call));
       });
     });
 
@@ -136,7 +134,7 @@ describe('decision readers', () => {
       const single = callOf([{ limit: 4, windowMs: 1000 }]);
       const calls = [call, single, call];
       const reply = [...cases[0][1], 1, 1, 2, 2, 0, 1000, 4, 1, ...cases[1][1]].map(String);
-      const outcomes = V4_CONTRACT.batch!.parseReply(reply, calls);
+      const outcomes = V2_CONTRACT.batch!.parseReply(reply, calls);
       expect(reader.batch(reply, calls)).toStrictEqual(
         outcomes.map(({ allowed, limits }, i) => decisionFromOutcomes(allowed, limits, calls[i].rules, fn)),
       );
@@ -145,74 +143,6 @@ describe('decision readers', () => {
         decision(true, 0, { allowed: true, limit: 4, remaining: 2, retryAfterMs: 0, resetMs: 1000, override: 'limit' }),
         cases[1][2],
       ]);
-    });
-  });
-
-  describe('v3', () => {
-    const reader = decisionReaderOf(V3_CONTRACT);
-    const fn = V3_CONTRACT.allowFunction;
-    const call = callOf(
-      [
-        { limit: 3, windowMs: 1000 },
-        { limit: 10, windowMs: 60_000, precisionMs: 1000 },
-      ],
-      2,
-    );
-    const limitOf = (allowed: boolean, limit: number, remaining: number, retryAfterMs: number, resetMs: number) => ({
-      allowed,
-      limit,
-      remaining,
-      retryAfterMs,
-      resetMs,
-      functionName: fn,
-    });
-
-    const cases: [string, number[], MultiRateLimitDecision][] = [
-      [
-        // 2 + 2 > 3 refuses; 4 + 2 <= 10 had room. Each limit's limit is its rule's.
-        'refused by one limit while the other had room for the cost',
-        [0, 2, 1, 900, 999, 4, 6, 0, 59_000],
-        {
-          allowed: false,
-          retryAfterMs: 900,
-          functionName: fn,
-          limits: [limitOf(false, 3, 1, 900, 999), limitOf(true, 10, 6, 0, 59_000)],
-        },
-      ],
-      [
-        // Admitted: every limit allowed it, the count this request's included.
-        'admitted',
-        [1, 3, 0, 0, 1000, 6, 4, 0, 60_999],
-        {
-          allowed: true,
-          retryAfterMs: 0,
-          functionName: fn,
-          limits: [limitOf(true, 3, 0, 0, 1000), limitOf(true, 10, 4, 0, 60_999)],
-        },
-      ],
-    ];
-
-    describe.each([
-      ['numbers', (reply: number[]) => reply],
-      ['strings', asStrings],
-      ['bigints', asBigints],
-    ] as [string, (reply: number[]) => unknown[]][])('with integers as %s', (_form, form) => {
-      it.each(cases)('reads %s', (_case, reply, expected) => {
-        expect(reader.allow(form(reply), call)).toStrictEqual(expected);
-        expect(reader.allow(form(reply), call)).toStrictEqual(throughOutcomes(V3_CONTRACT, form(reply), call));
-      });
-    });
-
-    it('reads a batch reply as the decisions of its calls, in order, as the outcomes say', () => {
-      const calls = [call, { ...call, cost: undefined }];
-      const reply = [...cases[0][1], ...cases[0][1]];
-      const outcomes = V3_CONTRACT.batch!.parseReply(reply, calls);
-      const decisions = reader.batch(reply, calls);
-      expect(decisions).toStrictEqual(
-        outcomes.map(({ allowed, limits }, i) => decisionFromOutcomes(allowed, limits, calls[i].rules, fn)),
-      );
-      // At a cost of 1, 2 + 1 <= 3: the first limit had room, although the request was refused.
-      expect(decisions.map(({ limits }) => limits[0].allowed)).toEqual([false, true]);
     });
   });
 

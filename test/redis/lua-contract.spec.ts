@@ -32,21 +32,27 @@ describe('Lua function contracts', () => {
     limit: number | string,
     member: string | number,
   ) => redis.fcall('sliding_allow_v1', 1, prefix + key, now, window, limit, member);
+  /** sliding_allow_v2 at cost 1 on log limits given as (window_ms, limit) pairs, without overrides. */
   const v2 = (
     keys: string[],
     now: number | string,
     member: string,
     skew: number | string,
     ...pairs: (number | string)[]
-  ) => redis.fcall('sliding_allow_v2', keys.length, ...keys.map((k) => prefix + k), now, member, skew, ...pairs);
+  ) =>
+    redis
+      .fcall('sliding_allow_v2', keys.length, ...keys.map((k) => prefix + k), now, member, skew, 1, ...logLimits(pairs))
+      .then(countsOf);
   const peek2 = (keys: string[], now: number | string, ...pairs: (number | string)[]) =>
-    redis.fcall_ro('sliding_peek_v2', keys.length, ...keys.map((k) => prefix + k), now, ...pairs);
+    redis
+      .fcall_ro('sliding_peek_v2', keys.length, ...keys.map((k) => prefix + k), now, 1, ...logLimits(pairs))
+      .then(countsOf);
 
   describe('library identity', () => {
     it.each(FUNCTION_VERSIONS.map((v) => [v.libraryName, v] as const))(
       '%s: #!lua name, FUNCTION LOAD reply and registered functions match the registry',
       async (_name, version) => {
-        const source = librarySource(version.version as 'v1' | 'v2' | 'v3');
+        const source = librarySource(version.version as 'v1' | 'v2');
         expect(libraryNameOf(source)).toBe(version.libraryName);
         const server = await startRedisServer();
         const own = new Redis(server.url);
@@ -204,14 +210,14 @@ describe('Lua function contracts', () => {
     });
 
     it.each([
-      ['a missing member', ['x', T0, '', 1000, 1000, 5]],
-      ['a missing tolerance', ['x', T0, 'm', '', 1000, 5]],
-      ['a negative tolerance', ['x', T0, 'm', -1, 1000, 5]],
-      ['a non-numeric now', ['x', 'later', 'm', 1000, 1000, 5]],
-      ['window 0', ['x', T0, 'm', 1000, 0, 5]],
-      ['a fractional limit', ['x', T0, 'm', 1000, 1000, 2.5]],
-      ['a missing limit pair', ['x', T0, 'm', 1000]],
-      ['one pair too many', ['x', T0, 'm', 1000, 1000, 5, 1000, 5]],
+      ['a missing member', ['x', T0, '', 1000, 1, 1000, 5, 0, 0]],
+      ['a missing tolerance', ['x', T0, 'm', '', 1, 1000, 5, 0, 0]],
+      ['a negative tolerance', ['x', T0, 'm', -1, 1, 1000, 5, 0, 0]],
+      ['a non-numeric now', ['x', 'later', 'm', 1000, 1, 1000, 5, 0, 0]],
+      ['window 0', ['x', T0, 'm', 1000, 1, 0, 5, 0, 0]],
+      ['a fractional limit', ['x', T0, 'm', 1000, 1, 1000, 2.5, 0, 0]],
+      ['a missing limit', ['x', T0, 'm', 1000, 1]],
+      ['one limit too many', ['x', T0, 'm', 1000, 1, 1000, 5, 0, 0, 1000, 5, 0, 0]],
     ])('answers ERR invalid arguments to %s and writes nothing', async (_case, [key, ...args]) => {
       const message = await errorMessageOf(
         redis.fcall('sliding_allow_v2', 1, prefix + key, ...(args as (string | number)[])),
@@ -229,29 +235,26 @@ describe('Lua function contracts', () => {
     const many = (keys: string[], skew: number | string, decisions: string) =>
       redis.fcall('sliding_allow_many_v2', keys.length, ...keys.map((k) => prefix + k), skew, decisions);
 
+    /** A decision of the batch at cost 1 on log limits given as (window_ms, limit) pairs. */
+    const decision = (now: number | string, member: unknown, ...pairs: unknown[]) => [
+      now,
+      member,
+      1,
+      pairs.length / 2,
+      ...logLimits(pairs),
+    ];
+
     it('decides each decision of the JSON list as sliding_allow_v2 would, in order', async () => {
       // Two one-key decisions on one key, then one two-key decision sharing it.
       const decisions = JSON.stringify([
-        T0,
-        'a',
-        1,
-        60_000,
-        2,
-        T0 + 1,
-        'b',
-        1,
-        60_000,
-        2,
-        T0 + 2,
-        'c',
-        2,
-        60_000,
-        2,
-        1000,
-        5,
+        ...decision(T0, 'a', 60_000, 2),
+        ...decision(T0 + 1, 'b', 60_000, 2),
+        ...decision(T0 + 2, 'c', 60_000, 2, 1000, 5),
       ]);
-      expect(await many(['k', 'k', 'k', 'other'], 1000, decisions)).toEqual([
-        1, 1, 1, 0, 60_000, 1, 2, 0, 0, 60_000, 0, 2, 0, 59_998, 59_999, 0, 5, 0, 0,
+      expect(countsOf(await many(['k', 'k', 'k', 'other'], 1000, decisions), [1, 1, 2])).toEqual([
+        ...[1, 1, 1, 0, 60_000],
+        ...[1, 2, 0, 0, 60_000],
+        ...[0, 2, 0, 59_998, 59_999, 0, 5, 0, 0],
       ]);
       expect(await redis.zrange(prefix + 'k', 0, '-1')).toEqual(['a', 'b']);
       expect(await redis.exists(prefix + 'other')).toBe(0);
@@ -259,8 +262,8 @@ describe('Lua function contracts', () => {
 
     it('reads "*" as the server clock, per decision', async () => {
       const before = Date.now();
-      const reply = (await many(['s'], 1000, JSON.stringify(['*', 'a', 1, 60_000, 5]))) as number[];
-      expect(reply).toEqual([1, 1, 4, 0, 60_000]);
+      const reply = await many(['s'], 1000, JSON.stringify(decision('*', 'a', 60_000, 5)));
+      expect(countsOf(reply)).toEqual([1, 1, 4, 0, 60_000]);
       const [, score] = await redis.zrange(prefix + 's', 0, '0', 'WITHSCORES');
       expect(Math.abs(Number(score) - before)).toBeLessThan(5000);
     });
@@ -269,13 +272,17 @@ describe('Lua function contracts', () => {
       ['text that is not JSON', ['x'], '[1,'],
       ['a JSON object', ['x'], '{"1": 1}'],
       ['an empty list', ['x'], '[]'],
-      ['a numeric string for a number', ['x'], JSON.stringify([String(T0), 'm', 1, 1000, 5])],
-      ['a number for the member', ['x'], JSON.stringify([T0, 7, 1, 1000, 5])],
-      ['null for the window', ['x'], JSON.stringify([T0, 'm', 1, null, 5])],
-      ['a fractional limit', ['x'], JSON.stringify([T0, 'm', 1, 1000, 2.5])],
-      ['a key count beyond the keys', ['x'], JSON.stringify([T0, 'm', 2, 1000, 5, 1000, 5])],
-      ['fewer decisions than keys', ['x', 'y'], JSON.stringify([T0, 'm', 1, 1000, 5])],
-      ['an invalid second decision', ['x', 'y'], JSON.stringify([T0, 'm', 1, 1000, 5, T0, '', 1, 1000, 5])],
+      ['a numeric string for a number', ['x'], JSON.stringify(decision(String(T0), 'm', 1000, 5))],
+      ['a number for the member', ['x'], JSON.stringify(decision(T0, 7, 1000, 5))],
+      ['null for the window', ['x'], JSON.stringify(decision(T0, 'm', null, 5))],
+      ['a fractional limit', ['x'], JSON.stringify(decision(T0, 'm', 1000, 2.5))],
+      ['a key count beyond the keys', ['x'], JSON.stringify(decision(T0, 'm', 1000, 5, 1000, 5))],
+      ['fewer decisions than keys', ['x', 'y'], JSON.stringify(decision(T0, 'm', 1000, 5))],
+      [
+        'an invalid second decision',
+        ['x', 'y'],
+        JSON.stringify([...decision(T0, 'm', 1000, 5), ...decision(T0, '', 1000, 5)]),
+      ],
     ])('answers ERR invalid arguments to %s and writes nothing', async (_name, keys, decisions) => {
       expect(await errorMessageOf(many(keys, 1000, decisions))).toBe('ERR invalid arguments');
       for (const key of keys) expect(await redis.exists(prefix + key)).toBe(0);
@@ -283,7 +290,7 @@ describe('Lua function contracts', () => {
 
     it('answers ERR invalid arguments to the arguments of sliding_allow_v2 (one per value)', async () => {
       const message = await errorMessageOf(
-        redis.fcall('sliding_allow_many_v2', 1, prefix + 'x', 1000, T0, 'm', 1, 1000, 5),
+        redis.fcall('sliding_allow_many_v2', 1, prefix + 'x', 1000, T0, 'm', 1, 1, 1000, 5, 0, 0),
       );
       expect(message).toBe('ERR invalid arguments');
     });
@@ -293,11 +300,10 @@ describe('Lua function contracts', () => {
     it('share one window: the limit holds whichever version decides', async () => {
       let admitted = 0;
       for (let i = 0; i < 10; i++) {
-        const reply = (
+        const reply =
           i % 2 === 0
-            ? await v1('both', T0 + i, 60_000, 6, `a${i}`)
-            : await v2(['both'], T0 + i, `b${i}`, 1000, 60_000, 6)
-        ) as number[];
+            ? ((await v1('both', T0 + i, 60_000, 6, `a${i}`)) as number[])
+            : await v2(['both'], T0 + i, `b${i}`, 1000, 60_000, 6);
         admitted += reply[0];
       }
       expect(admitted).toBe(6);
@@ -316,7 +322,7 @@ describe('Lua function contracts', () => {
 
     it('is refused by FCALL_RO when it is the allow function', async () => {
       expect(
-        await errorMessageOf(redis.fcall_ro('sliding_allow_v2', 1, prefix + 'ro', T0, 'm', 1000, 1000, 1)),
+        await errorMessageOf(redis.fcall_ro('sliding_allow_v2', 1, prefix + 'ro', T0, 'm', 1000, 1, 1000, 1, 0, 0)),
       ).toMatch(/write flag/);
     });
 
@@ -338,12 +344,12 @@ describe('Lua function contracts', () => {
         const reader = new Redis(replica.url);
         try {
           await ensureLibraries(writer);
-          await writer.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'a', 1000, 10_000, 3);
+          await writer.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'a', 1000, 1, 10_000, 3, 0, 0);
           expect(await writer.call('WAIT', 1, 5000)).toBe(1);
-          expect(await reader.fcall_ro('sliding_peek_v2', 1, 'rl:r', T0 + 1, 10_000, 3)).toEqual([1, 1, 2, 0, 9999]);
-          expect(await errorMessageOf(reader.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'b', 1000, 10_000, 3))).toMatch(
-            /READONLY/,
-          );
+          const peeked = await reader.fcall_ro('sliding_peek_v2', 1, 'rl:r', T0 + 1, 1, 10_000, 3, 0, 0);
+          expect(countsOf(peeked)).toEqual([1, 1, 2, 0, 9999]);
+          const write = reader.fcall('sliding_allow_v2', 1, 'rl:r', T0, 'b', 1000, 1, 10_000, 3, 0, 0);
+          expect(await errorMessageOf(write)).toMatch(/READONLY/);
         } finally {
           writer.disconnect();
           reader.disconnect();
@@ -352,6 +358,37 @@ describe('Lua function contracts', () => {
     });
   });
 });
+
+/** v2's quadruples (window_ms, limit, precision_ms 0, flags 0) of log limits given as (window_ms, limit) pairs. */
+function logLimits<T>(pairs: readonly T[]): (T | number)[] {
+  const limits: (T | number)[] = [];
+  for (let i = 0; i < pairs.length; i += 2) limits.push(pairs[i], pairs[i + 1], 0, 0);
+  return limits;
+}
+
+/**
+ * A v2 reply read as {allowed, count, remaining, retry_after_ms, reset_ms per limit}, after checking
+ * what these calls (no override, every limit enforced) make of the rest: no override, and no wait
+ * for a limit with room. `limitsPerDecision`: a batch reply's decisions, by their limits.
+ */
+function countsOf(reply: unknown, limitsPerDecision?: number[]): number[] {
+  const values = reply as number[];
+  const counts: number[] = [];
+  let at = 0;
+  const decisions = limitsPerDecision ?? [(values.length - 1) / 7];
+  for (const limits of decisions) {
+    counts.push(values[at]);
+    for (let i = 0; i < limits; i++) {
+      const [room, count, remaining, retryAfterMs, resetMs, , override] = values.slice(at + 1 + 7 * i, at + 8 + 7 * i);
+      expect(override).toBe(0);
+      if (room === 1) expect(retryAfterMs).toBe(0);
+      counts.push(count, remaining, retryAfterMs, resetMs);
+    }
+    at += 1 + 7 * limits;
+  }
+  expect(at).toBe(values.length);
+  return counts;
+}
 
 /** Waits until a replica has finished its first sync with the primary. */
 async function waitForReplicaLink(replica: RedisServer): Promise<void> {

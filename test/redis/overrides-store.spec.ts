@@ -8,7 +8,7 @@ import { limitedKeyOf, overrideKeyOf } from '../../lib/core/override-keys';
 import { globMatches } from '../../lib/memory/glob';
 import { MemoryOverridesStore } from '../../lib/memory/memory-overrides-store';
 import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
-import { V4_CONTRACT } from '../../lib/redis/contracts/v4.contract';
+import { V2_CONTRACT } from '../../lib/redis/contracts/v2.contract';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
 import { ensureLibraries } from '../support/lua-functions';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster';
@@ -17,18 +17,18 @@ import { connectShared, uniquePrefix } from '../support/test-redis';
 
 /*
  * Per-key overrides: the Redis store and its in-memory twin behave alike (set, get, delete, list,
- * expiry, errors), and sliding_allow_v4 applies what they store; on a cluster, list scans every
+ * expiry, errors), and sliding_allow_v2 applies what they store; on a cluster, list scans every
  * master and an override lives in its key's slot.
  */
 
 const T0 = 1_735_660_800_000;
 
-/** One store under test: how to make it, move its clock, and run a v4 decision on its keys. */
+/** One store under test: how to make it, move its clock, and run a v2 decision on its keys. */
 interface Harness {
   store: OverrideStore;
   /** Lets `ms` pass for the store's expiry (the model's clock, or real time on Redis). */
   pass(ms: number): Promise<void>;
-  /** FCALL sliding_allow_v4 through the contract (overrides read) on the same keyspace. */
+  /** FCALL sliding_allow_v2 through the contract (overrides read) on the same keyspace. */
   decide(call: AllowCall): Promise<unknown>;
   /** Writes a hash at a key directly, as an operator's HSET would. */
   hset(key: string, fields: string[]): Promise<void>;
@@ -51,8 +51,8 @@ describe.each(['redis', 'memory'] as const)('overrides in %s', (kind) => {
         store: new RedisOverridesStore(redis, { keyPrefix: prefix, clock: () => T0 }),
         pass: (ms) => sleep(ms),
         decide: (call) => {
-          const keys = V4_CONTRACT.allowKeys?.(call) ?? call.keys;
-          return redis.fcall('sliding_allow_v4', keys.length, ...keys, ...V4_CONTRACT.allowArguments(call));
+          const keys = V2_CONTRACT.allowKeys?.(call) ?? call.keys;
+          return redis.fcall('sliding_allow_v2', keys.length, ...keys, ...V2_CONTRACT.allowArguments(call));
         },
         hset: async (key, fields) => {
           await redis.hset(key, ...fields);
@@ -67,8 +67,8 @@ describe.each(['redis', 'memory'] as const)('overrides in %s', (kind) => {
           now += ms;
         },
         decide: async (call) => {
-          const keys = V4_CONTRACT.allowKeys?.(call) ?? call.keys;
-          return model.call('sliding_allow_v4', keys, V4_CONTRACT.allowArguments(call).map(String));
+          const keys = V2_CONTRACT.allowKeys?.(call) ?? call.keys;
+          return model.call('sliding_allow_v2', keys, V2_CONTRACT.allowArguments(call).map(String));
         },
         hset: async (key, fields) => model.hset(key, fields),
       };
@@ -84,7 +84,7 @@ describe.each(['redis', 'memory'] as const)('overrides in %s', (kind) => {
     overrides: true,
   });
   const outcomeOf = async (key: string, member: string) =>
-    V4_CONTRACT.parseAllowReply(await harness.decide(callOn(key, member)), [{ limit: 2, windowMs: 60_000 }]);
+    V2_CONTRACT.parseAllowReply(await harness.decide(callOn(key, member)), [{ limit: 2, windowMs: 60_000 }]);
 
   it('sets, gets, replaces and deletes an override, which the decision applies', async () => {
     const { store } = harness;
@@ -234,14 +234,14 @@ describe('overrides on a Redis Cluster (3 masters)', () => {
         maxClockSkewMs: 1000,
         overrides: true,
       };
-      const fcallKeys = V4_CONTRACT.allowKeys?.(call) ?? [];
+      const fcallKeys = V2_CONTRACT.allowKeys?.(call) ?? [];
       const reply = await client.fcall(
-        'sliding_allow_v4',
+        'sliding_allow_v2',
         fcallKeys.length,
         ...fcallKeys,
-        ...V4_CONTRACT.allowArguments(call),
+        ...V2_CONTRACT.allowArguments(call),
       );
-      expect({ key, limit: V4_CONTRACT.parseAllowReply(reply, rules).limits[0].effectiveLimit }).toEqual({
+      expect({ key, limit: V2_CONTRACT.parseAllowReply(reply, rules).limits[0].effectiveLimit }).toEqual({
         key,
         limit: 1,
       });

@@ -4,6 +4,8 @@
  * empty. Every test here flushes functions, scripts or data, so the file runs its own
  * redis-server and never touches the shared one.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Redis, { RedisOptions } from 'ioredis';
 import {
   FunctionCodeMismatchError,
@@ -208,6 +210,27 @@ describe('loading and recovery (own redis-server)', () => {
         expect(libraries).toEqual([{ name: 'rate_limit_v2', functions: ['sliding_allow_v2'], code: IMPOSTOR_V2 }]);
       },
     );
+
+    it('a dev server that still holds the development rate_limit_v2 is told so, with the command that replaces it', async () => {
+      // The text rate_limit_v2 had before the libraries were consolidated (never released).
+      const development = readFileSync(
+        join(__dirname, '..', 'fixtures', 'libraries', 'rate_limit_v2.development.lua'),
+        'utf8',
+      );
+      await admin.call('FUNCTION', 'LOAD', development);
+      const limiter = limiterWith({ functionName: 'sliding_allow_v2', loadFunctions: 'auto' });
+
+      const error = await rejectionOf(limiter.init());
+
+      expect(error).toBeInstanceOf(FunctionCodeMismatchError);
+      expect((error as Error).message).toContain(
+        `npx nestjs-sliding-limit functions load rate_limit_v2 --replace --url redis://${address}`,
+      );
+      // Replaced as the message says, the bundled library decides.
+      await admin.call('FUNCTION', 'LOAD', 'REPLACE', BUNDLED.v2);
+      await limiter.init();
+      expect(await limiter.consume('k', { limit: 1, windowMs: 1000 })).toMatchObject({ allowed: true });
+    });
   });
 
   describe('FUNCTION FLUSH under traffic', () => {
@@ -453,9 +476,9 @@ describe('loading and recovery (own redis-server)', () => {
       },
     );
 
-    /** The member argument of a monitored FCALL/EVALSHA: [cmd, fn|sha, numkeys, key, ...argv]. */
+    /** The member argument of a monitored FCALL/EVALSHA: [cmd, fn|sha, numkeys, ...keys, ...argv]. */
     function memberOf(version: Version, args: string[]): string {
-      const argv = args.slice(4);
+      const argv = args.slice(3 + Number(args[2]));
       return version === 'v1' ? argv[3] : argv[1];
     }
   });

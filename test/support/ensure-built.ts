@@ -20,7 +20,7 @@ function newestMtimeMs(dir: string): number {
  */
 export function ensureBuilt(): void {
   const entry = join(ROOT, 'dist', 'index.js');
-  const shipsLua = ['rate_limit_v1.lua', 'rate_limit_v2.lua', 'rate_limit_v3.lua', 'rate_limit_v4.lua'].every((file) =>
+  const shipsLua = ['rate_limit_v1.lua', 'rate_limit_v2.lua'].every((file) =>
     existsSync(join(ROOT, 'dist', 'redis', 'lua', file)),
   );
   if (shipsLua && existsSync(entry) && statSync(entry).mtimeMs >= newestMtimeMs(join(ROOT, 'lib'))) return;

@@ -3,7 +3,7 @@ import { readLibrarySource } from '../../lib/redis/lua-library';
 import { rejectionOf } from './rejection';
 
 /** Source of a bundled library, read by the package's own reader (from lib/ here; the built package reads dist/). */
-export function librarySource(version: 'v1' | 'v2' | 'v3' | 'v4'): string {
+export function librarySource(version: 'v1' | 'v2'): string {
   return readLibrarySource(`rate_limit_${version}.lua`);
 }
 
@@ -12,7 +12,7 @@ export function librarySource(version: 'v1' | 'v2' | 'v3' | 'v4'): string {
  * Tests call functions directly with this, without going through the limiter.
  */
 export async function ensureLibraries(client: Redis): Promise<void> {
-  for (const version of ['v1', 'v2', 'v3', 'v4'] as const) {
+  for (const version of ['v1', 'v2'] as const) {
     try {
       await client.call('FUNCTION', 'LOAD', librarySource(version));
     } catch (error) {

@@ -33,9 +33,11 @@ export class RecordingRedis extends Redis {
     return this.sent.filter((call) => call.fn === BATCH_FUNCTION || call.fn === BATCH_SCRIPT);
   }
 
-  /** The number of keys (decisions) of each call of the v2 batch function. */
+  /** The decisions of each call of the v2 batch function: its limit keys (one-limit decisions), override keys aside. */
   batches(): number[] {
-    return this.batchCalls().map((call) => call.keys);
+    return this.batchCalls().map(
+      (call) => call.args.slice(0, call.keys).filter((key) => !key.includes('|override')).length,
+    );
   }
 
   /**

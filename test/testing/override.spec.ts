@@ -109,7 +109,7 @@ describe('RateLimitTestingModule.override: a whole AppModule on the in-memory st
     }
   });
 
-  it('starts an application on sliding_allow_v3 whose routes have a cost', async () => {
+  it('starts an application on sliding_allow_v2 whose routes have a cost', async () => {
     @Controller('export')
     class ExportController {
       @Get()
@@ -119,7 +119,7 @@ describe('RateLimitTestingModule.override: a whole AppModule on the in-memory st
       }
     }
     @Module({
-      imports: [RateLimitModule.forRoot({ redis: DEAD_REDIS, functionName: 'sliding_allow_v3' })],
+      imports: [RateLimitModule.forRoot({ redis: DEAD_REDIS, functionName: 'sliding_allow_v2' })],
       controllers: [ExportController],
     })
     class AppModule {}

@@ -16,7 +16,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) 
   });
 
   const start = async () => {
-    app = await startTestApp({ platform, providers: [ChatGateway], options: { functionName: 'sliding_allow_v3' } });
+    app = await startTestApp({ platform, providers: [ChatGateway], options: { functionName: 'sliding_allow_v2' } });
     return app;
   };
 

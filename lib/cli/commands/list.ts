@@ -183,7 +183,7 @@ function calledButMissing(
   return problems;
 }
 
-/** `sliding_allow_v3 (v3: web-1, web-2 canary)`. */
+/** `sliding_allow_v2 (v2: web-1, web-2 canary)`. */
 function describeCalled({ functionName, version, callers }: CalledFunction): string {
   const ids = callers.map((caller) => `${caller.instanceId}${caller.canary ? ' canary' : ''}`);
   return `${functionName} (${version ?? 'not shipped'}: ${listSome(ids)})`;

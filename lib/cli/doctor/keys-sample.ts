@@ -7,7 +7,7 @@ import { type FindingInput, formatBytes } from './findings';
 import { integerOf } from './replies';
 
 /**
- * Bytes of a bounded-memory key (rate_limit_v3 with precisionMs: 1-minute sub-windows of a 1-hour
+ * Bytes of a bounded-memory key (rate_limit_v2 with precisionMs: 1-minute sub-windows of a 1-hour
  * window), whatever its limit: measured at 712–840 B from 100 to 100,000 requests per hour
  * (docs/performance.md, "Bounded-memory window and cost"). The larger figure, to promise no more.
  */
@@ -154,7 +154,7 @@ export function judgeKeys(
       meaning:
         'a log keeps one entry per request (~100 B each past 128); each call removes expired entries, so big logs cost time too',
       action:
-        `a bounded-memory window (precisionMs, rate_limit_v3) keeps such a key near ${BOUNDED_KEY_BYTES} B: ` +
+        `a bounded-memory window (precisionMs, rate_limit_v2) keeps such a key near ${BOUNDED_KEY_BYTES} B: ` +
         `~${formatBytes(bounded)} instead of ${formatBytes(bytes)} for these keys`,
       details: {
         keys: bigLogs.map((k) => ({ key: k.key, bytes: k.bytes, entries: k.entries })),

@@ -175,7 +175,7 @@ export function judgeSlowness(
       action:
         severity === 'ok'
           ? null
-          : 'look at the keys check for big log keys; a bounded-memory window (precisionMs, rate_limit_v3) keeps calls short',
+          : 'look at the keys check for big log keys; a bounded-memory window (precisionMs, rate_limit_v2) keeps calls short',
       details: { calls, busyThresholdMs: settings.busyThresholdMs, busySetting: settings.busySetting },
     });
   }

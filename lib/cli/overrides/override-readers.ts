@@ -14,7 +14,7 @@ export async function overrideReaderWarnings(
   keyPrefix: string,
   suggest: (command: string) => string,
 ): Promise<string[]> {
-  const readers = FUNCTION_VERSIONS.filter((contract) => contract.overrides === true);
+  const readers = FUNCTION_VERSIONS.filter((contract) => contract.full);
   const libraries = new Set(readers.map((contract) => contract.libraryName));
   const functions = new Set(readers.map((contract) => contract.allowFunction));
   const named = [...functions].join(', ');

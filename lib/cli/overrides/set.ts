@@ -8,7 +8,7 @@ import { overridesTable } from './override-table';
 
 /**
  * `overrides set <key>`: stores the override of one limited key, in the key's cluster slot, where
- * `sliding_allow_v4` reads it on the key's next decision; warns when a master or a live limiter
+ * `sliding_allow_v2` reads it on the key's next decision; warns when a master or a live limiter
  * would not read it yet.
  */
 export const overridesSetCommand: Command = async ({ options, connection, masters, suggest }) => {

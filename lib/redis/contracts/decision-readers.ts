@@ -1,11 +1,8 @@
 import { decisionFromOutcomes } from '../../core/caller-decisions';
 import type { MultiRateLimitDecision } from '../../core/decisions';
 import type { AllowCall, FunctionContract } from '../../core/function-contract';
-import { readDecision, readDecisions } from './limit-replies';
+import { readV2Decision, readV2Decisions } from './v2-replies';
 import { V2_CONTRACT } from './v2.contract';
-import { V3_CONTRACT } from './v3.contract';
-import { readV4Decision, readV4Decisions } from './v4-replies';
-import { V4_CONTRACT } from './v4.contract';
 
 /**
  * Reads a version's allow replies straight into the decisions the limiter's callers get: the
@@ -35,33 +32,18 @@ function throughOutcomes(contract: FunctionContract): DecisionReader {
   };
 }
 
-/** v2 and v3: `{allowed, count, remaining, retry_after_ms, reset_ms, ..}` per decision. */
-function countsReader(contract: FunctionContract): DecisionReader {
+/** v2: per limit room, count, remaining, retry_after_ms, reset_ms, limit and override. */
+function v2Reader(contract: FunctionContract): DecisionReader {
   const functionName = contract.allowFunction;
   const allowCommand = `FCALL ${functionName}`;
   const batchCommand = `FCALL ${contract.batch?.name}`;
   return {
-    allow: (reply, call) => readDecision(reply, call.rules, call.cost ?? 1, allowCommand, functionName),
-    batch: (reply, calls) => readDecisions(reply, calls, batchCommand, functionName),
+    allow: (reply, call) => readV2Decision(reply, call.rules, allowCommand, functionName),
+    batch: (reply, calls) => readV2Decisions(reply, calls, batchCommand, functionName),
   };
 }
 
-/** v4: per limit room, count, remaining, retry_after_ms, reset_ms, limit and override. */
-function v4Reader(contract: FunctionContract): DecisionReader {
-  const functionName = contract.allowFunction;
-  const allowCommand = `FCALL ${functionName}`;
-  const batchCommand = `FCALL ${contract.batch?.name}`;
-  return {
-    allow: (reply, call) => readV4Decision(reply, call.rules, allowCommand, functionName),
-    batch: (reply, calls) => readV4Decisions(reply, calls, batchCommand, functionName),
-  };
-}
-
-const READERS = new Map<FunctionContract, DecisionReader>([
-  [V2_CONTRACT, countsReader(V2_CONTRACT)],
-  [V3_CONTRACT, countsReader(V3_CONTRACT)],
-  [V4_CONTRACT, v4Reader(V4_CONTRACT)],
-]);
+const READERS = new Map<FunctionContract, DecisionReader>([[V2_CONTRACT, v2Reader(V2_CONTRACT)]]);
 
 /** The reader of `contract`'s replies. */
 export function decisionReaderOf(contract: FunctionContract): DecisionReader {

@@ -14,11 +14,7 @@ export const V1_CONTRACT: FunctionContract = {
   libraryName: 'rate_limit_v1',
   sourceFile: 'rate_limit_v1.lua',
   allowFunction: 'sliding_allow_v1',
-  multiKey: false,
-  readsServerClock: false,
-  exactRetryAfter: false,
-  weighted: false,
-  bucketed: false,
+  full: false,
 
   allowArguments({ rules, nowMs, member }) {
     return [nowMs, rules[0].windowMs, rules[0].limit, member];

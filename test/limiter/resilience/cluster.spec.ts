@@ -192,8 +192,8 @@ describe('Redis Cluster (3 masters + 3 replicas)', () => {
     }
   });
 
-  it('v3: stacked limits of both windows with a cost, sharing a hash tag, are exact on the master of their slot; in different slots they are refused, not half-undone', async () => {
-    const limiter = limiterOn(client, { functionName: 'sliding_allow_v3' });
+  it('v2: stacked limits of both windows with a cost, sharing a hash tag, are exact on the master of their slot; in different slots they are refused, not half-undone', async () => {
+    const limiter = limiterOn(client, { functionName: 'sliding_allow_v2' });
     await limiter.init();
     const rules = [
       { key: 'export-minute:{key:1}', limit: 30, windowMs: 60_000 },

@@ -24,19 +24,22 @@ import {
 } from './redis-comparison';
 
 /*
- * rate_limit_v4 (v3 plus shadow limits, per-key overrides, a key keeping its precision): the model
- * against the Lua on a real redis-server, and v4's promises checked on Redis (and in the model).
+ * rate_limit_v2 (costs, the log or the bucketed window, stacked and batched limits, shadow limits,
+ * per-key overrides, a key keeping its precision, retries): the model against the Lua on a real
+ * redis-server, and v2's promises checked on Redis (and in the model). rate_limit_v1 serves the same
+ * keys during a canary or a rollback, so its sliding_allow_v1 is called on them too: it decides a
+ * log key (at cost 1, without retries or a clock-skew check) and gets WRONGTYPE from a bucketed one.
  *
- * 1. Random ARGV, garbage included, for the v4 functions (and v3's on the same keys), with override
+ * 1. Random ARGV, garbage included, for the v2 functions (and v1's on the same keys), with override
  *    hashes valid and not, through FCALL / FCALL_RO and EVAL and the model: same replies, errors,
  *    keys and TTLs.
  * 2. Random sequences on keys with fixed limits (modes, precisions, costs, overrides set and
- *    deleted, stacked and batched calls, retries, v3 calls, time going back and forth): the same at
+ *    deleted, stacked and batched calls, retries, v1 calls, time going back and forth): the same at
  *    every step.
  * 3. On Redis, checked against the model call by call: several precisions on one key keep the
  *    bucketed window's promises (no lock-out); a shadow limit alone would refuse exactly what it
- *    refuses enforced; a shadow limit stacked on an enforced one records what both admit; v3 and v4
- *    alternating on the same keys decide as v4 alone.
+ *    refuses enforced; a shadow limit stacked on an enforced one records what both admit; v1 and v2
+ *    alternating on the same log key decide as v2 alone.
  * 4. Overrides with a TTL (limit, exempt, block; on enforced and shadow limits, alone and stacked):
  *    they apply up to the millisecond they expire and not after (Redis' rule: expired once now >
  *    expiry), and a Retry-After read from an override's remaining time is the same on both.
@@ -57,12 +60,11 @@ beforeAll(async () => {
   await ensureLibraries(redis);
 });
 
-const V4_FUNCTIONS = ['sliding_allow_v4', 'sliding_allow_many_v4', 'sliding_peek_v4'] as const;
+const V2_FUNCTIONS = ['sliding_allow_v2', 'sliding_allow_many_v2', 'sliding_peek_v2'] as const;
 const scripts = new Map<string, string>(
   [
-    ...V4_FUNCTIONS.map((fn) => ['rate_limit_v4.lua', fn] as const),
-    ['rate_limit_v3.lua', 'sliding_allow_v3'] as const,
-    ['rate_limit_v3.lua', 'sliding_peek_v3'] as const,
+    ...V2_FUNCTIONS.map((fn) => ['rate_limit_v2.lua', fn] as const),
+    ['rate_limit_v1.lua', 'sliding_allow_v1'] as const,
   ].map(([file, fn]) => [fn, toScript(readLibrarySource(file), fn).source]),
 );
 
@@ -151,7 +153,7 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
       .tuple(maybe(TIMES), member, skew, cost, limitsFor(keys, clean))
       .map(([now, m, s, c, { keys: all, quadruples }]) => ({
         kind: 'call' as const,
-        fn: 'sliding_allow_v4',
+        fn: 'sliding_allow_v2',
         keys: all,
         args: [now, m, s, c, ...quadruples],
         readOnly: false,
@@ -160,7 +162,7 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
   const peek = keysArb.chain((keys) =>
     fc.tuple(maybe(TIMES), cost, limitsFor(keys, clean)).map(([now, c, { keys: all, quadruples }]) => ({
       kind: 'call' as const,
-      fn: 'sliding_peek_v4',
+      fn: 'sliding_peek_v2',
       keys: all,
       args: [now, c, ...quadruples],
       readOnly: true,
@@ -180,21 +182,30 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
     );
   const batch = fc.tuple(skew, fc.array(decision, { minLength: 1, maxLength: 4 })).map(([s, decisions]) => ({
     kind: 'call' as const,
-    fn: 'sliding_allow_many_v4',
+    fn: 'sliding_allow_many_v2',
     keys: decisions.flatMap((d) => d.keys),
     args: [s, `[${decisions.flatMap((d) => d.fields).join(',')}]`],
     readOnly: false,
     decisions: decisions.length,
   }));
-  const v3 = fc.tuple(fc.constantFrom(...RAW_KEYS), TIMES, member, cost).chain(([key, now, m, c]) =>
-    tripleFor(key, true, fc.constantFrom('2', '3', '5')).map((triple) => ({
+  // v1 on any key: a log's entries (v2's, a costly request's <member>#i ones included) are its own;
+  // a bucketed key is a hash, WRONGTYPE to v1 (and a key v1 creates is a log to v2). Its member may
+  // be one v2 refuses ('m1#2' moves the entry of a costly request), its time a fraction.
+  const v1 = fc
+    .tuple(
+      fc.constantFrom(...RAW_KEYS),
+      maybe(TIMES),
+      maybe(LOG_WINDOWS),
+      maybe(fc.constantFrom('2', '3', '5')),
+      member,
+    )
+    .map(([key, now, window, l, m]) => ({
       kind: 'call' as const,
-      fn: 'sliding_allow_v3',
+      fn: 'sliding_allow_v1',
       keys: [rawName(key)],
-      args: [now, m, '1000', c, ...triple],
+      args: [now, window, l, m],
       readOnly: false,
-    })),
-  );
+    }));
   const override = fc
     .tuple(
       fc.constantFrom(...RAW_KEYS),
@@ -224,7 +235,7 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
   // VirtualTimeRedis then persists and the model does not, and a block's Retry-After reads it.)
   const misplaced = fc.tuple(fc.constantFrom(...RAW_KEYS), MEMBERS).map(([key, m]) => ({
     kind: 'call' as const,
-    fn: 'sliding_allow_v4',
+    fn: 'sliding_allow_v2',
     keys: [rawOverride(key)],
     args: [String(T0), m, '1000', '1', '1000', '5', '0', '0'],
     readOnly: false,
@@ -235,7 +246,7 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
     { weight: 8, arbitrary: allow },
     { weight: 2, arbitrary: peek },
     { weight: 3, arbitrary: batch },
-    { weight: 2, arbitrary: v3 },
+    { weight: 2, arbitrary: v1 },
     { weight: 3, arbitrary: override },
     { weight: 1, arbitrary: del },
   );
@@ -243,11 +254,11 @@ function rawCall(clean: boolean): fc.Arbitrary<RawAction> {
 
 const freeForm: fc.Arbitrary<RawAction> = fc
   .record({
-    fn: fc.constantFrom(...V4_FUNCTIONS),
+    fn: fc.constantFrom(...V2_FUNCTIONS),
     keys: fc.array(fc.constantFrom(...RAW_KEYS.map(rawName)), { maxLength: 3 }),
     args: fc.array(fc.oneof(TIMES, LOG_WINDOWS, FLAGS.map(String), MEMBERS, garbage), { maxLength: 12 }),
   })
-  .map((call) => ({ kind: 'call' as const, ...call, readOnly: call.fn === 'sliding_peek_v4' }));
+  .map((call) => ({ kind: 'call' as const, ...call, readOnly: call.fn === 'sliding_peek_v2' }));
 
 const rawAction = fc.oneof(
   { weight: 12, arbitrary: rawCall(true) },
@@ -257,6 +268,10 @@ const rawAction = fc.oneof(
 
 interface RawCoverage {
   replies: number;
+  /** sliding_allow_v1 replies: decisions of v1 on keys v2 writes too. */
+  v1Replies: number;
+  /** sliding_allow_v1 on a bucketed key (a hash). */
+  v1WrongType: number;
   overridden: number;
   shadowRefusals: number;
   invalidArguments: number;
@@ -286,11 +301,12 @@ async function runRawActions(actions: RawAction[], viaScript: boolean, coverage:
     const answer = await compareCall(rawRedis, model, action, action.keys, context, script);
     if (answer.reply) {
       coverage.replies++;
-      if (action.fn.endsWith('_v4')) {
+      if (action.fn === 'sliding_allow_v1') coverage.v1Replies++;
+      if (action.fn.endsWith('_v2')) {
         const stride = 7;
         const values = answer.reply.map(Number);
         // Single calls only: a batch's decisions have limits of their own counts.
-        if (action.fn !== 'sliding_allow_many_v4') {
+        if (action.fn !== 'sliding_allow_many_v2') {
           for (let at = 1; at < values.length; at += stride) {
             if (values[at + 6] > 0) coverage.overridden++;
             if (values[0] === 1 && values[at] === 0) coverage.shadowRefusals++;
@@ -302,6 +318,7 @@ async function runRawActions(actions: RawAction[], viaScript: boolean, coverage:
     if (answer.error?.startsWith('ERR invalid override')) coverage.invalidOverride++;
     if (answer.error?.startsWith('CLOCKSKEW')) coverage.clockSkew++;
     if (answer.error?.startsWith('WRONGTYPE')) coverage.wrongType++;
+    if (answer.error?.startsWith('WRONGTYPE') && action.fn === 'sliding_allow_v1') coverage.v1WrongType++;
   }
   await expectSameKeys(rawRedis, model, 'raw:*');
 }
@@ -309,28 +326,33 @@ async function runRawActions(actions: RawAction[], viaScript: boolean, coverage:
 describe.each([
   ['FCALL / FCALL_RO', false],
   ['EVAL (script mode)', true],
-] as const)('v4 raw calls through %s: the model gives the Lua’s replies, errors and keys', (_label, viaScript) => {
-  it('for random ARGV, valid and garbage, with override hashes valid and not', async () => {
-    const coverage: RawCoverage = {
-      replies: 0,
-      overridden: 0,
-      shadowRefusals: 0,
-      invalidArguments: 0,
-      invalidOverride: 0,
-      clockSkew: 0,
-      wrongType: 0,
-    };
-    await fc.assert(
-      fc.asyncProperty(fc.array(rawAction, { minLength: 1, maxLength: 25 }), (actions) =>
-        runRawActions(actions, viaScript, coverage),
-      ),
-      checkParameters(viaScript ? 200 : 300),
-    );
-    for (const [kind, count] of Object.entries(coverage)) {
-      expect({ kind, reached: count > 0 }).toEqual({ kind, reached: true });
-    }
-  }, 120_000);
-});
+] as const)(
+  'v2 raw calls (and v1’s) through %s: the model gives the Lua’s replies, errors and keys',
+  (_label, viaScript) => {
+    it('for random ARGV, valid and garbage, with override hashes valid and not', async () => {
+      const coverage: RawCoverage = {
+        replies: 0,
+        v1Replies: 0,
+        v1WrongType: 0,
+        overridden: 0,
+        shadowRefusals: 0,
+        invalidArguments: 0,
+        invalidOverride: 0,
+        clockSkew: 0,
+        wrongType: 0,
+      };
+      await fc.assert(
+        fc.asyncProperty(fc.array(rawAction, { minLength: 1, maxLength: 25 }), (actions) =>
+          runRawActions(actions, viaScript, coverage),
+        ),
+        checkParameters(viaScript ? 200 : 300),
+      );
+      for (const [kind, count] of Object.entries(coverage)) {
+        expect({ kind, reached: count > 0 }).toEqual({ kind, reached: true });
+      }
+    }, 120_000);
+  },
+);
 
 // ------------------------------------------------------------------------------------------------
 // 2. Sequences on keys with fixed limits, on the test's clock
@@ -376,8 +398,11 @@ type Action =
   | { op: 'allow'; request: Request }
   | { op: 'batch'; requests: Request[] }
   | { op: 'peek'; keys: number[]; costRoll: number; overrides: boolean }
-  /** sliding_allow_v3 on the same keys, with the same limits (a canary, a rollback). */
-  | { op: 'v3'; request: Request }
+  /**
+   * sliding_allow_v1 on the request's key, with its window and limit (a canary, a rollback): cost 1,
+   * the test's time as is, the mode ignored (v1 enforces); WRONGTYPE on a bucketed key.
+   */
+  | { op: 'v1'; request: Request }
   | { op: 'override'; key: number; fields: string[] }
   | { op: 'unoverride'; key: number }
   | { op: 'del'; key: number }
@@ -422,7 +447,7 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       })
       .map((peek) => ({ op: 'peek' as const, ...peek })),
   },
-  { weight: 1, arbitrary: request(1).map((r) => ({ op: 'v3' as const, request: r })) },
+  { weight: 1, arbitrary: request(1).map((r) => ({ op: 'v1' as const, request: r })) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('override' as const), key: keyIndex, fields: overrideFields }) },
   { weight: 1, arbitrary: keyIndex.map((key) => ({ op: 'unoverride' as const, key })) },
   { weight: 1, arbitrary: keyIndex.map((key) => ({ op: 'del' as const, key })) },
@@ -456,12 +481,15 @@ interface Coverage {
   invalidOverride: number;
   /** Decisions reading a key of another kind or precision than their limit's. */
   reconfigured: number;
+  /** sliding_allow_v1 decisions, and its WRONGTYPE on a bucketed key. */
+  v1Decisions: number;
+  v1WrongType: number;
   onBoundary: number;
   backwards: number;
 }
 
 interface Sent {
-  fn: 'v3' | 'v4';
+  fn: 'v1' | 'v2';
   keys: number[];
   cost: number;
   member: string;
@@ -489,19 +517,21 @@ async function runScenario(
   const retried = new Set<Sent>();
   let members = 0;
 
-  const prepare = (fn: 'v3' | 'v4', { keys, costRoll, retry, overrides }: Request): Sent => {
+  // A retry resends an earlier request as it was sent, through the function it went to: v1 has no
+  // retries (its repeated member only moves its entry's score), v2 recognises its own.
+  const prepare = (fn: 'v1' | 'v2', { keys, costRoll, retry, overrides }: Request): Sent => {
     if (retry !== null && sent.length > 0) {
       retried.add(sent[retry % sent.length]);
       return sent[retry % sent.length];
     }
     const smallestLimit = Math.min(...keys.map((key) => rules[key].limit));
-    const cost = 1 + (costRoll % smallestLimit);
+    const cost = fn === 'v1' ? 1 : 1 + (costRoll % smallestLimit);
     const request = { fn, keys, cost, member: `m${members++}`, nowMs: now, overrides };
     sent.push(request);
     return request;
   };
-  /** KEYS and quadruples of a v4 call. */
-  const v4Limits = (keys: number[], overrides: boolean) => ({
+  /** KEYS and quadruples of a v2 call. */
+  const v2Limits = (keys: number[], overrides: boolean) => ({
     keys: [...keys.map(sequenceKey), ...(overrides ? keys.map(sequenceOverride) : [])],
     quadruples: keys.flatMap((key) => {
       const { windowMs, limit, precisionMs, shadow } = rules[key];
@@ -511,39 +541,38 @@ async function runScenario(
   const callOf = (act: Action): { fn: string; keys: string[]; args: (string | number)[]; sent: Sent[] } => {
     switch (act.op) {
       case 'allow':
-      case 'v3': {
-        const r = prepare(act.op === 'v3' ? 'v3' : 'v4', act.request);
-        if (r.fn === 'v3') {
+      case 'v1': {
+        const r = prepare(act.op === 'v1' ? 'v1' : 'v2', act.request);
+        if (r.fn === 'v1') {
           const [key] = r.keys;
-          const { windowMs, limit, precisionMs } = rules[key];
-          const triples = [windowMs, limit, precisionMs];
+          const { windowMs, limit } = rules[key];
           return {
-            fn: 'sliding_allow_v3',
+            fn: 'sliding_allow_v1',
             keys: [sequenceKey(key)],
-            args: [r.nowMs, r.member, maxClockSkewMs, r.cost, ...triples],
+            args: [r.nowMs, windowMs, limit, r.member],
             sent: [r],
           };
         }
-        const { keys, quadruples } = v4Limits(r.keys, r.overrides);
+        const { keys, quadruples } = v2Limits(r.keys, r.overrides);
         return {
-          fn: 'sliding_allow_v4',
+          fn: 'sliding_allow_v2',
           keys,
           args: [r.nowMs, r.member, maxClockSkewMs, r.cost, ...quadruples],
           sent: [r],
         };
       }
       case 'batch': {
-        const requests = act.requests.map((r) => prepare('v4', r)).filter((r) => r.fn === 'v4');
+        const requests = act.requests.map((r) => prepare('v2', r)).filter((r) => r.fn === 'v2');
         if (requests.length === 0) return callOf({ op: 'allow', request: { ...act.requests[0], retry: null } });
         const decisions: (string | number)[] = [];
         const keys: string[] = [];
         for (const r of requests) {
-          const limits = v4Limits(r.keys, r.overrides);
+          const limits = v2Limits(r.keys, r.overrides);
           decisions.push(r.nowMs, r.member, r.cost, r.keys.length, ...limits.quadruples);
           keys.push(...limits.keys);
         }
         return {
-          fn: 'sliding_allow_many_v4',
+          fn: 'sliding_allow_many_v2',
           keys,
           args: [maxClockSkewMs, JSON.stringify(decisions)],
           sent: requests,
@@ -551,9 +580,9 @@ async function runScenario(
       }
       case 'peek': {
         const smallestLimit = Math.min(...act.keys.map((key) => rules[key].limit));
-        const { keys, quadruples } = v4Limits(act.keys, act.overrides);
+        const { keys, quadruples } = v2Limits(act.keys, act.overrides);
         return {
-          fn: 'sliding_peek_v4',
+          fn: 'sliding_peek_v2',
           keys,
           args: [now, 1 + (act.costRoll % smallestLimit), ...quadruples],
           sent: [],
@@ -649,20 +678,23 @@ function countCoverage(
 ): void {
   if (outcome.error?.startsWith('CLOCKSKEW')) coverage.clockSkew++;
   if (outcome.error?.startsWith('ERR invalid override')) coverage.invalidOverride++;
+  if (outcome.error?.startsWith('WRONGTYPE') && call.fn === 'sliding_allow_v1') coverage.v1WrongType++;
   if (!Array.isArray(outcome.reply) || call.fn.startsWith('sliding_peek')) return;
   const reply = outcome.reply as number[];
-  if (call.fn === 'sliding_allow_many_v4') coverage.batches++;
+  if (call.fn === 'sliding_allow_many_v2') coverage.batches++;
+  if (call.fn === 'sliding_allow_v1') coverage.v1Decisions++;
   let at = 0;
   for (const request of call.sent) {
     const allowed = reply[at] === 1;
     if (allowed) coverage.allowed++;
     else coverage.rejected++;
     if (allowed && request.cost > 1) coverage.costly++;
-    if (allowed && retried.has(request)) coverage.retriesAllowed++;
-    const stride = request.fn === 'v3' ? 4 : 7;
+    if (allowed && retried.has(request) && request.fn === 'v2') coverage.retriesAllowed++;
+    // v1 replies [allowed, remaining]; v2 allowed, then 7 per limit.
+    const stride = request.fn === 'v1' ? 1 : 7;
     for (let i = 0; i < request.keys.length; i++) {
       const limit = reply.slice(at + 1 + stride * i, at + 1 + stride * (i + 1));
-      if (request.fn === 'v4') {
+      if (request.fn === 'v2') {
         if (allowed && limit[0] === 0) coverage.wouldRefuse++;
         if (limit[6] === 1) coverage.limitOverride++;
         if (limit[6] === 2) coverage.exempt++;
@@ -695,7 +727,7 @@ function leaveTimes(model: SlidingWindowModel, key: string, rule: KeyRule): numb
   return [];
 }
 
-describe('v4 sequences with modes, precisions and overrides, on the test’s clock', () => {
+describe('v2 sequences with modes, precisions and overrides, v1 calls mixed in, on the test’s clock', () => {
   it('get the same replies, keys, fields and TTLs from the model as from Redis at every step', async () => {
     const coverage: Coverage = {
       allowed: 0,
@@ -710,6 +742,8 @@ describe('v4 sequences with modes, precisions and overrides, on the test’s clo
       clockSkew: 0,
       invalidOverride: 0,
       reconfigured: 0,
+      v1Decisions: 0,
+      v1WrongType: 0,
       onBoundary: 0,
       backwards: 0,
     };
@@ -724,7 +758,7 @@ describe('v4 sequences with modes, precisions and overrides, on the test’s clo
 });
 
 // ------------------------------------------------------------------------------------------------
-// 3. v4's promises, on Redis and in the model
+// 3. v2's promises, on Redis and in the model
 // ------------------------------------------------------------------------------------------------
 
 /** A decision's reply, per limit: room, count, remaining, retry_after_ms, reset_ms, limit, override. */
@@ -842,7 +876,7 @@ describe('several precisions on one key (a rolling deploy), on Redis and in the 
             const context = `step ${index} at T0+${now - T0}, precision ${precision}, cost ${cost}`;
             const allow = (atMs: number) =>
               twin.call(
-                'sliding_allow_v4',
+                'sliding_allow_v2',
                 ['mix:{k}'],
                 [atMs, `m${index}`, 0, cost, ...args(precision)],
                 atMs,
@@ -873,7 +907,7 @@ describe('several precisions on one key (a rolling deploy), on Redis and in the 
             const peekAt = async (atMs: number, p: number) =>
               decisionOf(
                 await twin.call(
-                  'sliding_peek_v4',
+                  'sliding_peek_v2',
                   ['mix:{k}'],
                   [atMs, cost, ...args(p)],
                   twin.nowMs,
@@ -894,7 +928,7 @@ describe('several precisions on one key (a rolling deploy), on Redis and in the 
               now += retryAfterMs;
               const retried = decisionOf(
                 await twin.call(
-                  'sliding_allow_v4',
+                  'sliding_allow_v2',
                   ['mix:{k}'],
                   [now, `m${index}`, 0, cost, ...args(other)],
                   now,
@@ -939,11 +973,8 @@ const traffic = fc.record({
   ),
 });
 
-/**
- * The requests of a traffic run: member, cost and now_ms, retries resent as they were (or, with
- * `retriesNow`, at the time they are resent: time then never goes back on a key).
- */
-function requestsOf(rule: KeyRule, steps: TrafficStep[], retriesNow = false) {
+/** The requests of a traffic run: member, cost and now_ms, retries resent as they were (time and all). */
+function requestsOf(rule: KeyRule, steps: TrafficStep[]) {
   const sent: { member: string; cost: number; nowMs: number }[] = [];
   const requests = [];
   let now = T0;
@@ -954,7 +985,7 @@ function requestsOf(rule: KeyRule, steps: TrafficStep[], retriesNow = false) {
         ? sent[retry % sent.length]
         : { member: `m${sent.length}`, cost: 1 + (costRoll % rule.limit), nowMs: now };
     if (request.nowMs === now) sent.push(request);
-    requests.push({ ...request, nowMs: retriesNow ? now : request.nowMs, at: now });
+    requests.push({ ...request, at: now });
   }
   return requests;
 }
@@ -981,8 +1012,8 @@ describe('a shadow limit, on Redis and in the model', () => {
           if (nowMs !== at) retries++;
           const context = `request ${index} (${member}, cost ${cost}) at T0+${at - T0}`;
           const args = (shadow: boolean) => [nowMs, member, 1_000_000, cost, ...limitOf(shadow)];
-          const enforced = decisionOf(await twin.call('sliding_allow_v4', ['e:{k}'], args(false), at, context));
-          const shadow = decisionOf(await twin.call('sliding_allow_v4', ['s:{k}'], args(true), at, context));
+          const enforced = decisionOf(await twin.call('sliding_allow_v2', ['e:{k}'], args(false), at, context));
+          const shadow = decisionOf(await twin.call('sliding_allow_v2', ['s:{k}'], args(true), at, context));
           if (!enforced.allowed) enforcedRefusals++;
           if (!shadow.limits[0].room) wouldRefuse++;
           expect({ context, shadowAdmits: shadow.allowed }).toEqual({ context, shadowAdmits: true });
@@ -1025,7 +1056,7 @@ describe('a shadow limit, on Redis and in the model', () => {
           const context = `request ${index} (${member}, cost ${cost}) at T0+${at - T0}`;
           const stacked = decisionOf(
             await twin.call(
-              'sliding_allow_v4',
+              'sliding_allow_v2',
               ['st:{k}:e', 'st:{k}:s'],
               [nowMs, member, 1_000_000, cost, ...quadruple(rule, false), ...quadruple(shadowRule, true)],
               at,
@@ -1039,7 +1070,7 @@ describe('a shadow limit, on Redis and in the model', () => {
           // The reference: the shadow limit enforced, on the requests the enforced limit admits.
           const reference = decisionOf(
             await twin.call(
-              'sliding_allow_v4',
+              'sliding_allow_v2',
               ['ref:{k}'],
               [nowMs, member, 1_000_000, cost, ...quadruple(shadowRule, false)],
               at,
@@ -1065,83 +1096,107 @@ describe('a shadow limit, on Redis and in the model', () => {
   }, 120_000);
 });
 
-describe('v3 and v4 alternating on the same keys (a canary, a rollback)', () => {
-  // Time never goes back on a key here: v3 deletes the sub-windows that left on a refusal too, and a
-  // retry carrying an older time would find them there in one key and not in the other.
-  it('decide as v4 alone, and leave the same counts', async () => {
-    let v3Steps = 0;
-    let rejected = 0;
+/** A run of requests on one log limit, each decided by v1 or by v2 on the mixed key. */
+const alternatingRun = fc.record({
+  rule: fc.record({
+    windowMs: windowMsArb,
+    limit: fc.integer({ min: 1, max: 8 }),
+    precisionMs: fc.constant(0),
+    shadow: fc.constant(false),
+  }),
+  steps: fc.array(
+    fc.record({
+      gapMs: fc.oneof(fc.constantFrom(0, 1), fc.nat(3000)),
+      /** Else, now and then, to the moment (± 1 ms) the oldest live entry leaves the window. */
+      toLeave: fc.oneof(
+        { weight: 3, arbitrary: fc.constant(null) },
+        { weight: 1, arbitrary: fc.constantFrom(-1, 0, 1) },
+      ),
+      viaV1: fc.boolean(),
+    }),
+    { minLength: 1, maxLength: 50, size: 'medium' },
+  ),
+});
+
+describe('v1 and v2 alternating on the same log key (a canary, a rollback), on Redis and in the model', () => {
+  // What v1 can decide: the log, enforced, at cost 1. No retries (v1 would only move a repeated
+  // member's entry, where v2 answers it as admitted and records nothing), and time never goes back
+  // (v2 refuses a time too far behind a key's newest entry; v1 takes the caller's time as is).
+  it('decide as v2 alone, and leave the same live entries', async () => {
+    let v1Steps = 0;
+    let v1Rejected = 0;
+    let v2AfterV1 = 0;
+    let onBoundary = 0;
     await fc.assert(
-      fc.asyncProperty(
-        traffic,
-        fc.array(fc.boolean(), { minLength: 50, maxLength: 50 }),
-        async ({ rule, steps }, viaV3) => {
-          await redis.flushdb();
-          const { windowMs, limit, precisionMs } = rule;
-          for (const [index, { member, cost, nowMs, at }] of requestsOf(rule, steps, true).entries()) {
-            const context = `request ${index} (${member}, cost ${cost}) at T0+${at - T0}`;
-            // Through VirtualTimeRedis: keys persist (a 1 ms TTL would end in real time between steps).
-            const v4 = (key: string) =>
-              redis.fcall('sliding_allow_v4', 1, key, nowMs, member, 1_000_000, cost, windowMs, limit, precisionMs, 0);
-            const single = decisionOf((await v4('alone:{k}')) as number[]);
-            let mixed;
-            if (viaV3[index]) {
-              v3Steps++;
-              const reply = (await redis.fcall(
-                'sliding_allow_v3',
-                1,
-                'mixed:{k}',
-                nowMs,
-                member,
-                1_000_000,
-                cost,
-                windowMs,
-                limit,
-                precisionMs,
-              )) as number[];
-              // v3's reply: allowed, then count, remaining, retry_after_ms, reset_ms.
-              mixed = {
-                allowed: reply[0] === 1,
-                count: reply[1],
-                remaining: reply[2],
-                retryAfterMs: reply[3],
-                resetMs: reply[4],
-              };
-            } else {
-              const { allowed, limits } = decisionOf((await v4('mixed:{k}')) as number[]);
-              const { room: _room, ...limitOutcome } = limits[0];
-              mixed = { allowed, ...limitOutcome };
-            }
-            const { room: _room, ...alone } = single.limits[0];
-            if (!single.allowed) rejected++;
-            expect({ context, ...mixed }).toEqual({ context, allowed: single.allowed, ...alone });
-            expect({ context, counts: await liveCounts('mixed:{k}', at, rule) }).toEqual({
+      fc.asyncProperty(alternatingRun, async ({ rule, steps }) => {
+        const twin = await Twin.start();
+        const { windowMs, limit } = rule;
+        let now = T0;
+        let v1Wrote = false;
+        for (const [index, { gapMs, toLeave, viaV1 }] of steps.entries()) {
+          const oldest = twin.model.entries('alone:{k}').find(({ score }) => score > now - windowMs);
+          if (toLeave === null || oldest === undefined) now += gapMs;
+          else {
+            now = Math.max(now, oldest.score + windowMs + toLeave);
+            if (now === oldest.score + windowMs) onBoundary++;
+          }
+          const member = `m${index}`;
+          const context = `request ${index} (${member}, ${viaV1 ? 'v1' : 'v2'}) at T0+${now - T0}`;
+          const v2 = async (key: string) =>
+            decisionOf(
+              await twin.call('sliding_allow_v2', [key], [now, member, 0, 1, windowMs, limit, 0, 0], now, context),
+            );
+          const alone = await v2('alone:{k}');
+          const { room: _room, ...aloneLimit } = alone.limits[0];
+          if (viaV1) {
+            v1Steps++;
+            const [allowed, remaining] = await twin.call(
+              'sliding_allow_v1',
+              ['mixed:{k}'],
+              [now, windowMs, limit, member],
+              now,
               context,
-              counts: await liveCounts('alone:{k}', at, rule),
+            );
+            if (allowed !== 1) v1Rejected++;
+            v1Wrote ||= allowed === 1;
+            // v1's reply carries only these two.
+            expect({ context, allowed: allowed === 1, remaining }).toEqual({
+              context,
+              allowed: alone.allowed,
+              remaining: aloneLimit.remaining,
+            });
+          } else {
+            if (v1Wrote) v2AfterV1++;
+            const mixed = await v2('mixed:{k}');
+            const { room: _mixedRoom, ...mixedLimit } = mixed.limits[0];
+            expect({ context, allowed: mixed.allowed, ...mixedLimit }).toEqual({
+              context,
+              allowed: alone.allowed,
+              ...aloneLimit,
             });
           }
-        },
-      ),
+          expect({ context, entries: await liveEntries('mixed:{k}', now, windowMs) }).toEqual({
+            context,
+            entries: await liveEntries('alone:{k}', now, windowMs),
+          });
+        }
+        await expectSameKeys(redis, twin.model, '*{k}*');
+      }),
       checkParameters(100),
     );
-    expect(v3Steps).toBeGreaterThan(0);
-    expect(rejected).toBeGreaterThan(0);
+    expect(v1Steps).toBeGreaterThan(0);
+    expect(v1Rejected).toBeGreaterThan(0);
+    expect(v2AfterV1).toBeGreaterThan(0);
+    expect(onBoundary).toBeGreaterThan(0);
   }, 120_000);
 });
 
-/**
- * What a key counts at `nowMs`: a log's entries in the window; a bucketed key's sub-windows still
- * counted, its ids and precision (v3 deletes what left on a refusal, v4 when it next records).
- */
-async function liveCounts(key: string, nowMs: number, { windowMs }: KeyRule): Promise<unknown> {
+/** A log key's entries still in the window at `nowMs`, in Redis (none when the key is gone). */
+async function liveEntries(key: string, nowMs: number, windowMs: number): Promise<unknown> {
   const type = await plain.type(key);
-  if (type === 'zset') return plain.zrangebyscore(key, `(${nowMs - windowMs}`, '+inf', 'WITHSCORES');
-  if (type !== 'hash') return type;
-  const fields = await plain.hgetall(key);
-  const precision = Number(fields.p);
-  const first = Math.floor((nowMs - windowMs + 1) / precision);
-  const counted = Object.entries(fields).filter(([field]) => /^\d+$/.test(field) && Number(field) >= first);
-  return { counted: counted.sort(), ids: fields.ids, p: fields.p };
+  if (type === 'none') return [];
+  if (type !== 'zset') return type;
+  return plain.zrangebyscore(key, `(${nowMs - windowMs}`, '+inf', 'WITHSCORES');
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1280,7 +1335,7 @@ describe('overrides that expire, on Redis and in the model', () => {
             return [windowMs, limit, precisionMs, (shadow ? 1 : 0) + 2];
           });
           const callKeys = [...keys.map(limitKey), ...keys.map(overrideKey)];
-          const fn = step.op === 'peek' ? 'sliding_peek_v4' : 'sliding_allow_v4';
+          const fn = step.op === 'peek' ? 'sliding_peek_v2' : 'sliding_allow_v2';
           const args =
             step.op === 'peek' ? [now, cost, ...quadruples] : [now, `m${members++}`, 1_000_000, cost, ...quadruples];
           const ttls = keys.flatMap((key): [string, number][] => {

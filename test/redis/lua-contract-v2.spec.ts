@@ -5,18 +5,17 @@ import type { AllowCall } from '../../lib/core/function-contract';
 import type { SlidingLimitRule } from '../../lib/core/limit-rule';
 import { overrideKeyOf } from '../../lib/core/override-keys';
 import { decisionReaderOf } from '../../lib/redis/contracts/decision-readers';
-import { V4_CONTRACT } from '../../lib/redis/contracts/v4.contract';
+import { V2_CONTRACT } from '../../lib/redis/contracts/v2.contract';
 import { connectShared, uniquePrefix } from '../support/test-redis';
 import { ensureLibraries, errorMessageOf } from '../support/lua-functions';
 import { sleep } from '../support/sleep';
 
 /*
- * rate_limit_v4 called directly with FCALL, and through its contract: v3's windows and costs, the
- * end of the lock-out of two precisions on one key, shadow limits, per-key overrides and their keys,
- * and v3 and v4 on the same keys. Expected values are worked out by hand from the header of
- * rate_limit_v4.lua. Reply per limit: room, count, remaining, retry_after_ms, reset_ms, limit, override.
+ * rate_limit_v2 called directly with FCALL, and through its contract: windows and costs, two
+ * precisions on one key, shadow limits, per-key overrides and their keys. Expected values are worked
+ * out by hand from the header of rate_limit_v2.lua. Reply per limit: room, count, remaining, retry_after_ms, reset_ms, limit, override.
  */
-describe('Lua function contract: rate_limit_v4', () => {
+describe('Lua function contract: rate_limit_v2', () => {
   const T0 = 1_735_660_800_000; // a multiple of 60,000
   const MIN = 60_000;
   let redis: Redis;
@@ -28,31 +27,31 @@ describe('Lua function contract: rate_limit_v4', () => {
   });
   afterAll(() => redis.quit());
   beforeEach(() => {
-    prefix = uniquePrefix('lua4');
+    prefix = uniquePrefix('lua2');
   });
 
   const key = (name: string) => `${prefix}{${name}}`;
   const ovr = (name: string) => overrideKeyOf(key(name)) as string;
 
   /**
-   * sliding_allow_v4 with max skew 1000 ms on `names` (each `{name}` under the test's prefix); a limit
+   * sliding_allow_v2 with max skew 1000 ms on `names` (each `{name}` under the test's prefix); a limit
    * is (window_ms, limit, precision_ms, flags); the override keys of the limits whose flags include 2
    * follow.
    */
   const allow = (names: string[], now: number | string, member: string, cost: number, ...limits: number[]) => {
     const overrides = names.filter((_, i) => limits[4 * i + 3] >= 2).map(ovr);
     const keys = [...names.map(key), ...overrides];
-    return redis.fcall('sliding_allow_v4', keys.length, ...keys, now, member, 1000, cost, ...limits) as Promise<
+    return redis.fcall('sliding_allow_v2', keys.length, ...keys, now, member, 1000, cost, ...limits) as Promise<
       number[]
     >;
   };
   const peek = (names: string[], now: number, cost: number, ...limits: number[]) => {
     const overrides = names.filter((_, i) => limits[4 * i + 3] >= 2).map(ovr);
     const keys = [...names.map(key), ...overrides];
-    return redis.fcall_ro('sliding_peek_v4', keys.length, ...keys, now, cost, ...limits) as Promise<number[]>;
+    return redis.fcall_ro('sliding_peek_v2', keys.length, ...keys, now, cost, ...limits) as Promise<number[]>;
   };
 
-  describe('v3’s windows and costs, with the limit and override per limit', () => {
+  describe('windows and costs, with the limit and override per limit', () => {
     it('admits a log request only when its whole cost fits', async () => {
       expect(await allow(['k'], T0, 'a', 3, 10_000, 5, 0, 0)).toEqual([1, 1, 3, 2, 0, 10_000, 5, 0]);
       // 3 + 3 > 5: one entry of `a` must leave first, at T0 + 10 s; nothing recorded.
@@ -95,14 +94,11 @@ describe('Lua function contract: rate_limit_v4', () => {
   describe('two precisions calling one key (a rolling deploy)', () => {
     /** The brief's reproduction: 1 per 3 s, a call every 100 ms for 60 s, precisions alternating. */
     let runs = 0;
-    async function admissions(fn: 'sliding_allow_v3' | 'sliding_allow_v4', precisionOf: (i: number) => number) {
+    async function admissions(precisionOf: (i: number) => number) {
       const drift = key(`drift-${runs++}`);
       const pipeline = redis.pipeline();
-      for (let i = 0; i < 600; i++) {
-        const args = [T0 + i * 100, `m${i}`, 1000, 1, 3000, 1, precisionOf(i)];
-        if (fn === 'sliding_allow_v4') args.push(0);
-        pipeline.fcall(fn, 1, drift, ...args);
-      }
+      for (let i = 0; i < 600; i++)
+        pipeline.fcall('sliding_allow_v2', 1, drift, T0 + i * 100, `m${i}`, 1000, 1, 3000, 1, precisionOf(i), 0);
       const replies = (await pipeline.exec()) ?? [];
       const failed = replies.find(([error]) => error);
       if (failed) throw failed[0] as Error;
@@ -110,11 +106,9 @@ describe('Lua function contract: rate_limit_v4', () => {
     }
     const alternating = (i: number) => (i % 2 ? 999 : 1000);
 
-    it('no longer lock the key out: v4 admits as many as with one precision, where v3 admitted 1', async () => {
-      expect(await admissions('sliding_allow_v3', () => 1000)).toBe(15);
-      expect(await admissions('sliding_allow_v3', alternating)).toBe(1);
-      expect(await admissions('sliding_allow_v4', () => 1000)).toBe(15);
-      expect(await admissions('sliding_allow_v4', alternating)).toBe(15);
+    it('never lock the key out: as many admissions as with one precision', async () => {
+      expect(await admissions(() => 1000)).toBe(15);
+      expect(await admissions(alternating)).toBe(15);
     });
 
     it('count the key in the precision it was created with', async () => {
@@ -236,7 +230,7 @@ describe('Lua function contract: rate_limit_v4', () => {
   });
 
   describe('the batch function', () => {
-    it('decides each decision as sliding_allow_v4 would, reading the overrides of all with one EXISTS', async () => {
+    it('decides each decision as sliding_allow_v2 would, reading the overrides of all with one EXISTS', async () => {
       await redis.hset(ovr('bo'), 'action', 'exempt');
       const decisions = [
         T0,
@@ -265,7 +259,7 @@ describe('Lua function contract: rate_limit_v4', () => {
         3,
       ];
       const keys = [key('bo'), ovr('bo'), key('bk'), key('bk'), ovr('bk')];
-      const reply = await redis.fcall('sliding_allow_many_v4', keys.length, ...keys, 1000, JSON.stringify(decisions));
+      const reply = await redis.fcall('sliding_allow_many_v2', keys.length, ...keys, 1000, JSON.stringify(decisions));
       expect(reply).toEqual([
         ...[1, 1, 0, 1, 0, 0, 1, 2], // exempt
         ...[1, 1, 1, 0, 0, 10_000, 1, 0], // recorded
@@ -274,19 +268,18 @@ describe('Lua function contract: rate_limit_v4', () => {
     });
   });
 
-  describe('v3 and v4 on the same keys', () => {
-    it('read each other’s logs and bucketed keys', async () => {
-      await redis.fcall('sliding_allow_v3', 1, key('vl'), T0, 'v3-a', 1000, 2, 10_000, 5, 0);
-      expect(await allow(['vl'], T0 + 1, 'v4-b', 2, 10_000, 5, 0, 0)).toEqual([1, 1, 4, 1, 0, 10_000, 5, 0]);
-      expect(await redis.fcall('sliding_allow_v3', 1, key('vl'), T0 + 2, 'v3-c', 1000, 2, 10_000, 5, 0)).toEqual([
-        0, 4, 1, 9_998, 9_999,
-      ]);
-      await redis.fcall('sliding_allow_v3', 1, key('vb'), T0, 'v3-a', 1000, 2, 10_000, 5, 1000);
-      expect(await allow(['vb'], T0 + 1, 'v4-b', 2, 10_000, 5, 1000, 0)).toEqual([1, 1, 4, 1, 0, 10_998, 5, 0]);
-      expect(await redis.fcall('sliding_allow_v3', 1, key('vb'), T0 + 2, 'v3-c', 1000, 2, 10_000, 5, 1000)).toEqual([
-        0, 4, 1, 10_997, 10_997,
-      ]);
-      expect(await redis.hget(key('vb'), 'ids')).toBe('v4-b v3-a');
+  describe('v1 and v2 on the same keys', () => {
+    it('read each other’s logs: a cost is entries v1 counts, a fractional time of v1 lasts its whole window', async () => {
+      // v1 takes the caller's time as it is, a fraction included.
+      expect(await redis.fcall('sliding_allow_v1', 1, key('vl'), T0 + 0.5, 10_000, 5, 'v1-a')).toEqual([1, 4]);
+      expect(await allow(['vl'], T0 + 1, 'v2-b', 2, 10_000, 5, 0, 0)).toEqual([1, 1, 3, 2, 0, 10_000, 5, 0]);
+      expect(await redis.zrange(key('vl'), 0, '-1')).toEqual(['v1-a', 'v2-b', 'v2-b#2']);
+      expect(await redis.fcall('sliding_allow_v1', 1, key('vl'), T0 + 2, 10_000, 5, 'v1-c')).toEqual([1, 1]);
+      expect(await allow(['vl'], T0 + 3, 'v2-d', 2, 10_000, 5, 0, 0)).toEqual(
+        [0, 0, 4, 1, 10_000 - 2.5, 9_999, 5, 0].map(Math.ceil),
+      );
+      expect(await redis.fcall('sliding_allow_v1', 1, key('vl'), T0 + 4, 10_000, 5, 'v1-e')).toEqual([1, 0]);
+      expect(await redis.fcall('sliding_allow_v1', 1, key('vl'), T0 + 5, 10_000, 5, 'v1-f')).toEqual([0, 0]);
     });
   });
 
@@ -294,22 +287,22 @@ describe('Lua function contract: rate_limit_v4', () => {
     it.each([
       ['cost 0', [T0, 'm', 1000, 0, 1000, 5, 0, 0]],
       ['a cost above the limit', [T0, 'm', 1000, 6, 1000, 5, 0, 0]],
-      ['a fractional now_ms (v4 takes whole ms)', [T0 + 0.5, 'm', 1000, 1, 1000, 5, 0, 0]],
+      ['a fractional now_ms (v2 takes whole ms)', [T0 + 0.5, 'm', 1000, 1, 1000, 5, 0, 0]],
       ['a fractional window', [T0, 'm', 1000, 1, 1000.5, 5, 0, 0]],
       ['flags above 3', [T0, 'm', 1000, 1, 1000, 5, 0, 4]],
-      ['a missing flag (v3’s arguments)', [T0, 'm', 1000, 1, 1000, 5, 0]],
+      ['a missing flag', [T0, 'm', 1000, 1, 1000, 5, 0]],
       ['flags naming an override key that is not passed', [T0, 'm', 1000, 1, 1000, 5, 0, 2]],
       ['more than 1000 sub-windows', [T0, 'm', 1000, 1, 10_000, 5, 9, 0]],
       ['a member with a space', [T0, 'a b', 1000, 1, 1000, 5, 0, 0]],
     ])('answers ERR invalid arguments to %s and writes nothing', async (_case, args) => {
-      expect(await errorMessageOf(redis.fcall('sliding_allow_v4', 1, key('bad'), ...args))).toBe(
+      expect(await errorMessageOf(redis.fcall('sliding_allow_v2', 1, key('bad'), ...args))).toBe(
         'ERR invalid arguments',
       );
       expect(await redis.exists(key('bad'))).toBe(0);
     });
   });
 
-  describe('through V4_CONTRACT', () => {
+  describe('through V2_CONTRACT', () => {
     const rules: SlidingLimitRule[] = [
       { limit: 2, windowMs: 10_000 },
       { limit: 1, windowMs: 10_000, precisionMs: 1000, mode: 'shadow' },
@@ -324,8 +317,8 @@ describe('Lua function contract: rate_limit_v4', () => {
       overrides,
     });
     const run = (call: AllowCall) => {
-      const keys = V4_CONTRACT.allowKeys?.(call) ?? call.keys;
-      return redis.fcall(V4_CONTRACT.allowFunction, keys.length, ...keys, ...V4_CONTRACT.allowArguments(call));
+      const keys = V2_CONTRACT.allowKeys?.(call) ?? call.keys;
+      return redis.fcall(V2_CONTRACT.allowFunction, keys.length, ...keys, ...V2_CONTRACT.allowArguments(call));
     };
 
     it.each([
@@ -336,23 +329,23 @@ describe('Lua function contract: rate_limit_v4', () => {
       (_, overrides) => {
         // A key that cannot carry an override (braces without a tag) is left out of KEYS either way.
         const call = { ...callOf('a', T0 + 0.7, overrides), keys: [key('c1'), 'rl:a{}b', key('c3')] };
-        const keys = V4_CONTRACT.allowKeys?.(call) ?? [];
-        const keyCount = V4_CONTRACT.allowKeyCount?.(call);
+        const keys = V2_CONTRACT.allowKeys?.(call) ?? [];
+        const keyCount = V2_CONTRACT.allowKeyCount?.(call);
         expect(keyCount).toBe(keys.length);
-        expect(V4_CONTRACT.allowKeysAndArguments?.(call, keys.length)).toEqual([
+        expect(V2_CONTRACT.allowKeysAndArguments?.(call, keys.length)).toEqual([
           ...keys,
-          ...V4_CONTRACT.allowArguments(call),
+          ...V2_CONTRACT.allowArguments(call),
         ]);
         expect(keys.length).toBe(overrides ? 4 : 3);
       },
     );
 
     it('passes the override keys of the rules that read them and decodes effective limits, overrides and shadows', async () => {
-      expect(V4_CONTRACT.allowKeys?.(callOf('a', T0))).toEqual([key('c1'), key('c2'), key('c3'), ovr('c1'), ovr('c2')]);
-      expect(V4_CONTRACT.allowKeys?.(callOf('a', T0, false))).toEqual([key('c1'), key('c2'), key('c3')]);
+      expect(V2_CONTRACT.allowKeys?.(callOf('a', T0))).toEqual([key('c1'), key('c2'), key('c3'), ovr('c1'), ovr('c2')]);
+      expect(V2_CONTRACT.allowKeys?.(callOf('a', T0, false))).toEqual([key('c1'), key('c2'), key('c3')]);
       await redis.hset(ovr('c1'), 'action', 'limit', 'limit', '3');
       await redis.hset(ovr('c3'), 'action', 'block'); // not read: the rule opts out
-      const first = V4_CONTRACT.parseAllowReply(await run(callOf('a', T0 + 0.7)), rules);
+      const first = V2_CONTRACT.parseAllowReply(await run(callOf('a', T0 + 0.7)), rules);
       expect(first.allowed).toBe(true);
       expect(
         first.limits.map(({ allowed, effectiveLimit, override, shadow, wouldRefuse }) => ({
@@ -367,16 +360,16 @@ describe('Lua function contract: rate_limit_v4', () => {
         { allowed: true, effectiveLimit: 1, override: undefined, shadow: true, wouldRefuse: false },
         { allowed: true, effectiveLimit: 5, override: undefined, shadow: undefined, wouldRefuse: undefined },
       ]);
-      const second = V4_CONTRACT.parseAllowReply(await run(callOf('b', T0 + 1)), rules);
+      const second = V2_CONTRACT.parseAllowReply(await run(callOf('b', T0 + 1)), rules);
       expect(second.allowed).toBe(true);
       expect(second.limits[1]).toMatchObject({ allowed: false, shadow: true, wouldRefuse: true, count: 1 });
     });
 
     it('batches calls with their own override keys', async () => {
       const calls = [callOf('a', T0), { ...callOf('b', T0), overrides: false }];
-      const keys = V4_CONTRACT.batch?.keys?.(calls) ?? [];
+      const keys = V2_CONTRACT.batch?.keys?.(calls) ?? [];
       expect(keys).toHaveLength(8);
-      const batch = V4_CONTRACT.batch;
+      const batch = V2_CONTRACT.batch;
       const reply = await redis.fcall(batch!.name, keys.length, ...keys, ...batch!.arguments(calls));
       expect(batch!.parseReply(reply, calls).map((outcome) => outcome.allowed)).toEqual([true, true]);
     });
@@ -384,14 +377,14 @@ describe('Lua function contract: rate_limit_v4', () => {
     it('peeks with the override keys when given the keys', async () => {
       await redis.hset(ovr('c1'), 'action', 'exempt');
       const keys = [key('c1'), key('c2'), key('c3')];
-      const peekKeys = V4_CONTRACT.peekKeys!(keys, rules);
+      const peekKeys = V2_CONTRACT.peekKeys!(keys, rules);
       const reply = await redis.fcall_ro(
-        V4_CONTRACT.peekFunction!,
+        V2_CONTRACT.peekFunction!,
         peekKeys.length,
         ...peekKeys,
-        ...V4_CONTRACT.peekArguments!(T0, rules, 1, keys),
+        ...V2_CONTRACT.peekArguments!(T0, rules, 1, keys),
       );
-      expect(V4_CONTRACT.parsePeekReply!(reply, rules).limits[0]).toMatchObject({ allowed: true, override: 'exempt' });
+      expect(V2_CONTRACT.parsePeekReply!(reply, rules).limits[0]).toMatchObject({ allowed: true, override: 'exempt' });
     });
 
     const malformed: [string, unknown][] = [
@@ -404,7 +397,7 @@ describe('Lua function contract: rate_limit_v4', () => {
     ];
 
     it.each(malformed)('rejects %s with UnexpectedReplyError', (_case, reply) => {
-      expect(() => V4_CONTRACT.parseAllowReply(reply, [{ limit: 2, windowMs: 1000 }])).toThrow(UnexpectedReplyError);
+      expect(() => V2_CONTRACT.parseAllowReply(reply, [{ limit: 2, windowMs: 1000 }])).toThrow(UnexpectedReplyError);
     });
 
     it.each(malformed)('rejects %s with UnexpectedReplyError on the decision path too', (_case, reply) => {
@@ -415,7 +408,7 @@ describe('Lua function contract: rate_limit_v4', () => {
         member: 'm',
         maxClockSkewMs: 1000,
       };
-      const reader = decisionReaderOf(V4_CONTRACT);
+      const reader = decisionReaderOf(V2_CONTRACT);
       expect(() => reader.allow(reply, call)).toThrow(UnexpectedReplyError);
       expect(() => reader.allow(reply, call)).toThrow(expect.objectContaining({ reply }));
     });

@@ -5,20 +5,19 @@ import type { CallOutcome, LimitOutcome } from '../../core/function-contract';
 import type { OverrideAction } from '../../core/key-overrides';
 import { isShadow, type SlidingLimitRule } from '../../core/limit-rule';
 import { replyOfLength, toInteger, toIntegerArray } from '../reply';
-import { limitOutcome } from './limit-replies';
 
 /**
- * Integers per limit in a v4 reply: room, count, remaining, retry_after_ms, reset_ms, limit,
- * override (see the header of rate_limit_v4.lua).
+ * Integers per limit in a v2 reply: room, count, remaining, retry_after_ms, reset_ms, limit,
+ * override (see the header of rate_limit_v2.lua).
  */
-export const V4_LIMIT_STRIDE = 7;
+export const LIMIT_STRIDE = 7;
 
 /** The reply's override codes, by position: 0 none, 1 limit, 2 exempt, 3 block. */
 const OVERRIDES: readonly (OverrideAction | undefined)[] = [undefined, 'limit', 'exempt', 'block'];
 
 /** Integers of one decision of `rules`. */
 export function decisionLength(rules: readonly SlidingLimitRule[]): number {
-  return 1 + V4_LIMIT_STRIDE * rules.length;
+  return 1 + LIMIT_STRIDE * rules.length;
 }
 
 /**
@@ -27,7 +26,7 @@ export function decisionLength(rules: readonly SlidingLimitRule[]): number {
  * in between.
  * @throws UnexpectedReplyError when a flag or an override code is out of range
  */
-function v4DecisionAt(
+function decisionAt(
   reply: readonly unknown[],
   at: number,
   rules: readonly SlidingLimitRule[],
@@ -39,7 +38,7 @@ function v4DecisionAt(
   const allowed = allowedFlag === 1;
   const limits = new Array<RateLimitDecision>(rules.length);
   for (let i = 0; i < rules.length; i++) {
-    const first = at + 1 + V4_LIMIT_STRIDE * i;
+    const first = at + 1 + LIMIT_STRIDE * i;
     const room = toInteger(reply[first], command, reply);
     const overrideCode = toInteger(reply[first + 6], command, reply);
     if ((room !== 0 && room !== 1) || !(overrideCode >= 0 && overrideCode < OVERRIDES.length)) {
@@ -69,17 +68,17 @@ function v4DecisionAt(
 }
 
 /** A single decision's reply as its caller's decision. */
-export function readV4Decision(
+export function readV2Decision(
   reply: unknown,
   rules: readonly SlidingLimitRule[],
   command: string,
   functionName: string,
 ): MultiRateLimitDecision {
-  return v4DecisionAt(replyOfLength(reply, decisionLength(rules), command), 0, rules, command, functionName);
+  return decisionAt(replyOfLength(reply, decisionLength(rules), command), 0, rules, command, functionName);
 }
 
 /** A batch reply as each caller's decision, in order. */
-export function readV4Decisions(
+export function readV2Decisions(
   reply: unknown,
   calls: readonly { rules: readonly SlidingLimitRule[] }[],
   command: string,
@@ -90,37 +89,37 @@ export function readV4Decisions(
   const values = replyOfLength(reply, length, command);
   const decisions = new Array<MultiRateLimitDecision>(calls.length);
   for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
-    decisions[c] = v4DecisionAt(values, at, calls[c].rules, command, functionName);
+    decisions[c] = decisionAt(values, at, calls[c].rules, command, functionName);
   return decisions;
 }
 
 /**
- * The outcome of the decision whose reply starts at `values[at]`: {@link v4DecisionAt}'s, with the
+ * The outcome of the decision whose reply starts at `values[at]`: {@link decisionAt}'s, with the
  * counts and the limits that applied. Read from the integers, an error carries them as the reply.
  * @throws UnexpectedReplyError when a flag or an override code is out of range
  */
-function v4OutcomeAt(
+function outcomeAt(
   values: readonly number[],
   at: number,
   rules: readonly SlidingLimitRule[],
   command: string,
 ): CallOutcome {
   // An outcome names no function.
-  const { allowed, limits } = v4DecisionAt(values, at, rules, command, '');
+  const { allowed, limits } = decisionAt(values, at, rules, command, '');
   const outcomes = new Array<LimitOutcome>(limits.length);
   for (let i = 0; i < limits.length; i++) {
-    outcomes[i] = limitOutcome(limits[i], values[at + 2 + V4_LIMIT_STRIDE * i], limits[i].limit);
+    outcomes[i] = limitOutcome(limits[i], values[at + 2 + LIMIT_STRIDE * i], limits[i].limit);
   }
   return { allowed, limits: outcomes };
 }
 
 /** The outcome of a single decision's reply. */
-export function parseV4Decision(reply: unknown, rules: readonly SlidingLimitRule[], command: string): CallOutcome {
-  return v4OutcomeAt(toIntegerArray(reply, decisionLength(rules), command), 0, rules, command);
+export function parseV2Decision(reply: unknown, rules: readonly SlidingLimitRule[], command: string): CallOutcome {
+  return outcomeAt(toIntegerArray(reply, decisionLength(rules), command), 0, rules, command);
 }
 
 /** The outcomes of a batch reply: the decisions' replies, concatenated. */
-export function parseV4Decisions(
+export function parseV2Decisions(
   reply: unknown,
   calls: readonly { rules: readonly SlidingLimitRule[] }[],
   command: string,
@@ -130,6 +129,18 @@ export function parseV4Decisions(
   const values = toIntegerArray(reply, length, command);
   const outcomes = new Array<CallOutcome>(calls.length);
   for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
-    outcomes[c] = v4OutcomeAt(values, at, calls[c].rules, command);
+    outcomes[c] = outcomeAt(values, at, calls[c].rules, command);
   return outcomes;
+}
+
+/** A limit's outcome: its caller's decision with the count and the limit that applied, read from the reply. */
+function limitOutcome(decision: RateLimitDecision, count: number, effectiveLimit: number): LimitOutcome {
+  const { allowed, remaining, retryAfterMs, resetMs, override, shadow, wouldRefuse } = decision;
+  const outcome: LimitOutcome = { allowed, count, remaining, retryAfterMs, resetMs, effectiveLimit };
+  if (override !== undefined) outcome.override = override;
+  if (shadow) {
+    outcome.shadow = true;
+    outcome.wouldRefuse = wouldRefuse;
+  }
+  return outcome;
 }
