@@ -110,7 +110,9 @@ export {
 export { DEFAULT_KEY_PREFIX } from './core/constants';
 export type { RateLimitCost, RateLimitCostFunction } from './nest/rate-limit-cost';
 export { SkipRateLimit, SlidingLimit } from './nest/sliding-limit.decorator';
-export { SlidingLimitGuard, type RateLimitHttpContext, type RequestLimits } from './nest/sliding-limit.guard';
+export { SlidingLimitGuard, type RateLimitHttpContext } from './nest/sliding-limit.guard';
+export type { RequestLimits } from './nest/request-policies';
+export type { RateLimitErrorCode, RateLimitErrorPayload } from './nest/rate-limit-error-payload';
 export type { NamedRule } from './nest/rate-limit-headers';
 export { InjectSlidingLimiter } from './nest/inject-sliding-limiter';
 export { SlidingLimitPlans } from './nest/rate-limit-plans';

@@ -13,7 +13,7 @@ export async function snapshotDist(root) {
   const dist = join(root, 'dist');
   const complete = () =>
     existsSync(join(dist, 'index.js')) &&
-    ['rate_limit_v2.lua', 'rate_limit_v3.lua'].every((file) => existsSync(join(dist, 'redis', 'lua', file)));
+    ['rate_limit_v1.lua', 'rate_limit_v2.lua'].every((file) => existsSync(join(dist, 'redis', 'lua', file)));
   for (let waited = 0; !complete(); waited += 500) {
     if (waited >= 30_000) throw new Error(`${dist} is missing or incomplete: run npm run build (npm run bench does)`);
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -1,20 +1,14 @@
 import { Injectable, Optional, type ExecutionContext, type OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
+import type { RateLimitErrorPayload } from '../nest/rate-limit-error-payload';
 import { SlidingLimitPlans } from '../nest/rate-limit-plans';
 import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
-import { HEADER, retryAfterSeconds, type NamedRule } from '../nest/rate-limit-headers';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { executionOf, fieldPathOf, graphQLContextOf, graphQLHttpContext, isGraphQLCall } from './graphql-call';
 import { decideOncePerField } from './operation-decisions';
 import { unguardedLimitedFields } from './field-resolver-guards';
-import {
-  tooManyRequestsError,
-  unavailableError,
-  unidentifiedError,
-  unpriceableError,
-} from './sliding-limit-graphql.error';
+import { graphQLRefusal } from './sliding-limit-graphql.error';
 
 /**
  * `SlidingLimitGuard` for GraphQL resolvers as well as HTTP routes: register it once (as
@@ -84,42 +78,12 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
   }
 
   /**
-   * In GraphQL, a `TOO_MANY_REQUESTS` error with `retryAfter`, `retryAfterMs`, the full limits' names
-   * and, as `policy`, those limits as the caller's own (its tier's name and limit).
+   * In GraphQL, a {@link SlidingLimitGraphQLError}: `TOO_MANY_REQUESTS` with `retryAfter`,
+   * `retryAfterMs`, the full limits' names and, as `policy`, those limits as the caller's own;
+   * `RATE_LIMIT_UNAVAILABLE`, `BAD_REQUEST` or `FORBIDDEN`. The base guard's outside GraphQL.
    */
-  protected override throwRateLimited(
-    context: ExecutionContext,
-    decision: MultiRateLimitDecision,
-    plan: HandlerPlan,
-    named?: readonly NamedRule[],
-  ): never {
-    if (!isGraphQLCall(context)) return super.throwRateLimited(context, decision, plan, named);
-    this.logRefusal(context, decision, plan);
-    throw tooManyRequestsError(decision, plan, named);
-  }
-
-  /** In GraphQL, a `RATE_LIMIT_UNAVAILABLE` error with `retryAfter`, and `Retry-After` on the response. */
-  protected override throwUnavailable(
-    response: unknown,
-    decision: MultiRateLimitDecision,
-    context?: ExecutionContext,
-  ): never {
-    if (!context || !isGraphQLCall(context)) return super.throwUnavailable(response, decision, context);
-    if (response !== undefined) {
-      this.setHeaders(response, [[HEADER.retryAfter, String(retryAfterSeconds(decision.retryAfterMs))]]);
-    }
-    throw unavailableError(decision);
-  }
-
-  /** In GraphQL, a `BAD_REQUEST` error; the reason goes to the log only, as for HTTP. */
-  protected override throwUnpriceable(context: ExecutionContext, plan: HandlerPlan, reason: string): never {
-    if (!isGraphQLCall(context)) return super.throwUnpriceable(context, plan, reason);
-    throw unpriceableError(plan);
-  }
-
-  /** In GraphQL, a `FORBIDDEN` error. */
-  protected override throwUnidentified(context: ExecutionContext, plan: HandlerPlan): never {
-    if (!isGraphQLCall(context)) return super.throwUnidentified(context, plan);
-    throw unidentifiedError(plan);
+  protected override refuse(context: ExecutionContext, plan: HandlerPlan, refusal: RateLimitErrorPayload): never {
+    if (!isGraphQLCall(context)) return super.refuse(context, plan, refusal);
+    throw graphQLRefusal(refusal);
   }
 }

@@ -4,7 +4,6 @@
 
 export { GqlSlidingLimitGuard } from './gql-sliding-limit.guard';
 export {
-  RATE_LIMIT_UNAVAILABLE_MESSAGE,
   SlidingLimitGraphQLError,
   type SlidingLimitGraphQLCode,
   type SlidingLimitGraphQLExtensions,

@@ -1,8 +1,5 @@
 import { GraphQLError } from 'graphql';
-import type { MultiRateLimitDecision } from '../core/decisions';
-import type { HandlerPlan } from '../nest/limit-plan';
-import { retryAfterSeconds, type NamedRule } from '../nest/rate-limit-headers';
-import { tooManyRequestsPayload } from '../nest/rate-limit-error-payload';
+import type { RateLimitErrorPayload } from '../nest/rate-limit-error-payload';
 import { markAsRefusal } from '../nest/rate-limit-refusal';
 
 /**
@@ -34,9 +31,6 @@ export interface SlidingLimitGraphQLExtensions {
   policy?: string;
 }
 
-/** Message of a `RATE_LIMIT_UNAVAILABLE` error. */
-export const RATE_LIMIT_UNAVAILABLE_MESSAGE = 'Rate limiting is unavailable; retry shortly';
-
 /**
  * A rate-limit refusal of a GraphQL resolver call. A `GraphQLError` carrying its own
  * `extensions.code`, so Apollo's and Mercurius's error formatting pass it to the client as it is
@@ -54,32 +48,19 @@ export class SlidingLimitGraphQLError extends GraphQLError {
   }
 }
 
-/** The refusal of a call a full limit rejected; `named` is what the caller's limits are called (its tier). */
-export function tooManyRequestsError(
-  decision: MultiRateLimitDecision,
-  plan: HandlerPlan,
-  named?: readonly NamedRule[],
-): SlidingLimitGraphQLError {
-  // The 429 payload of the other transports without its `status`: GraphQL has no status line to carry.
-  const { message, retryAfter, retryAfterMs, limits, policy } = tooManyRequestsPayload(decision, plan, named);
-  return new SlidingLimitGraphQLError(message, { code: 'TOO_MANY_REQUESTS', retryAfter, retryAfterMs, limits, policy });
-}
+/** The `extensions.code` of each refusal: GraphQL's codes where a client knows them. */
+const CODES: Readonly<Record<RateLimitErrorPayload['code'], SlidingLimitGraphQLCode>> = {
+  TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
+  RATE_LIMIT_UNAVAILABLE: 'RATE_LIMIT_UNAVAILABLE',
+  RATE_LIMIT_UNPRICEABLE: 'BAD_REQUEST',
+  RATE_LIMIT_UNIDENTIFIED: 'FORBIDDEN',
+};
 
-/** The refusal of a call Redis could not decide, under the `deny` policy. */
-export function unavailableError(decision: MultiRateLimitDecision): SlidingLimitGraphQLError {
-  return new SlidingLimitGraphQLError(RATE_LIMIT_UNAVAILABLE_MESSAGE, {
-    code: 'RATE_LIMIT_UNAVAILABLE',
-    retryAfter: retryAfterSeconds(decision.retryAfterMs),
-    retryAfterMs: decision.retryAfterMs,
-  });
-}
-
-/** The refusal of a call its cost function could not price. */
-export function unpriceableError(plan: HandlerPlan): SlidingLimitGraphQLError {
-  return new SlidingLimitGraphQLError(`Rate limit of ${plan.route} cannot price this request`, { code: 'BAD_REQUEST' });
-}
-
-/** The refusal of a call with no identity to count it by. */
-export function unidentifiedError(plan: HandlerPlan): SlidingLimitGraphQLError {
-  return new SlidingLimitGraphQLError(`Rate limit of ${plan.route} cannot identify the client`, { code: 'FORBIDDEN' });
+/**
+ * A refusal as the GraphQL error of the resolver call: the payload the other transports send,
+ * without its `status` (GraphQL has no status line to carry).
+ */
+export function graphQLRefusal(refusal: RateLimitErrorPayload): SlidingLimitGraphQLError {
+  const { status: _status, code, message, event: _event, ...rest } = refusal;
+  return new SlidingLimitGraphQLError(message, { code: CODES[code], ...rest });
 }

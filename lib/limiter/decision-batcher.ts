@@ -7,16 +7,16 @@ import type { MultiRateLimitDecision } from '../core/decisions';
 import type { BatchFunction } from '../core/function-contract';
 import { errorKindOf, isUnanswered } from '../redis/error-kind';
 import type { ActiveVersion } from './function-routing';
+import type { Decision } from './decision';
 import type { DecisionChannel } from './decision-channel';
-import type { CallSender, DecisionCall } from './decision-call';
-import { PolicedCall } from './redis-call-policy';
+import type { RedisCall } from './redis-call-policy';
 
 /**
- * Several decisions in one call of the version's batch function: one decision each, in order. One
- * object per call, which the policy keeps its state on: sent, sent again as it is for a retry,
- * recovered by the runner (a library reloaded), its reply read, and the batcher told when it is over.
+ * Several decisions in one call of the version's batch function: one decision each, in order, sent
+ * again as it is for a retry, recovered by the runner (a library reloaded). Its outcome is each
+ * decision's, or — when Redis answered the whole batch with an error — the batcher's to sort out.
  */
-class BatchCall extends PolicedCall<MultiRateLimitDecision[]> {
+class BatchCall implements RedisCall<MultiRateLimitDecision[]> {
   private readonly keyCount: number;
   private readonly keysAndArguments: readonly (string | number)[];
 
@@ -24,40 +24,43 @@ class BatchCall extends PolicedCall<MultiRateLimitDecision[]> {
     private readonly batcher: DecisionBatcher,
     private readonly version: ActiveVersion,
     private readonly batch: BatchFunction,
-    private readonly calls: readonly DecisionCall[],
+    private readonly decisions: readonly Decision[],
   ) {
-    super();
-    const keys = batch.keys ? batch.keys(calls) : keysOf(calls);
+    const keys = batch.keys ? batch.keys(decisions) : keysOf(decisions);
     this.keyCount = keys.length;
-    this.keysAndArguments = joined(keys, batch.arguments(calls));
+    this.keysAndArguments = joined(keys, batch.arguments(decisions));
   }
 
   send(): Promise<unknown> {
     return this.version.runner.run(this.batch.name, this.keyCount, this.keysAndArguments, false);
   }
 
-  override recover(error: unknown): Promise<unknown> | undefined {
+  recover(error: unknown): Promise<unknown> | undefined {
     return this.version.runner.recover?.(error, this.batch.name, this.keyCount, this.keysAndArguments, false);
   }
 
   parse(reply: unknown): MultiRateLimitDecision[] {
-    return this.version.reader.batch(reply, this.calls);
+    return this.version.reader.batch(reply, this.decisions);
   }
 
-  override done(): void {
-    this.batcher.callSettled();
+  resolve(outcomes: MultiRateLimitDecision[]): void {
+    for (let i = 0; i < this.decisions.length; i++) this.decisions[i].resolve(outcomes[i]);
+  }
+
+  reject(error: unknown): void {
+    this.batcher.afterFailure(this.decisions, error);
   }
 }
 
-/** KEYS of a batch whose function takes the calls' keys as they are: concatenated, in order. */
-function keysOf(calls: readonly DecisionCall[]): string[] {
+/** KEYS of a batch whose function takes the decisions' keys as they are: concatenated, in order. */
+function keysOf(decisions: readonly Decision[]): string[] {
   const keys: string[] = [];
-  for (const call of calls) for (const key of call.keys) keys.push(key);
+  for (const decision of decisions) for (const key of decision.keys) keys.push(key);
   return keys;
 }
 
 /** Decisions that can share one call: same version and, on a cluster, same slot. */
-type Lanes = Map<ActiveVersion, Map<number, DecisionCall[]>>;
+type Lanes = Map<ActiveVersion, Map<number, Decision[]>>;
 
 /**
  * Sends decisions that arrive together as one call of the version's batch function.
@@ -76,9 +79,8 @@ type Lanes = Map<ActiveVersion, Map<number, DecisionCall[]>>;
  * had recorded already are retries with the same request id then, which never count twice. When
  * Redis did not answer at all, every decision of the batch gets that error (and its failure policy).
  */
-export class DecisionBatcher implements CallSender {
+export class DecisionBatcher {
   private readonly lanes: Lanes = new Map();
-  private inFlight = 0;
   private flushScheduled = false;
 
   constructor(
@@ -87,26 +89,26 @@ export class DecisionBatcher implements CallSender {
     private readonly maxSize: number,
   ) {}
 
-  /** Decides `call` by its version, at once or in the next batch; the call is told the outcome. */
-  decide(call: DecisionCall): void {
-    const version = call.version as ActiveVersion;
+  /** Decides `decision` by its version, at once or in the next batch; the decision is told the outcome. */
+  decide(decision: Decision): void {
+    const version = decision.version as ActiveVersion;
     const mayWait =
-      this.maxSize > 1 && version.contract.batch !== undefined && (this.inFlight > 0 || this.flushScheduled);
+      this.maxSize > 1 && version.contract.batch !== undefined && (this.flushScheduled || this.channel.busy());
     // While the node fails, a decision is answered at once (fail fast, or the breaker's probe) rather
     // than held for a batch.
-    if (!mayWait || !this.channel.healthy(call.keys[0])) this.sendOne(call);
-    else this.enqueue(version, call);
+    if (!mayWait || !this.channel.healthy(decision.keys[0])) this.channel.send(decision, decision.keys[0]);
+    else this.enqueue(version, decision);
   }
 
-  private enqueue(version: ActiveVersion, call: DecisionCall): void {
-    const slot = this.channel.clustered ? calculateSlot(call.keys[0]) : 0;
+  private enqueue(version: ActiveVersion, decision: Decision): void {
+    const slot = this.channel.clustered ? calculateSlot(decision.keys[0]) : 0;
     let bySlot = this.lanes.get(version);
-    if (!bySlot) this.lanes.set(version, (bySlot = new Map<number, DecisionCall[]>()));
+    if (!bySlot) this.lanes.set(version, (bySlot = new Map<number, Decision[]>()));
     const lane = bySlot.get(slot);
     if (!lane) {
-      bySlot.set(slot, [call]);
+      bySlot.set(slot, [decision]);
     } else {
-      lane.push(call);
+      lane.push(decision);
       if (lane.length >= this.maxSize) {
         bySlot.delete(slot);
         this.send(version, lane);
@@ -125,48 +127,27 @@ export class DecisionBatcher implements CallSender {
     this.lanes.clear();
   };
 
-  private send(version: ActiveVersion, lane: DecisionCall[]): void {
+  private send(version: ActiveVersion, lane: Decision[]): void {
     // A lane only forms for a version with a batch function; `!batch` is there for the type.
     const { batch } = version.contract;
     if (!batch || lane.length === 1 || !this.channel.healthy(lane[0].keys[0])) {
       this.sendEach(lane);
       return;
     }
-    this.inFlight++;
-    this.channel.call(new BatchCall(this, version, batch, lane), lane[0].keys[0], lane.length).then(
-      (decisions) => {
-        for (let i = 0; i < lane.length; i++) lane[i].resolve(decisions[i]);
-      },
-      (error: unknown) => this.afterFailure(lane, error),
-    );
+    this.channel.send(new BatchCall(this, version, batch, lane), lane[0].keys[0], lane.length);
   }
 
-  /** A call the batcher sent is over, answered or not. */
-  callSettled(): void {
-    this.inFlight--;
-  }
-
-  /** Redis answered with an error: each decision on its own. Redis did not answer: they all failed. */
-  private afterFailure(lane: readonly DecisionCall[], error: unknown): void {
+  /** Redis answered a batch with an error: each decision on its own. Redis did not answer: they all failed. */
+  afterFailure(lane: readonly Decision[], error: unknown): void {
     if (isUnanswered(error) || errorKindOf(error) === 'function_not_loaded') {
-      for (const call of lane) call.reject(error);
+      for (const decision of lane) decision.reject(error);
       return;
     }
     this.sendEach(lane);
   }
 
   /** Each decision in a call of its own. */
-  private sendEach(lane: readonly DecisionCall[]): void {
-    for (const call of lane) this.sendOne(call);
-  }
-
-  /**
-   * One decision in a call of its own: the decision call is the call the policy makes and the one it
-   * tells the outcome — no object, promise or callback of the batcher's own per decision.
-   */
-  private sendOne(call: DecisionCall): void {
-    this.inFlight++;
-    call.sender = this;
-    this.channel.callInto(call, call, call.keys[0]);
+  private sendEach(lane: readonly Decision[]): void {
+    for (const decision of lane) this.channel.send(decision, decision.keys[0]);
   }
 }

@@ -7,11 +7,12 @@ import { errorKindOf } from '../redis/error-kind';
 import { isClockSkew } from '../redis/reply';
 import { decisionFromOutcomes } from '../core/caller-decisions';
 import type { MultiRateLimitDecision } from '../core/decisions';
-import type { FallbackKind, LimiterErrorKind } from '../core/call-metrics';
+import type { FallbackKind } from '../core/call-metrics';
 import { DegradedModeLog, type LimiterLogger } from './degraded-mode-log';
 import { DegradedStretch, type DegradedMode } from './degraded-stretch';
 import { policyOutcome } from './fallback-outcomes';
 import type { ActiveVersion } from './function-routing';
+import type { DegradedDecision, FailureHandler } from './decision';
 import type { Insurance } from './insurance';
 import type { LimiterMetrics } from './limiter-metrics';
 import type { DecisionOptions, RedisErrorPolicy } from './sliding-window-limiter.interfaces';
@@ -21,19 +22,13 @@ export function translated(error: unknown): unknown {
   return scrubSecrets(isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error);
 }
 
-/** A decision made without Redis, and why Redis did not make it. */
-export interface DegradedDecision {
-  readonly decision: MultiRateLimitDecision;
-  readonly cause: LimiterErrorKind;
-}
-
 /**
  * What happens when Redis cannot decide: the `onRedisError` policy (`allow`, `deny` or `throw`), the
  * in-memory insurance limiter for what would fail open, the degraded-mode log and the error and
  * fallback counters. The decision path hands every failure here, at one point; a configuration error
  * (a request its version cannot decide) is never a Redis failure and is rethrown as it is.
  */
-export class FailurePolicy {
+export class FailurePolicy implements FailureHandler {
   private readonly degradedLog: DegradedModeLog;
   private readonly stretch = new DegradedStretch();
 

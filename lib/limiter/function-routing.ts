@@ -37,6 +37,15 @@ export async function activateVersion(
   };
 }
 
+/** Whether `identity` is in the sticky share of identities a canary of `percent` takes. */
+export function isInCanary(identity: string, percent: number): boolean {
+  return canaryBucket(identity) < canaryBucketsOf(percent);
+}
+
+function canaryBucketsOf(percent: number): number {
+  return Math.round((percent / 100) * CANARY_BUCKETS);
+}
+
 /**
  * Which version decides a given key: the stable one, or the canary for a sticky share of keys.
  * Immutable: a switch builds a new routing and swaps it in whole, so a call never sees half of one.
@@ -49,7 +58,7 @@ export class FunctionRouting {
     readonly canary?: ActiveVersion,
     readonly canaryPercent = 0,
   ) {
-    this.canaryBuckets = canary ? Math.round((canaryPercent / 100) * CANARY_BUCKETS) : 0;
+    this.canaryBuckets = canary ? canaryBucketsOf(canaryPercent) : 0;
   }
 
   /** The version for a key (the limited identity, without the key prefix). */

@@ -1,21 +1,29 @@
 import { MemoryBackend } from '../memory/memory-backend';
 import type { MultiRateLimitDecision } from '../core/decisions';
 import type { FunctionContract } from '../core/function-contract';
+import { Decision } from './decision';
+import type { DecisionChannel } from './decision-channel';
 import { activateVersion, type ActiveVersion } from './function-routing';
 import { GroupedDecisions } from './grouped-decisions';
 import type { MemberIdSource } from './member-ids';
 import type { ClockSource } from './sliding-window-limiter.interfaces';
 import type { SlidingLimitRule } from '../core/limit-rule';
-import type { RedisAttempt } from './redis-call-policy';
+import type { RedisCall } from './redis-call-policy';
 
 /** A call to the in-memory store: nothing to time out, retry or break. */
-async function callInProcess<T>(attempt: RedisAttempt<T>): Promise<T> {
-  if (typeof attempt === 'function') return attempt();
-  try {
-    return attempt.parse(await attempt.send());
-  } finally {
-    attempt.done();
-  }
+function callInProcess<T>(call: RedisCall<T>): void {
+  call.send().then(
+    (reply) => {
+      let parsed: T;
+      try {
+        parsed = call.parse(reply);
+      } catch (error) {
+        return call.reject(error);
+      }
+      call.resolve(parsed);
+    },
+    (error: unknown) => call.reject(error),
+  );
 }
 
 /**
@@ -30,31 +38,21 @@ export class Insurance {
 
   constructor(
     maxKeys: number,
-    members: MemberIdSource,
-    maxClockSkewMs: number,
+    private readonly members: MemberIdSource,
+    private readonly maxClockSkewMs: number,
     private readonly clock: ClockSource,
   ) {
     this.store = new MemoryBackend({ maxKeys });
+    const channel: DecisionChannel = {
+      commands: this.store.commands,
+      clustered: false,
+      send: callInProcess,
+      run: (run) => run(),
+      healthy: () => true,
+      busy: () => false,
+    };
     // Batches save round trips to Redis; in memory there are none to save.
-    this.decisions = new GroupedDecisions(
-      {
-        commands: this.store.commands,
-        clustered: false,
-        call: callInProcess,
-        callInto: (attempt, settlers) => {
-          callInProcess(attempt).then(
-            (value) => settlers.resolve(value),
-            (error: unknown) => settlers.reject(error),
-          );
-        },
-        healthy: () => true,
-      },
-      members,
-      maxClockSkewMs,
-      1,
-      // Overrides live in Redis, which the insurance stands in for: it has none to read.
-      false,
-    );
+    this.decisions = new GroupedDecisions(channel, 1);
   }
 
   async decide(
@@ -64,7 +62,11 @@ export class Insurance {
     cost = 1,
   ): Promise<MultiRateLimitDecision> {
     const version = await this.versionOf(contract);
-    return this.decisions.decided(version, keys, rules, await version.now(), cost);
+    const decision = new Decision(undefined, keys, rules, cost === 1 ? undefined : { cost });
+    // Overrides live in Redis, which the insurance stands in for: it has none to read.
+    decision.callWith(version, await version.now(), this.members.next(), this.maxClockSkewMs, false);
+    this.decisions.decide(decision);
+    return decision.promise as Promise<MultiRateLimitDecision>;
   }
 
   /** Forgets `key` here too, so that a reset holds while the insurance decides. */

@@ -3,7 +3,7 @@ import type { FunctionSelection } from '../core/function-selection';
 import type { LimiterBackend } from '../core/limiter-backend';
 import type { LoadFunctionsPolicy } from '../core/lua-runner';
 import { getFunctionContract } from '../redis/function-versions';
-import { activateVersion, canaryInEffect, FunctionRouting, type ActiveVersion } from './function-routing';
+import { activateVersion, canaryInEffect, FunctionRouting, isInCanary, type ActiveVersion } from './function-routing';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { RedisUnavailableError } from '../core/errors/redis-unavailable.error';
 import { scrubSecrets } from '../core/redact';
@@ -72,6 +72,17 @@ export class LimiterStartup {
   /** The stable version's contract as configured or installed, for decisions made before a routing exists. */
   stableContract(): FunctionContract {
     return this.routing?.stable.contract ?? getFunctionContract(this.selection.functionName);
+  }
+
+  /**
+   * The contract that will decide `identity` once started: the configured canary's for its share of
+   * identities, the stable version's for the others. What a decision is checked against before
+   * start-up has finished.
+   */
+  configuredContractFor(identity: string): FunctionContract {
+    const canary = canaryInEffect(this.selection);
+    const picked = canary && isInCanary(identity, canary.percent) ? canary : this.selection;
+    return getFunctionContract(picked.functionName);
   }
 
   /** Set while start-up has failed and is being tried again. */

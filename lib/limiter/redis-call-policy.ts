@@ -4,30 +4,29 @@ import { messageOf } from '../redis/reply';
 import type { CircuitBreaker } from './circuit-breaker';
 import type { CircuitBreakers } from './circuit-breakers';
 import { DeadlineQueue } from './deadline-queue';
+import { openPromise, unset } from './open-promise';
 import { timeoutError } from './with-timeout';
 
-/** Who is told how a call ended: a promise's settling functions, or a decision in flight. */
-export interface CallSettlers<T> {
+/**
+ * One call to Redis as the policy makes it: how to send it (again, for a retry: the same arguments,
+ * so the same request id), how to recover a failure the runner can repair, how to read the reply, and
+ * whom to tell how it ended. A decision is its own call; a batch is one call for several.
+ */
+export interface RedisCall<T> {
+  send(): Promise<unknown>;
+  /** After `send` failed: the reply once the cause is repaired (a library reloaded), or undefined. */
+  recover(error: unknown): Promise<unknown> | undefined;
+  /** The reply as the caller gets it; a throw rejects the call (Redis answered, if with nonsense). */
+  parse(reply: unknown): T;
   resolve(value: T): void;
   reject(error: unknown): void;
 }
 
 /**
- * One call as the policy makes it: its steps (send, recover, parse, done) as methods of a subclass,
- * and the state the policy keeps while the call is in flight on the same object — the decision path
- * makes one object per call, with no promise, state object or closure of the policy's own beside it
- * (only the reply's two callbacks, bound once per call when it is sent; methods rather than closures,
- * so that V8 keeps their optimized code with the class — see SlidingLimitGuard.enforce).
+ * The policy's own state of one call in flight: its attempts, its deadline, whether it is over. Made
+ * per call by the policy (never by the call), with the reply's two callbacks bound once.
  */
-export abstract class PolicedCall<T> {
-  /** The policy making the call, and who it settles: set when the call starts. */
-  policy: RedisCallPolicy | undefined = undefined;
-  settlers: CallSettlers<T> | undefined = undefined;
-  /** The circuit breaker of the call's node. */
-  breaker: CircuitBreaker | undefined = undefined;
-  /** How many decisions the call carries (a batch carries several): a failure counts that many. */
-  decisions = 1;
-  /** Attempts made before the current one. */
+class PolicedCall<T> {
   attempts = 0;
   /** The current attempt's number in the deadline queue. */
   seq = 0;
@@ -35,75 +34,68 @@ export abstract class PolicedCall<T> {
   settled = false;
   /** Whether the attempt's recovery (a reload and the same call again) is what is awaited now. */
   recovering = false;
-  /** The reply's callbacks, bound once per call when it is first sent (a decision in a batch never is). */
-  private onReply: ((reply: unknown) => void) | undefined = undefined;
-  private onError: ((error: unknown) => void) | undefined = undefined;
+  readonly onReply = (reply: unknown): void => this.policy.answered(this, reply);
+  readonly onError = (error: unknown): void => this.policy.failed(this, error);
 
-  /** Sends the call; sent again, as it is, for a retry. */
-  abstract send(): Promise<unknown>;
-
-  /** The reply as the caller gets it; a throw rejects the call (Redis answered, if with nonsense). */
-  abstract parse(reply: unknown): T;
-
-  /** After `send` failed: the reply once the cause is repaired (a runner's `recover`), or undefined. */
-  recover(_error: unknown): Promise<unknown> | undefined {
-    return undefined;
-  }
-
-  /** Called once when the call is settled, either way. */
-  done(): void {}
+  constructor(
+    readonly policy: RedisCallPolicy,
+    readonly call: RedisCall<T>,
+    /** The circuit breaker of the call's node. */
+    readonly breaker: CircuitBreaker,
+    /** How many decisions the call carries (a batch carries several): a failure counts that many. */
+    readonly decisions: number,
+  ) {}
 
   /** Called by the deadline queue when the attempt has had its time. */
   expire(): void {
-    const policy = this.policy as RedisCallPolicy;
-    policy.failed(this, timeoutError(policy.deadlines.timeoutMs));
-  }
-
-  /** Waits for `reply` (an attempt's, or its recovery's) and tells the policy how it ended. */
-  listen(reply: Promise<unknown>): void {
-    this.onReply ??= this.replied.bind(this);
-    this.onError ??= this.erred.bind(this);
-    reply.then(this.onReply, this.onError);
-  }
-
-  private replied(reply: unknown): void {
-    (this.policy as RedisCallPolicy).answered(this, reply);
-  }
-
-  private erred(error: unknown): void {
-    (this.policy as RedisCallPolicy).failed(this, error);
+    this.policy.failed(this, timeoutError(this.policy.deadlines.timeoutMs));
   }
 }
 
 /** A call given as a function (anything off the decision path): its promise is the reply. */
-class PlainCall<T> extends PolicedCall<T> {
+class PlainCall<T> implements RedisCall<T> {
+  readonly promise: Promise<T>;
+  resolvePromise: (value: T) => void = unset;
+  rejectPromise: (error: unknown) => void = unset;
+
   constructor(private readonly run: () => Promise<T>) {
-    super();
+    this.promise = openPromise(this);
   }
 
   send(): Promise<unknown> {
     return this.run();
   }
 
+  recover(): undefined {
+    return undefined;
+  }
+
   parse(reply: unknown): T {
     return reply as T;
   }
-}
 
-/** One call as the policy takes it: a policed call (the decision path) or a function (anything else). */
-export type RedisAttempt<T> = (() => Promise<T>) | PolicedCall<T>;
+  resolve(value: T): void {
+    this.resolvePromise(value);
+  }
+
+  reject(error: unknown): void {
+    this.rejectPromise(error);
+  }
+}
 
 /**
  * How every call to Redis is made: never to a connection that is down (ioredis would queue it until
  * it reconnects), never for much longer than `timeoutMs` per attempt (between 1 and 1.25 × `timeoutMs`:
- * one timer serves every call), at most `retries` more attempts after
- * a timeout or a dropped connection, and not at all while the circuit breaker is open. The attempt
- * is sent again as is, so a retry carries the same arguments — the same request id — and a write
- * whose outcome was unknown can never count twice; for the same reason, a reply to the timed-out
- * attempt that comes while its retry is in flight answers the call.
+ * one timer serves every call), at most `retries` more attempts after a timeout or a dropped
+ * connection, and not at all while the circuit breaker is open. The attempt is sent again as is, so a
+ * retry carries the same arguments — the same request id — and a write whose outcome was unknown can
+ * never count twice; for the same reason, a reply to the timed-out attempt that comes while its retry
+ * is in flight answers the call.
  */
 export class RedisCallPolicy {
   readonly deadlines: DeadlineQueue;
+  /** Calls made and not over yet: while there are some, decisions wait to go in a batch. */
+  inFlight = 0;
 
   constructor(
     timeoutMs: number,
@@ -115,139 +107,116 @@ export class RedisCallPolicy {
   }
 
   /**
-   * Runs `attempt` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker,
-   * and a failure counts there as `decisions` failures (a batch carries several).
+   * Makes `call` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker,
+   * and a failure counts there as `decisions` failures (a batch carries several). The call is told
+   * how it ended.
    */
-  call<T>(attempt: RedisAttempt<T>, routeKey?: string, decisions = 1): Promise<T> {
-    const settlement = new Promise<T>(captureSettlers);
-    this.callInto(attempt, { resolve: capturedResolve, reject: capturedReject }, routeKey, decisions);
-    return settlement;
-  }
-
-  /**
-   * {@link RedisCallPolicy.call}, settling `settlers` instead of a promise of its own: the decision
-   * path passes the decision in flight, which goes on from the outcome without another promise.
-   */
-  callInto<T>(attempt: RedisAttempt<T>, settlers: CallSettlers<T>, routeKey?: string, decisions = 1): void {
-    const call = typeof attempt === 'function' ? new PlainCall(attempt) : attempt;
-    call.policy = this;
-    call.settlers = settlers;
-    call.decisions = decisions;
-    const breaker = (call.breaker = this.breakers.for(routeKey));
-    if (!breaker.tryAcquire()) {
-      this.finish(
-        call,
-        new RedisUnavailableError('Redis failed repeatedly; calls are paused (circuit breaker open)', 'circuit-open'),
+  call<T>(call: RedisCall<T>, routeKey: string | undefined, decisions = 1): void {
+    const policed = new PolicedCall(this, call, this.breakers.for(routeKey), decisions);
+    this.inFlight++;
+    if (!policed.breaker.tryAcquire()) {
+      const open = new RedisUnavailableError(
+        'Redis failed repeatedly; calls are paused (circuit breaker open)',
+        'circuit-open',
       );
+      this.finish(policed, open);
       return;
     }
-    this.attempt(call);
+    this.attempt(policed);
+  }
+
+  /** `run` under the policy, for calls off the decision path: its promise settles with the reply. */
+  run<T>(run: () => Promise<T>, routeKey?: string): Promise<T> {
+    const call = new PlainCall(run);
+    this.call(call, routeKey);
+    return call.promise;
   }
 
   /** One attempt, settled by the reply or by the deadline, whichever comes first. */
-  private attempt(call: PolicedCall<unknown>): void {
-    call.settled = false;
-    call.recovering = false;
+  private attempt(policed: PolicedCall<unknown>): void {
+    policed.settled = false;
+    policed.recovering = false;
     if (!this.isConnected()) {
-      (call.breaker as CircuitBreaker).onFailure(call.decisions);
-      this.finish(call, new RedisUnavailableError('Redis is not connected', 'disconnected'));
+      policed.breaker.onFailure(policed.decisions);
+      this.finish(policed, new RedisUnavailableError('Redis is not connected', 'disconnected'));
       return;
     }
-    call.seq = this.deadlines.track(call);
+    policed.seq = this.deadlines.track(policed);
     let reply: Promise<unknown>;
     try {
-      reply = call.send();
+      reply = policed.call.send();
     } catch (error) {
-      this.failed(call, error);
+      this.failed(policed, error);
       return;
     }
-    call.listen(reply);
+    reply.then(policed.onReply, policed.onError);
   }
 
   /** The reply: settles the call unless its deadline has already. */
-  answered(call: PolicedCall<unknown>, reply: unknown): void {
-    const breaker = call.breaker as CircuitBreaker;
-    if (call.settled) {
+  answered(policed: PolicedCall<unknown>, reply: unknown): void {
+    if (policed.settled) {
       // Redis answers again (the command was still in ioredis' queue): probe at once.
-      breaker.onLateAnswer();
+      policed.breaker.onLateAnswer();
       return;
     }
-    call.settled = true;
-    this.deadlines.settle(call.seq);
-    breaker.onSuccess();
-    call.done();
-    const settlers = call.settlers as CallSettlers<unknown>;
+    policed.settled = true;
+    this.inFlight--;
+    this.deadlines.settle(policed.seq);
+    policed.breaker.onSuccess();
+    const { call } = policed;
     let parsed: unknown;
     try {
       parsed = call.parse(reply);
     } catch (error) {
-      settlers.reject(error);
+      call.reject(error);
       return;
     }
-    settlers.resolve(parsed);
+    call.resolve(parsed);
   }
 
   /**
    * An error, or the deadline (an unanswered error): settles the call unless it is already, after
    * the call's own recovery (a library reloaded) when it has one for this error.
    */
-  failed(call: PolicedCall<unknown>, error: unknown): void {
-    const breaker = call.breaker as CircuitBreaker;
-    if (call.settled) {
+  failed(policed: PolicedCall<unknown>, error: unknown): void {
+    if (policed.settled) {
       // An error reply that came after the deadline is an answer too.
-      if (!isUnanswered(error)) breaker.onLateAnswer();
+      if (!isUnanswered(error)) policed.breaker.onLateAnswer();
       return;
     }
-    if (!call.recovering) {
-      const recovery = call.recover(error);
+    if (!policed.recovering) {
+      const recovery = policed.call.recover(error);
       if (recovery) {
         // Within the same deadline: the caller never waits longer for a recovered call.
-        call.recovering = true;
-        call.listen(recovery);
+        policed.recovering = true;
+        recovery.then(policed.onReply, policed.onError);
         return;
       }
     }
-    call.settled = true;
-    this.deadlines.settle(call.seq);
+    this.deadlines.settle(policed.seq);
     if (!isUnanswered(error)) {
       // Redis answered, if with an error: it is up.
-      breaker.onSuccess();
-      this.finish(call, error);
+      policed.breaker.onSuccess();
+      this.finish(policed, error);
       return;
     }
-    if (call.attempts >= this.retries) {
-      breaker.onFailure(call.decisions);
-      this.finish(
-        call,
+    if (policed.attempts >= this.retries) {
+      policed.breaker.onFailure(policed.decisions);
+      const unavailable =
         error instanceof RedisUnavailableError
           ? error
-          : new RedisUnavailableError(messageOf(error), 'error', { cause: error }),
-      );
+          : new RedisUnavailableError(messageOf(error), 'error', { cause: error });
+      this.finish(policed, unavailable);
       return;
     }
-    call.attempts++;
-    this.attempt(call);
+    policed.attempts++;
+    this.attempt(policed);
   }
 
-  /** Rejects the caller with `error`: the call is over. */
-  private finish(call: PolicedCall<unknown>, error: unknown): void {
-    call.settled = true;
-    call.done();
-    (call.settlers as CallSettlers<unknown>).reject(error);
+  /** Rejects the call with `error`: it is over. */
+  private finish(policed: PolicedCall<unknown>, error: unknown): void {
+    policed.settled = true;
+    this.inFlight--;
+    policed.call.reject(error);
   }
 }
-
-/*
- * The settling functions of the promise being made, taken by one shared executor: `new Promise` with a
- * closure per call would allocate that closure too. The executor runs synchronously inside the
- * constructor, so the values are read right after it, before anything else can run.
- */
-let capturedResolve: (value: unknown) => void = unset;
-let capturedReject: (error: unknown) => void = unset;
-function captureSettlers(resolve: (value: never) => void, reject: (error: unknown) => void): void {
-  capturedResolve = resolve as (value: unknown) => void;
-  capturedReject = reject;
-}
-
-/** Placeholder until the promise's executor (which runs at once) sets the real functions. */
-function unset(): void {}

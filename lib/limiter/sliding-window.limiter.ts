@@ -1,12 +1,11 @@
-import { performance } from 'node:perf_hooks';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { checkDecisionArguments, checkKey, checkStackedArguments, hasUsableKeys } from './argument-checks';
 import { BlockCache } from './block-cache';
 import { CircuitBreakers } from './circuit-breakers';
-import { numericNow } from './clock';
+import { numericNow, type NowMs } from './clock';
 import { defaultLimiterLogger } from './default-logger';
-import { checkSupported, isSupported } from './version-capabilities';
-import { DecisionInFlight, type DecisionReceiver, type DecisionRecorders } from './decision-in-flight';
+import { isSupported, unsupported } from './version-capabilities';
+import { Decision, type DecisionReceiver, type DecisionRecorders } from './decision';
 import { toDecision } from '../core/caller-decisions';
 import { DecisionListeners } from './decision-listeners';
 import { FailurePolicy, translated } from './failure-policy';
@@ -46,33 +45,7 @@ import { LimiterMetrics } from './limiter-metrics';
 import type { LimitOutcome } from '../core/function-contract';
 import { describeFunctionNameProblems } from '../redis/function-versions';
 import { RedisBackend } from '../redis/redis-backend';
-
-/** The body of {@link decideDirectly}, set by the limiter class, which alone may call its `decide`. */
-let decideThroughPlan: (
-  limiter: SlidingWindowLimiter,
-  keys: string[],
-  rules: readonly SlidingLimitRule[],
-  options: DecisionOptions | undefined,
-  receiver: DecisionReceiver,
-) => Promise<unknown>;
-
-/**
- * `consumeAll` for the package's own guards, not part of the public API: what it does, without what
- * a guard did once at bootstrap. The rules are its plan's (checked then, shared by every request),
- * the keys (without the prefix, one per rule) come as a list the limiter takes over and prefixes in
- * place, and the decision goes to `receiver`, whose answer the returned promise settles with — no
- * keyed rule, key list or continuation per request. The guard takes it only while the limiter's
- * `consumeAll` is its own, so a subclass or a wrapper of `consumeAll` still sees every decision.
- */
-export function decideDirectly(
-  limiter: SlidingWindowLimiter,
-  keys: string[],
-  rules: readonly SlidingLimitRule[],
-  options: DecisionOptions | undefined,
-  receiver: DecisionReceiver,
-): Promise<unknown> {
-  return decideThroughPlan(limiter, keys, rules, options, receiver);
-}
+import { DECIDE_PLANNED } from './planned-entry';
 
 /** Consecutive unavailability failures that open the circuit breaker, and how long it stays open. */
 const BREAKER_THRESHOLD = 3;
@@ -113,28 +86,11 @@ export class SlidingWindowLimiter {
   private readonly reporter?: InstanceReporter;
   private readonly insurance?: Insurance;
   private readonly stopListening: () => void;
+  private readonly members = new MemberIdSource();
   /** What a decision reports to when it is made. */
   private readonly recorders: DecisionRecorders;
   /** `overrides`, made on first use. */
   private overrideStore?: LimiterOverrides;
-
-  static {
-    // The guards' entry reaches `decide` from outside the class without a member of the public API.
-    decideThroughPlan = (limiter, keys, rules, options, receiver) => {
-      const identity = keys[0];
-      if (!hasUsableKeys(keys)) {
-        // A protected hook of the guard gave an empty key, say: the error consumeAll would give.
-        return limiter
-          .consumeAll(
-            keys.map((key, i) => ({ ...rules[i], key })),
-            options,
-          )
-          .then((decision) => receiver.receive(decision));
-      }
-      for (let i = 0; i < keys.length; i++) keys[i] = limiter.keyPrefix + keys[i];
-      return limiter.decide(identity, keys, rules, options, receiver);
-    };
-  }
 
   /** @throws RateLimitConfigError listing every invalid option (an unknown `functionName` lists the known ones). */
   constructor(options: SlidingWindowLimiterOptions) {
@@ -161,10 +117,9 @@ export class SlidingWindowLimiter {
       () => this.reporter?.start(),
       logger,
     );
-    const members = new MemberIdSource();
     const insuranceKeys = switchSize(insurance, 'maxKeys', DEFAULT_INSURANCE_KEYS);
     if (insuranceKeys !== undefined)
-      this.insurance = new Insurance(insuranceKeys, members, this.options.maxClockSkewMs, clock);
+      this.insurance = new Insurance(insuranceKeys, this.members, this.options.maxClockSkewMs, clock);
     this.failures = new FailurePolicy(
       this.options.onRedisError,
       this.metrics,
@@ -174,19 +129,17 @@ export class SlidingWindowLimiter {
       () => this.startup.stableContract(),
     );
     this.listeners = new DecisionListeners(logger);
+    const { calls } = this;
     this.decisions = new GroupedDecisions(
       {
         commands: this.backend.commands,
         clustered: this.backend.clustered,
-        call: (attempt, routeKey, decisions) => this.calls.call(attempt, routeKey, decisions),
-        callInto: (attempt, settlers, routeKey, decisions) =>
-          this.calls.callInto(attempt, settlers, routeKey, decisions),
+        send: (call, routeKey, decisions) => calls.call(call, routeKey, decisions),
+        run: (run, routeKey) => calls.run(run, routeKey),
         healthy: (routeKey) => breakers.for(routeKey).isClosed,
+        busy: () => calls.inFlight > 0,
       },
-      members,
-      this.options.maxClockSkewMs,
       switchSize(this.options.batch, 'maxSize', DEFAULT_BATCH_SIZE) ?? 1,
-      this.options.keyOverrides,
     );
     const blockCacheEntries = switchSize(blockCache, 'maxEntries', DEFAULT_BLOCK_CACHE_ENTRIES);
     if (blockCacheEntries !== undefined) this.blockCache = new BlockCache<RateLimitDecision>(blockCacheEntries);
@@ -348,13 +301,14 @@ export class SlidingWindowLimiter {
   async peek(key: string, rule: SlidingLimitRule, options?: DecisionOptions): Promise<RateLimitState> {
     checkDecisionArguments(key, rule, options);
     const fullKey = this.keyPrefix + key;
+    const cost = options?.cost ?? 1;
+    const contract = this.startup.routing?.pick(key).contract ?? this.startup.configuredContractFor(key);
+    if (!isSupported(contract, [rule], cost)) throw unsupported(contract, [rule], cost);
     let version: ActiveVersion | undefined;
     try {
       version = (this.startup.routing ?? (await this.startup.start())).pick(key);
       const picked = version;
-      const cost = options?.cost ?? 1;
-      checkSupported(picked.contract, [rule], cost);
-      const outcome = await this.calls.call(() => this.peekOnce(picked, fullKey, rule, cost), fullKey);
+      const outcome = await this.calls.run(() => this.peekOnce(picked, fullKey, rule, cost), fullKey);
       this.failures.recovered();
       return { ...toDecision(outcome, rule, picked.contract.allowFunction), count: outcome.count };
     } catch (caught) {
@@ -389,19 +343,41 @@ export class SlidingWindowLimiter {
     this.blockCache?.forget(fullKey);
     await this.insurance?.reset(fullKey);
     try {
-      await this.calls.call(() => this.backend.commands.del(fullKey), fullKey);
+      await this.calls.run(() => this.backend.commands.del(fullKey), fullKey);
     } catch (caught) {
       this.failures.reset(caught, options);
     }
   }
 
   /**
-   * One decision, top to bottom: the routing (waiting for start-up only before there is one), the
-   * version for this identity, the clock, the block cache, then one call of the version's function
-   * (with other decisions in a batch while calls are in flight) whose outcome the decision in flight
-   * receives and turns into the caller's decision. A failure anywhere on the way reaches the failure
-   * policy through `DecisionInFlight.reject`, at one point. Not async: the decision in flight is
-   * the path's one promise.
+   * The guards' entry, not part of the public API: what `consumeAll` does without what a guard did
+   * once at bootstrap. The rules are the guard's plan's (checked then, shared by every request), the
+   * keys (without the prefix, one per rule) come as a list the limiter takes over and prefixes in
+   * place, and the decision goes to `receiver`, whose answer the returned promise settles with.
+   * Listeners ({@link SlidingWindowLimiter.onDecision}) see these decisions as they see every other.
+   * @internal
+   */
+  [DECIDE_PLANNED](
+    keys: string[],
+    rules: readonly SlidingLimitRule[],
+    options: DecisionOptions | undefined,
+    receiver: DecisionReceiver,
+  ): Promise<unknown> {
+    const identity = keys[0];
+    if (!hasUsableKeys(keys)) {
+      // A protected hook of the guard gave an empty key, say: the error consumeAll would give.
+      const keyed = keys.map((key, i) => ({ ...rules[i], key }));
+      return this.consumeAll(keyed, options).then((decision) => receiver.receive(decision));
+    }
+    for (let i = 0; i < keys.length; i++) keys[i] = this.keyPrefix + keys[i];
+    return this.decide(identity, keys, rules, options, receiver);
+  }
+
+  /**
+   * One decision, top to bottom: the version for this identity, which must be able to decide it
+   * (checked first, whatever Redis' state), start-up when it has not finished, then
+   * {@link SlidingWindowLimiter.send}. Not async: the decision is the path's one promise, and a
+   * failure anywhere on the way reaches the failure policy through `Decision.reject`, at one point.
    */
   private decide(
     identity: string,
@@ -410,74 +386,56 @@ export class SlidingWindowLimiter {
     options: DecisionOptions | undefined,
     /** Takes the decision over (a guard): the promise settles with its answer instead. */
     receiver: DecisionReceiver | undefined,
-    // A decision that waited for start-up or for the server's clock counts that wait in its latency.
-    started = performance.now(),
   ): Promise<unknown> {
+    const decision = new Decision(this.recorders, keys, rules, options, receiver);
     const routing = this.startup.routing;
-    if (!routing) return this.decideOnceStarted(identity, keys, rules, options, receiver, started);
-    const decision = new DecisionInFlight(this.recorders, keys, rules, options, started, receiver);
-    try {
-      const version = (decision.version = routing.pick(identity));
-      const { contract } = version;
-      const cost = (decision.cost = options?.cost ?? 1);
-      if (!isSupported(contract, rules, cost)) checkSupported(contract, rules, cost);
-      const nowMs = version.now();
-      // Only v1 with the server clock reads the time asynchronously.
-      if (typeof nowMs === 'object') {
-        nowMs.then(
-          (resolved) => {
-            decision.nowMs = resolved;
-            this.decisions.decide(decision);
-          },
-          (error: unknown) => decision.reject(error),
-        );
-        return decision.promise;
-      }
-      decision.nowMs = nowMs;
-      // Single limits only: the other limits of a stacked rejection change while it is blocked
-      // (their old entries leave), so a cached copy of them would go stale. Cost 1 only: a rejection
-      // of a costly request says nothing of a cheaper one, and a cost-1 block would tell a costly
-      // request to retry too early.
-      // Not while overrides are read: one set by another process must apply to the next request.
-      if (
-        this.blockCache &&
-        keys.length === 1 &&
-        cost === 1 &&
-        contract.full &&
-        !this.options.keyOverrides &&
-        typeof nowMs === 'number'
-      ) {
-        const blocked = this.blockCache.get(keys[0], rules[0], nowMs);
-        if (blocked) {
-          decision.blockedLocally(blocked);
-          return decision.promise;
-        }
-        decision.blockCacheNowMs = nowMs;
-      }
-      this.decisions.decide(decision);
-    } catch (error) {
-      decision.reject(error);
+    const version = routing?.pick(identity);
+    const contract = version?.contract ?? this.startup.configuredContractFor(identity);
+    if (!isSupported(contract, rules, decision.cost)) {
+      decision.reject(unsupported(contract, rules, decision.cost));
+    } else if (version) {
+      this.send(decision, version);
+    } else {
+      this.startup.start().then(
+        (started) => this.send(decision, started.pick(identity)),
+        (error: unknown) => decision.reject(error),
+      );
     }
     return decision.promise;
   }
 
-  /** A decision that arrived before start-up had finished: after it, or by the failure policy. */
-  private async decideOnceStarted(
-    identity: string,
-    keys: readonly string[],
-    rules: readonly SlidingLimitRule[],
-    options: DecisionOptions | undefined,
-    receiver: DecisionReceiver | undefined,
-    started: number,
-  ): Promise<unknown> {
+  /** Sends a decision on `version`: its time (v1 on the server's clock reads it first), then its call. */
+  private send(decision: Decision, version: ActiveVersion): void {
+    let nowMs: NowMs | Promise<number>;
     try {
-      await this.startup.start();
+      nowMs = version.now();
     } catch (error) {
-      const decision = new DecisionInFlight(this.recorders, keys, rules, options, started, receiver);
-      decision.reject(error);
-      return decision.promise;
+      return decision.reject(error);
     }
-    return this.decide(identity, keys, rules, options, receiver, started);
+    if (typeof nowMs !== 'object') return this.sendAt(decision, version, nowMs);
+    nowMs.then(
+      (resolved) => this.sendAt(decision, version, resolved),
+      (error: unknown) => decision.reject(error),
+    );
+  }
+
+  /** The decision's call set, answered by the block cache when it holds the refusal, else sent to Redis. */
+  private sendAt(decision: Decision, version: ActiveVersion, nowMs: NowMs): void {
+    const { full } = version.contract;
+    const { keyOverrides, maxClockSkewMs } = this.options;
+    decision.callWith(version, nowMs, this.members.next(), maxClockSkewMs, keyOverrides && full);
+    // Single limits only: the other limits of a stacked refusal change while it is blocked (their old
+    // entries leave). Cost 1 only: a refusal of a costly request says nothing of a cheaper one, and a
+    // cost-1 block would tell a costly request to retry too early. Not while overrides are read: one
+    // set by another process must apply to the next request.
+    if (this.blockCache && full && !keyOverrides && decision.keys.length === 1 && decision.cost === 1) {
+      if (typeof nowMs === 'number') {
+        const blocked = this.blockCache.get(decision.keys[0], decision.rules[0], nowMs);
+        if (blocked) return decision.blockedLocally(blocked);
+        decision.blockCacheNowMs = nowMs;
+      }
+    }
+    this.decisions.decide(decision);
   }
 
   private async peekOnce(

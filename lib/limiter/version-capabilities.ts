@@ -26,10 +26,13 @@ export function isSupported(contract: FunctionContract, rules: readonly SlidingL
   return true;
 }
 
-/** Throws a configuration error when `contract` cannot decide these rules at this cost. */
-export function checkSupported(contract: FunctionContract, rules: readonly SlidingLimitRule[], cost: number): void {
-  if (isSupported(contract, rules, cost)) return;
-  throw new RateLimitConfigError(
+/** The configuration error of a request that `contract` cannot decide (see {@link isSupported}). */
+export function unsupported(
+  contract: FunctionContract,
+  rules: readonly SlidingLimitRule[],
+  cost: number,
+): RateLimitConfigError {
+  return new RateLimitConfigError(
     [
       `${describeAsked(rules, cost).join(' and ')} needs ${DEFAULT_FUNCTION_NAME}, but this decision runs on ` +
         `${contract.allowFunction}: set functionName (and any canary) to ${DEFAULT_FUNCTION_NAME}`,

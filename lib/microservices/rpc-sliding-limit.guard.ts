@@ -1,24 +1,10 @@
 import { Injectable, Logger, type ExecutionContext } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
-import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
-import {
-  tooManyRequestsPayload,
-  unavailablePayload,
-  unidentifiedPayload,
-  unpriceablePayload,
-} from '../nest/rate-limit-error-payload';
-import type { NamedRule } from '../nest/rate-limit-headers';
+import type { RateLimitErrorPayload } from '../nest/rate-limit-error-payload';
+import { isEventCall } from '../nest/refusal-line';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { buildRpcRateLimitRequest, type RpcRateLimitRequest } from './rpc-rate-limit-request';
-
-/**
- * Where `@EventPattern` / `@MessagePattern` mark a handler as an event or a message handler, and the
- * mark of an event handler (`PatternHandler.EVENT`). Neither is exported by the package's index; the
- * event test in test/microservices pins both (a drop is logged only when an event is told apart).
- */
-const HANDLER_TYPE_METADATA = 'microservices:handler_type';
-const EVENT_HANDLER = 2;
 
 /**
  * The request of each call, per argument list: the global guard and the one of `@UseGuards` see the
@@ -65,44 +51,27 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
     return buildRpcRateLimitRequest(context);
   }
 
-  protected override throwRateLimited(
-    context: ExecutionContext,
-    decision: MultiRateLimitDecision,
-    plan: HandlerPlan,
-    named?: readonly NamedRule[],
-  ): never {
-    if (context.getType() !== 'rpc') return super.throwRateLimited(context, decision, plan, named);
-    const event = isEventHandler(context);
-    if (event) this.warnDroppedEvents(plan);
-    this.logRefusal(context, decision, plan, event ? 'dropped an event' : undefined);
-    throw new RpcException(tooManyRequestsPayload(decision, plan, named));
+  /**
+   * In a microservice, an `RpcException` carrying the refusal; an event refused is dropped (said once
+   * per handler), a call without an identity is said once per handler with the keys that would give
+   * one. The base guard's elsewhere.
+   */
+  protected override refuse(context: ExecutionContext, plan: HandlerPlan, refusal: RateLimitErrorPayload): never {
+    if (context.getType() !== 'rpc') return super.refuse(context, plan, refusal);
+    if (refusal.code === 'TOO_MANY_REQUESTS' && isEventCall(context)) this.warnDroppedEvents(plan);
+    if (refusal.code === 'RATE_LIMIT_UNIDENTIFIED') this.warnUnidentified(plan);
+    throw new RpcException(refusal);
   }
 
-  protected override throwUnavailable(
-    response: unknown,
-    decision: MultiRateLimitDecision,
-    context?: ExecutionContext,
-  ): never {
-    if (context?.getType() !== 'rpc') return super.throwUnavailable(response, decision, context);
-    throw new RpcException(unavailablePayload(decision));
-  }
-
-  protected override throwUnpriceable(context: ExecutionContext, plan: HandlerPlan, reason: string): never {
-    if (context.getType() !== 'rpc') return super.throwUnpriceable(context, plan, reason);
-    throw new RpcException(unpriceablePayload(plan));
-  }
-
-  protected override throwUnidentified(context: ExecutionContext, plan: HandlerPlan): never {
-    if (context.getType() !== 'rpc') return super.throwUnidentified(context, plan);
-    if (!this.warnedUnidentified.has(plan)) {
-      this.warnedUnidentified.add(plan);
-      this.logger.warn(
-        `${plan.route} refused a call whose rate-limit key did not resolve (said once per handler): a microservice ` +
-          "call has no client address, so give each limit a key from the message, e.g. key: 'body:tenantId' or " +
-          "key: (req) => req.data.tenantId, or key: 'global' for one bucket shared by all callers",
-      );
-    }
-    throw new RpcException(unidentifiedPayload(plan));
+  /** Says once per handler that a call had no identity, and the keys that would give one. */
+  private warnUnidentified(plan: HandlerPlan): void {
+    if (this.warnedUnidentified.has(plan)) return;
+    this.warnedUnidentified.add(plan);
+    this.logger.warn(
+      `${plan.route} refused a call whose rate-limit key did not resolve (said once per handler): a microservice ` +
+        "call has no client address, so give each limit a key from the message, e.g. key: 'body:tenantId' or " +
+        "key: (req) => req.data.tenantId, or key: 'global' for one bucket shared by all callers",
+    );
   }
 
   /**
@@ -117,9 +86,4 @@ export class RpcSlidingLimitGuard extends SlidingLimitGuard {
         'is not told (said once per handler; set refusalLogLevel to log each drop)',
     );
   }
-}
-
-/** Whether the handler is an `@EventPattern` one, whose caller gets no reply. */
-function isEventHandler(context: ExecutionContext): boolean {
-  return Reflect.getMetadata(HANDLER_TYPE_METADATA, context.getHandler()) === EVENT_HANDLER;
 }

@@ -86,12 +86,15 @@ export function refusedPolicy(
   return refused.map((i) => policyEntry(named[i].name, decision.limits[i].limit, named[i].windowMs)).join(', ');
 }
 
+/** Message of a refusal because Redis could not decide under the `deny` policy. */
+export const RATE_LIMIT_UNAVAILABLE_MESSAGE = 'Rate limiting is unavailable; retry shortly';
+
 /** Redis could not decide and the policy is `deny`: the server's fault, retry shortly. */
 export function unavailablePayload(decision: MultiRateLimitDecision): RateLimitErrorPayload {
   return {
     status: HttpStatus.SERVICE_UNAVAILABLE,
     code: 'RATE_LIMIT_UNAVAILABLE',
-    message: 'Rate limiting is unavailable; retry shortly',
+    message: RATE_LIMIT_UNAVAILABLE_MESSAGE,
     retryAfter: retryAfterSeconds(decision.retryAfterMs),
     retryAfterMs: decision.retryAfterMs,
   };
@@ -102,7 +105,7 @@ export function unpriceablePayload(plan: HandlerPlan): RateLimitErrorPayload {
   return {
     status: HttpStatus.BAD_REQUEST,
     code: 'RATE_LIMIT_UNPRICEABLE',
-    message: `Rate limit of ${plan.route} cannot price this call`,
+    message: `Rate limit of ${plan.route} cannot price this request`,
   };
 }
 
@@ -111,6 +114,6 @@ export function unidentifiedPayload(plan: HandlerPlan): RateLimitErrorPayload {
   return {
     status: HttpStatus.FORBIDDEN,
     code: 'RATE_LIMIT_UNIDENTIFIED',
-    message: `Rate limit of ${plan.route} cannot identify the caller`,
+    message: `Rate limit of ${plan.route} cannot identify the client`,
   };
 }

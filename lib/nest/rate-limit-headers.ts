@@ -2,9 +2,6 @@ import { ServerResponse } from 'node:http';
 import type { MultiRateLimitDecision, RateLimitDecision } from '../core/decisions';
 import type { RateLimitHeaderStyle } from './rate-limit.options';
 
-/** A header to send, value already a string (Express and Fastify then behave the same). */
-export type HeaderEntry = readonly [name: string, value: string];
-
 /**
  * The names of the headers the guard sends, in lowercase: header names are case-insensitive, HTTP/2
  * and Fastify send them lowercased anyway, and Node's `setHeader` lowercases every name it is given —
@@ -99,55 +96,21 @@ function shadowHeaderValue(limits: readonly NamedRule[], decisions: readonly Rat
   return entries.join(', ');
 }
 
-/** Where headers go as they are made: a list of entries, or a response they are written on at once. */
-type HeaderSink<T> = (target: T, name: string, value: string) => void;
+/** Writes one header on a response: the guard's `setHeader` hook. */
+export type HeaderWriter = (response: unknown, name: string, value: string) => void;
 
 /**
- * Headers for one decision, telling each caller its own limits: `X-RateLimit-Limit` and
- * `RateLimit-Policy`'s `q` are the limits that applied (a tier's, a per-key override's), and
- * `limits[i].name` is what the draft's fields call limit `i` (a policy's tier, e.g. `"free"`).
- * Shadow limits refuse nothing and stay out of them (`x-ratelimit-shadow` reports them when
- * `withShadow`). `X-RateLimit-Reset` and the draft's `t` are whole seconds until the window is
- * empty again (a delta, not a timestamp, so client clocks do not matter); `Retry-After` (sent on
- * rejection whatever the style) is when one more request fits.
- */
-export function rateLimitHeaders(
-  style: RateLimitHeaderStyle,
-  limits: readonly NamedRule[],
-  policyHeader: string,
-  decision: MultiRateLimitDecision,
-  withShadow = false,
-): HeaderEntry[] {
-  const headers: HeaderEntry[] = [];
-  emitHeaders(pushEntry, headers, style, limits, policyHeader, decision, withShadow);
-  return headers;
-}
-
-/**
- * {@link rateLimitHeaders} written on `response` as {@link writeHeaders} writes a list, but each as it
- * is made: no entry and no list per request (the guard's path when `setHeaders` is its own).
+ * Writes the headers of one decision on `response`, each as it is made, telling each caller its own
+ * limits: `X-RateLimit-Limit` and `RateLimit-Policy`'s `q` are the limits that applied (a tier's, a
+ * per-key override's), and `limits[i].name` is what the draft's fields call limit `i` (a policy's
+ * tier, e.g. `"free"`). Shadow limits refuse nothing and stay out of them (`x-ratelimit-shadow`
+ * reports them when `withShadow`). `X-RateLimit-Reset` and the draft's `t` are whole seconds until
+ * the window is empty again (a delta, not a timestamp, so client clocks do not matter); `Retry-After`
+ * (sent on refusal whatever the style) is when one more request fits.
  */
 export function writeRateLimitHeaders(
+  writer: HeaderWriter,
   response: unknown,
-  style: RateLimitHeaderStyle,
-  limits: readonly NamedRule[],
-  policyHeader: string,
-  decision: MultiRateLimitDecision,
-  withShadow = false,
-): void {
-  const sink = sinkOf(response);
-  if (sink === undefined) return;
-  try {
-    emitHeaders(sink, response, style, limits, policyHeader, decision, withShadow);
-  } catch (error) {
-    if (!isHeadersSent(error)) throw error;
-  }
-}
-
-/** The headers of {@link rateLimitHeaders}, each handed to `sink` as it is made. */
-function emitHeaders<T>(
-  sink: HeaderSink<T>,
-  target: T,
   style: RateLimitHeaderStyle,
   limits: readonly NamedRule[],
   policyHeader: string,
@@ -158,9 +121,9 @@ function emitHeaders<T>(
   if (style === 'legacy' || style === 'both') {
     const worst = mostRestrictive(decisions);
     if (worst) {
-      sink(target, HEADER.limit, String(worst.limit));
-      sink(target, HEADER.remaining, String(Math.max(0, worst.remaining)));
-      sink(target, HEADER.reset, String(toWholeSeconds(worst.resetMs)));
+      writer(response, HEADER.limit, String(worst.limit));
+      writer(response, HEADER.remaining, String(Math.max(0, worst.remaining)));
+      writer(response, HEADER.reset, String(toWholeSeconds(worst.resetMs)));
     }
   }
   if (style === 'draft' || style === 'both') {
@@ -170,20 +133,19 @@ function emitHeaders<T>(
       if (!d.shadow) entries.push(`"${limits[i].name}";r=${Math.max(0, d.remaining)};t=${toWholeSeconds(d.resetMs)}`);
     }
     if (entries.length > 0) {
-      sink(target, HEADER.policy, requestPolicy(limits, policyHeader, decisions));
-      sink(target, HEADER.rateLimit, entries.join(', '));
+      writer(response, HEADER.policy, requestPolicy(limits, policyHeader, decisions));
+      writer(response, HEADER.rateLimit, entries.join(', '));
     }
   }
   if (withShadow) {
     const shadow = shadowHeaderValue(limits, decisions);
-    if (shadow !== '') sink(target, HEADER.shadow, shadow);
+    if (shadow !== '') writer(response, HEADER.shadow, shadow);
   }
-  if (!decision.allowed) sink(target, HEADER.retryAfter, String(retryAfterSeconds(decision.retryAfterMs)));
+  if (!decision.allowed) writer(response, HEADER.retryAfter, String(retryAfterSeconds(decision.retryAfterMs)));
 }
 
-function pushEntry(headers: HeaderEntry[], name: string, value: string): void {
-  headers.push([name, value]);
-}
+/** How one header is set on a response of a given kind. */
+type HeaderSink = (response: unknown, name: string, value: string) => void;
 
 function setNodeHeader(response: ServerResponse, name: string, value: string): void {
   ServerResponse.prototype.setHeader.call(response, name, value);
@@ -211,14 +173,14 @@ function isHeadersSent(error: unknown): boolean {
 }
 
 /**
- * Sets headers on an Express response or a Fastify reply; does nothing for anything else (no
+ * Sets a header on an Express response or a Fastify reply; does nothing for anything else (no
  * response in GraphQL/WebSocket/RPC contexts) or once the response has been sent.
  */
-export function writeHeaders(response: unknown, headers: readonly HeaderEntry[]): void {
+export function setResponseHeader(response: unknown, name: string, value: string): void {
   const sink = sinkOf(response);
   if (sink === undefined) return;
   try {
-    for (let i = 0; i < headers.length; i++) sink(response, headers[i][0], headers[i][1]);
+    sink(response, name, value);
   } catch (error) {
     if (!isHeadersSent(error)) throw error;
   }
@@ -235,12 +197,12 @@ export function writeHeaders(response: unknown, headers: readonly HeaderEntry[])
  * first: a guard runs before the handler, so that is rare. A Fastify reply has `header()` only; other
  * responses with `setHeader` (HTTP/2 compatibility) use it.
  */
-function sinkOf(response: unknown): HeaderSink<unknown> | undefined {
+function sinkOf(response: unknown): HeaderSink | undefined {
   if (typeof response !== 'object' || response === null) return undefined;
-  if (response instanceof ServerResponse) return setNodeHeader as HeaderSink<unknown>;
+  if (response instanceof ServerResponse) return setNodeHeader as HeaderSink;
   const res = response as OtherResponse;
   if (res.headersSent === true || res.sent === true) return undefined;
-  if (typeof res.setHeader === 'function') return callSetHeader as HeaderSink<unknown>;
-  if (typeof res.header === 'function') return callHeader as HeaderSink<unknown>;
+  if (typeof res.setHeader === 'function') return callSetHeader as HeaderSink;
+  if (typeof res.header === 'function') return callHeader as HeaderSink;
   return undefined;
 }

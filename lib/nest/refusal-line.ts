@@ -5,17 +5,28 @@ import { retryAfterSeconds } from './rate-limit-headers';
 import { refusedNames } from './rate-limit-error-payload';
 
 /**
+ * Where `@EventPattern` / `@MessagePattern` mark a handler as an event or a message handler, and the
+ * mark of an event handler (`PatternHandler.EVENT`): neither is exported by @nestjs/microservices'
+ * index, and the event test in test/microservices pins both.
+ */
+const HANDLER_TYPE_METADATA = 'microservices:handler_type';
+const EVENT_HANDLER = 2;
+
+/** Whether the call is an `@EventPattern` one, whose sender gets no reply: its refusal drops the event. */
+export function isEventCall(context: ExecutionContext): boolean {
+  return (
+    context.getType() === 'rpc' && Reflect.getMetadata(HANDLER_TYPE_METADATA, context.getHandler()) === EVENT_HANDLER
+  );
+}
+
+/**
  * The line of one refusal: the handler, its transport, the full limits and when to retry. Never the
  * key: it holds the client's address or identity.
  */
-export function refusalLine(
-  context: ExecutionContext,
-  decision: MultiRateLimitDecision,
-  plan: HandlerPlan,
-  what = 'refused a call',
-): string {
+export function refusalLine(context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): string {
   // A shadow limit (a candidate) that would have refused refused nothing: not named here.
   const full = refusedNames(decision, plan);
+  const what = isEventCall(context) ? 'dropped an event' : 'refused a call';
   return (
     `${plan.route} (${context.getType()}) ${what} over its rate limit ${full.join(', ')}; ` +
     `retry after ${retryAfterSeconds(decision.retryAfterMs)} s`

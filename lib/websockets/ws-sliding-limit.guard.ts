@@ -1,15 +1,7 @@
 import { Injectable, Logger, type ExecutionContext } from '@nestjs/common';
 import { WsException } from '@nestjs/websockets';
-import type { MultiRateLimitDecision } from '../core/decisions';
 import type { HandlerPlan } from '../nest/limit-plan';
-import {
-  tooManyRequestsPayload,
-  unavailablePayload,
-  unidentifiedPayload,
-  unpriceablePayload,
-  type RateLimitErrorPayload,
-} from '../nest/rate-limit-error-payload';
-import type { NamedRule } from '../nest/rate-limit-headers';
+import type { RateLimitErrorPayload } from '../nest/rate-limit-error-payload';
 import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { buildWsRateLimitRequest, type WsRateLimitRequest } from './ws-rate-limit-request';
 
@@ -55,34 +47,10 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
     return buildWsRateLimitRequest(context);
   }
 
-  protected override throwRateLimited(
-    context: ExecutionContext,
-    decision: MultiRateLimitDecision,
-    plan: HandlerPlan,
-    named?: readonly NamedRule[],
-  ): never {
-    if (context.getType() !== 'ws') return super.throwRateLimited(context, decision, plan, named);
-    this.logRefusal(context, decision, plan);
-    return refuse(context, tooManyRequestsPayload(decision, plan, named));
-  }
-
-  protected override throwUnavailable(
-    response: unknown,
-    decision: MultiRateLimitDecision,
-    context?: ExecutionContext,
-  ): never {
-    if (context?.getType() !== 'ws') return super.throwUnavailable(response, decision, context);
-    return refuse(context, unavailablePayload(decision));
-  }
-
-  protected override throwUnpriceable(context: ExecutionContext, plan: HandlerPlan, reason: string): never {
-    if (context.getType() !== 'ws') return super.throwUnpriceable(context, plan, reason);
-    return refuse(context, unpriceablePayload(plan));
-  }
-
-  protected override throwUnidentified(context: ExecutionContext, plan: HandlerPlan): never {
-    if (context.getType() !== 'ws') return super.throwUnidentified(context, plan);
-    return refuse(context, unidentifiedPayload(plan));
+  /** Over WebSockets, the refusal answers the message (see below); the base guard's elsewhere. */
+  protected override refuse(context: ExecutionContext, plan: HandlerPlan, refusal: RateLimitErrorPayload): never {
+    if (context.getType() !== 'ws') return super.refuse(context, plan, refusal);
+    return refuseMessage(context, refusal);
   }
 }
 
@@ -92,7 +60,7 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
  * forever: the handler that would have answered does not run), and is thrown as a `WsException`,
  * which Nest's filter emits as the `exception` event.
  */
-function refuse(context: ExecutionContext, payload: RateLimitErrorPayload): never {
+function refuseMessage(context: ExecutionContext, payload: RateLimitErrorPayload): never {
   const pattern = context.switchToWs().getPattern();
   const refusal: RateLimitErrorPayload = typeof pattern === 'string' ? { ...payload, event: pattern } : payload;
   acknowledgementOf(context)?.(refusal);

@@ -12,6 +12,7 @@ import { GraphQLError } from 'graphql';
 import { MiscResolver, PostResolver } from './graphql.resolvers';
 import { rejectionOf } from '../support/rejection';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { answerEveryDecision } from '../support/decisions';
 
 /** A response that records the headers set on it. */
 function recordingResponse(): { headers: Record<string, string>; setHeader(name: string, value: string): void } {
@@ -54,8 +55,10 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
   });
   afterAll(() => moduleRef.close());
 
+  afterEach(() => jest.restoreAllMocks());
   const guardDeciding = (decision: MultiRateLimitDecision) => {
-    const limiter = { consumeAll: () => Promise.resolve(decision) } as unknown as SlidingWindowLimiter;
+    const limiter = moduleRef.get(SlidingWindowLimiter);
+    answerEveryDecision(limiter, decision);
     return new GqlSlidingLimitGuard(limiter, moduleRef.get(SlidingLimitPlans));
   };
   const degradedDenial: MultiRateLimitDecision = {

@@ -12,12 +12,12 @@ describe('RedisCallPolicy', () => {
     new RedisCallPolicy(timeoutMs, retries, new CircuitBreakers(3, 1000, () => ''), () => true);
 
   it('resolves with the reply', async () => {
-    await expect(policy().call(() => Promise.resolve('reply'))).resolves.toBe('reply');
+    await expect(policy().run(() => Promise.resolve('reply'))).resolves.toBe('reply');
   });
 
   it('rejects, never throws, when the attempt throws synchronously, and does not retry an answer', async () => {
     let attempts = 0;
-    const call = policy().call(() => {
+    const call = policy().run(() => {
       attempts++;
       throw new Error('bad arguments');
     });
@@ -34,7 +34,7 @@ describe('RedisCallPolicy', () => {
       return new Promise<string>(() => undefined);
     };
     const error = await policy(40, 1)
-      .call(never)
+      .run(never)
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(RedisUnavailableError);
     expect((error as RedisUnavailableError).message).toMatch(/did not answer within 40 ms/);
@@ -45,6 +45,6 @@ describe('RedisCallPolicy', () => {
     let attempts = 0;
     const slowThenFast = () =>
       ++attempts === 1 ? new Promise<string>(() => undefined) : Promise.resolve(`reply ${attempts}`);
-    await expect(policy(40, 1).call(slowThenFast)).resolves.toBe('reply 2');
+    await expect(policy(40, 1).run(slowThenFast)).resolves.toBe('reply 2');
   });
 });

@@ -73,7 +73,7 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
     const refusal = {
       status: 403,
       code: 'RATE_LIMIT_UNIDENTIFIED',
-      message: 'Rate limit of OrdersController.keyless cannot identify the caller',
+      message: 'Rate limit of OrdersController.keyless cannot identify the client',
     };
     await expect(send('nsl.order.keyless', { tenantId: 't1' })).rejects.toEqual(refusal);
     await expect(send('nsl.order.keyless', {})).rejects.toEqual(refusal);
@@ -94,7 +94,7 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
     await expect(send(quote, { tenantId: 't1', items: 'x' })).rejects.toEqual({
       status: 400,
       code: 'RATE_LIMIT_UNPRICEABLE',
-      message: 'Rate limit of OrdersController.quote cannot price this call',
+      message: 'Rate limit of OrdersController.quote cannot price this request',
     });
     await expect(send(quote, { tenantId: 't2', items: 1 })).resolves.toHaveProperty('quoted');
   });

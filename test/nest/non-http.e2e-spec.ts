@@ -31,6 +31,7 @@ import {
 import { startHybridApp, type HybridApp } from '../support/hybrid-app';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { answerEveryDecision, countDecisions } from '../support/decisions';
 
 /** The warnings the plain guard gave about handlers it let through unlimited. */
 function unlimitedWarnings(warn: jest.SpyInstance): string[] {
@@ -94,16 +95,16 @@ describe('the guards outside HTTP, called directly', () => {
     const moduleRef = await compile();
     const limiter = moduleRef.get(SlidingWindowLimiter);
     const plans = moduleRef.get(SlidingLimitPlans);
-    const consumeAll = jest.spyOn(limiter, 'consumeAll');
+    const decisions = countDecisions(limiter);
     const context = rpcContext(OrdersController.prototype.create, { tenantId: 'once' });
     await new RpcSlidingLimitGuard(limiter, plans).canActivate(context);
     await new RpcSlidingLimitGuard(limiter, plans).canActivate(context);
-    expect(consumeAll).toHaveBeenCalledTimes(1);
+    expect(decisions.count).toBe(1);
 
     const wsCall = wsContext(ChatGateway.prototype.chat, { text: 'once' });
     await new WsSlidingLimitGuard(limiter, plans).canActivate(wsCall);
     await new WsSlidingLimitGuard(limiter, plans).canActivate(wsCall);
-    expect(consumeAll).toHaveBeenCalledTimes(2);
+    expect(decisions.count).toBe(2);
   });
 
   it('answers a degraded denial with RATE_LIMIT_UNAVAILABLE and a retry time, on WS and RPC', async () => {
@@ -116,7 +117,7 @@ describe('the guards outside HTTP, called directly', () => {
       limits: [],
     };
     const limiter = moduleRef.get(SlidingWindowLimiter);
-    jest.spyOn(limiter, 'consumeAll').mockResolvedValue(denied);
+    answerEveryDecision(limiter, denied);
     const plans = moduleRef.get(SlidingLimitPlans);
     const unavailable = {
       status: 503,

@@ -1,11 +1,16 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import { writeHeaders, type HeaderEntry } from '../../lib/nest/rate-limit-headers';
+import { setResponseHeader } from '../../lib/nest/rate-limit-headers';
 
-const HEADERS: HeaderEntry[] = [
+const HEADERS: [name: string, value: string][] = [
   ['x-ratelimit-limit', '5'],
   ['x-ratelimit-remaining', '4'],
 ];
+
+/** Sets each header with the guard's default writer. */
+function writeHeaders(response: unknown, headers: [name: string, value: string][]): void {
+  for (const [name, value] of headers) setResponseHeader(response, name, value);
+}
 
 /** A real Node response, as Express hands it to a guard (Express only swaps its prototype). */
 function nodeResponse(): ServerResponse {
@@ -14,7 +19,7 @@ function nodeResponse(): ServerResponse {
   return response;
 }
 
-describe('writeHeaders', () => {
+describe('setResponseHeader', () => {
   it('sets every header on a Node response whose prototype was swapped', () => {
     const response = nodeResponse();
     writeHeaders(response, HEADERS);

@@ -122,7 +122,7 @@ describe.each(PLATFORMS)('WsSlidingLimitGuard with socket.io on %s', (platform) 
       exception: {
         status: 400,
         code: 'RATE_LIMIT_UNPRICEABLE',
-        message: 'Rate limit of ChatGateway.priced cannot price this call',
+        message: 'Rate limit of ChatGateway.priced cannot price this request',
         event: 'priced',
       },
     });
