@@ -29,22 +29,34 @@ export function strtod(text: string): { value: number; rest: string } | undefine
   return { value: sign === '-' ? -value : value, rest: text.slice(consumed.length) };
 }
 
-/** `0x<digits>p<exponent>` rounded to the nearest double, ties to even, subnormals included. */
+/**
+ * `0x<digits>p<exponent>` as glibc rounds it: to the nearest double, ties to even, except that a
+ * subnormal result forgets the 54th significant bit (glibc keeps 53 bits and a sticky flag for the
+ * bits after the 54th, then rounds again, so `0x1…8…1p-1100` can come out one ulp low).
+ */
 function hexToNumber(digits: string, exponent = '0'): number {
   const point = digits.indexOf('.');
   const fraction = point === -1 ? 0 : digits.length - point - 1;
   let mantissa = BigInt(`0x${digits.replace('.', '') || '0'}`);
   let binaryExponent = Number(exponent) - 4 * fraction;
   if (mantissa === 0n) return 0;
+  let bits = mantissa.toString(2).length;
   // Bits the result can hold: 53, fewer below the normal range (the smallest subnormal is 2^-1074).
-  const bits = mantissa.toString(2).length;
   const keep = Math.min(53, binaryExponent + bits + 1074);
+  let sticky = false;
+  if (keep < 53 && bits > 53) {
+    const shift = BigInt(bits - 53);
+    sticky = (mantissa & ((1n << (shift - 1n)) - 1n)) !== 0n;
+    mantissa >>= shift;
+    binaryExponent += Number(shift);
+    bits = 53;
+  }
   if (keep < bits) {
     const shift = BigInt(Math.min(bits - keep, bits + 1));
     const dropped = mantissa & ((1n << shift) - 1n);
     const half = 1n << (shift - 1n);
     mantissa >>= shift;
-    if (dropped > half || (dropped === half && (mantissa & 1n) === 1n)) mantissa += 1n;
+    if (dropped > half || (dropped === half && (sticky || (mantissa & 1n) === 1n))) mantissa += 1n;
     binaryExponent += Number(shift);
   }
   // The result is exact from here; scale in two steps so no intermediate underflows or overflows early.

@@ -1,31 +1,19 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { describeValue } from '../core/value-checks';
-import type { KeyCommands, LimiterBackend, OverridesStoreSettings } from '../core/limiter-backend';
+import type { KeyCommands, OverridesStoreSettings } from '../core/limiter-backend';
 import type { OverrideStore } from '../core/key-overrides';
 import type { FunctionContract } from '../core/function-contract';
 import type { LoadFunctionsPolicy, LuaRunner } from '../core/lua-runner';
 import { MemoryOverridesStore } from './memory-overrides-store';
 import { settle } from './settle';
-import { SlidingWindowModel, type ModelEntry } from './sliding-window-model';
+import { SlidingWindowModel } from './sliding-window-model';
 
 /** Options of {@link MemoryBackend}. */
-export interface MemoryBackendOptions {
-  /**
-   * The store's clock in epoch ms: what `now_ms = "*"` (the server clock) reads and what keys expire
-   * by. Default `Date.now`. Give the limiter the same function as its `clock` to control time in tests.
-   */
-  clock?: () => number;
-  /**
-   * Keep at most this many keys; creating one more forgets the least recently used key and its
-   * entries (that client then starts a fresh window). Default: unbounded. Set it wherever the keys
-   * come from clients, so memory stays bounded.
-   */
-  maxKeys?: number;
-}
+export type MemoryBackendOptions = NonNullable<ConstructorParameters<typeof MemoryBackend>[0]>;
 
 /**
  * Decisions in this process's memory instead of Redis: the reference model of the Lua libraries
- * ({@link SlidingWindowModel}), with the same arguments, replies, errors and keys, so a
+ * (`SlidingWindowModel`), with the same arguments, replies, errors and keys, so a
  * `SlidingWindowLimiter` on it decides exactly as it would on Redis (the property tests compare the
  * two call by call). It backs `RateLimitTestingModule`.
  *
@@ -36,15 +24,31 @@ export interface MemoryBackendOptions {
  *
  * Limits are per process: several instances of an application do not share them.
  */
-export class MemoryBackend implements LimiterBackend {
-  /** The reference model holding the keys. */
+export class MemoryBackend {
+  /** @internal The reference model holding the keys. */
   readonly model: SlidingWindowModel;
+  /** @internal */
   readonly commands: KeyCommands;
-  /** One process, one "slot": every call may touch any keys. */
+  /** @internal One process, one "slot": every call may touch any keys. */
   readonly clustered = false;
 
   /** @throws RateLimitConfigError for a clock that is not a function or a `maxKeys` below 1 */
-  constructor(options: MemoryBackendOptions = {}) {
+  constructor(
+    options: {
+      /**
+       * The store's clock in epoch ms: what `now_ms = "*"` (the server clock) reads and what keys
+       * expire by. Default `Date.now`. Give the limiter the same function as its `clock` to control
+       * time in tests.
+       */
+      clock?: () => number;
+      /**
+       * Keep at most this many keys; creating one more forgets the least recently used key and its
+       * entries (that client then starts a fresh window). Default: unbounded. Set it wherever the keys
+       * come from clients, so memory stays bounded.
+       */
+      maxKeys?: number;
+    } = {},
+  ) {
     const problems: string[] = [];
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       problems.push(`clock must be a function returning epoch milliseconds, got ${describeValue(options.clock)}`);
@@ -63,17 +67,18 @@ export class MemoryBackend implements LimiterBackend {
     };
   }
 
-  /** Always reachable. */
+  /** @internal Always reachable. */
   isConnected(): boolean {
     return true;
   }
 
-  /** Never disconnects, so never becomes ready again. */
+  /** @internal Never disconnects, so never becomes ready again. */
   onReady(_listener: () => void): () => void {
     return () => undefined;
   }
 
   /**
+   * @internal
    * The overrides of the keys under `settings.keyPrefix`, in the model's keyspace where its `sliding_allow_v2`
    * reads them; dated and expired by the model's clock (the backend's `clock`), not the limiter's.
    */
@@ -81,7 +86,7 @@ export class MemoryBackend implements LimiterBackend {
     return new MemoryOverridesStore(this.model, { keyPrefix: settings.keyPrefix });
   }
 
-  /** Every version is "loaded": the model implements them all. */
+  /** @internal Every version is "loaded": the model implements them all. */
   runnerFor(contract: FunctionContract, _policy: LoadFunctionsPolicy): Promise<LuaRunner> {
     return Promise.resolve(new MemoryRunner(this.model, contract));
   }
@@ -96,7 +101,7 @@ export class MemoryBackend implements LimiterBackend {
    * lists them. A bucketed key (a rule with `precisionMs`) is a hash: read it with {@link MemoryBackend.hash}.
    * @throws ModelReplyError WRONGTYPE for a bucketed key, as ZRANGE would
    */
-  entries(key: string): ModelEntry[] {
+  entries(key: string): { member: string; score: number }[] {
     return this.model.entries(key);
   }
 

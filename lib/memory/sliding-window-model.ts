@@ -3,7 +3,7 @@ import { toRedisInteger } from './lua-values';
 import { ModelCommands } from './model-commands';
 import { ModelReplyError } from './model-reply-error';
 import { slidingAllowV1 } from './rate-limit-v1-model';
-import { RateLimitV2Model } from './rate-limit-v2-model';
+import { slidingAllowManyV2, slidingAllowV2, slidingPeekV2 } from './v2/entry-points';
 
 export { ModelReplyError } from './model-reply-error';
 
@@ -27,8 +27,9 @@ type ModelFunction = (keys: readonly string[], args: readonly string[]) => numbe
  * The function libraries `rate_limit_v1.lua` and `rate_limit_v2.lua` in plain
  * TypeScript: the same functions, taking the same KEYS and ARGV (strings) and giving the same integer
  * replies and the same error replies, leaving the same keys (sorted sets for the log, hashes for v2's
- * bucketed window) with the same TTLs. Each function follows its Lua line by line, one file per
- * library (`rate-limit-v<n>-model.ts`); read them side by side.
+ * bucketed window) with the same TTLs. Each function follows its Lua line by line: v1 in
+ * `rate-limit-v1-model.ts`, v2 one module per part of the library (`v2/<part>.ts` for
+ * `lib/redis/lua/rate_limit_v2/<part>.lua`); read them side by side.
  *
  * What the Lua gets from Redis is mirrored too: `tonumber` parsing, numbers passed to commands as
  * `%.17g` text, replies cast to integers, a ZADD of an existing member moving its entry, empty keys
@@ -49,13 +50,12 @@ export class SlidingWindowModel {
     const clock = options.clock ?? Date.now;
     this.store = new KeyStore(clock, options.maxKeys);
     const commands = (this.commands = new ModelCommands(this.store, clock));
-    const v2 = new RateLimitV2Model(commands);
     const writes = (run: ModelFunction) => ({ run, readOnly: false });
     this.functions = {
       sliding_allow_v1: writes((keys, args) => slidingAllowV1(commands, keys, args)),
-      sliding_allow_v2: writes((keys, args) => v2.slidingAllow(keys, args)),
-      sliding_allow_many_v2: writes((keys, args) => v2.slidingAllowMany(keys, args)),
-      sliding_peek_v2: { run: (keys, args) => v2.slidingPeek(keys, args), readOnly: true },
+      sliding_allow_v2: writes((keys, args) => slidingAllowV2(commands, keys, args)),
+      sliding_allow_many_v2: writes((keys, args) => slidingAllowManyV2(commands, keys, args)),
+      sliding_peek_v2: { run: (keys, args) => slidingPeekV2(commands, keys, args), readOnly: true },
     };
   }
 

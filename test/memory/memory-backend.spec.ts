@@ -1,12 +1,7 @@
 import type Redis from 'ioredis';
-import {
-  MemoryBackend,
-  RateLimitConfigError,
-  SlidingWindowLimiter,
-  SlidingWindowModel,
-  type SlidingWindowLimiterOptions,
-} from '../../lib';
+import { MemoryBackend, RateLimitConfigError, SlidingWindowLimiter, type SlidingWindowLimiterOptions } from '../../lib';
 import { connectShared, uniquePrefix } from '../support/test-redis';
+import { SlidingWindowModel } from '../../lib/memory/sliding-window-model';
 
 /*
  * What the property tests do not reach: the bounded keyspace (eviction), option checks, the

@@ -10,19 +10,16 @@
  */
 import Redis6 from 'ioredis';
 import Redis5 from 'ioredis5';
-import {
-  FunctionCodeMismatchError,
-  RedisConnection,
-  SlidingWindowLimiter,
-  SlidingWindowLimiterOptions,
-} from '../../lib';
+import { FunctionCodeMismatchError, type SlidingWindowLimiterOptions } from '../../lib';
 import { librarySource } from '../support/lua-functions';
 import { commandStats, listLibraries } from '../support/redis-inspect';
 import { RedisServer, startRedisServer } from '../support/redis-server';
+import { useTestLimiters } from '../support/test-limiter';
 import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 import { testServerIdentity } from '../support/test-server';
 import { functionsUnavailableOn } from '../../lib/redis/function-support';
 import { readServerInfo } from '../../lib/redis/server-info';
+import { RedisConnection } from '../../lib/core/redis-connection';
 
 const BUNDLED = { v1: librarySource('v1'), v2: librarySource('v2') };
 
@@ -138,8 +135,9 @@ describe('client compatibility', () => {
       keyPrefix = uniquePrefix('compat');
     });
 
-    const limiterOn = (client: RedisConnection, options: Partial<SlidingWindowLimiterOptions> = {}) =>
-      new SlidingWindowLimiter({ client, keyPrefix, ...options });
+    const limiters = useTestLimiters(() => ({ keyPrefix }));
+    const limiterOn = (client: RedisConnection, options: SlidingWindowLimiterOptions = {}) =>
+      limiters({ client, ...options });
 
     /** A clock the test moves by hand. */
     const manualClock = (start: number) => {

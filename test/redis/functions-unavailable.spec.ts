@@ -6,10 +6,11 @@
  * "unknown command". Each test starts a server of its own with the commands renamed.
  */
 import Redis from 'ioredis';
-import { FunctionsUnavailableError, SlidingWindowLimiter, type SlidingWindowLimiterOptions } from '../../lib';
+import { FunctionsUnavailableError, type SlidingWindowLimiterOptions } from '../../lib';
 import { functionsUnavailableOn } from '../../lib/redis/function-support';
 import { useOwnRedisServer } from '../support/own-redis';
 import { rejectionOf } from '../support/rejection';
+import { testLimiter } from '../support/test-limiter';
 import { testServerIdentity } from '../support/test-server';
 
 const silent = { log: () => undefined, warn: () => undefined };
@@ -17,8 +18,8 @@ const silent = { log: () => undefined, warn: () => undefined };
 describe('a server without the FUNCTION command', () => {
   describe('EVAL still works', () => {
     const own = useOwnRedisServer(['--rename-command', 'FUNCTION', '']);
-    const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) =>
-      new SlidingWindowLimiter({ client: own.connect(), logger: silent, report: false, ...options });
+    const limiterWith = (options: SlidingWindowLimiterOptions = {}) =>
+      testLimiter({ client: own.connect(), logger: silent, ...options });
 
     it.each(['auto', 'verify'] as const)(
       "loadFunctions '%s': init() fails with FunctionsUnavailableError naming the node, the server, the cause and both fixes",
@@ -69,7 +70,7 @@ describe('a server without the FUNCTION command', () => {
     const own = useOwnRedisServer(['--rename-command', 'FUNCTION', '', '--rename-command', 'EVAL', '']);
 
     it("says that mode: 'script' cannot help until the server runs Lua", async () => {
-      const limiter = new SlidingWindowLimiter({ client: own.connect(), logger: silent, report: false });
+      const limiter = testLimiter({ client: own.connect(), logger: silent });
 
       const error = await rejectionOf(limiter.init());
 

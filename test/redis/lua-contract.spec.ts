@@ -1,10 +1,13 @@
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import { connectShared, uniquePrefix } from '../support/test-redis';
 import { ensureLibraries, errorMessageOf, librarySource } from '../support/lua-functions';
 import { startRedisServer, RedisServer } from '../support/redis-server';
 import { waitUntil } from '../support/wait-for';
 import { FUNCTION_VERSIONS } from '../../lib/redis/function-versions';
-import { libraryNameOf } from '../../lib/redis/lua-library';
+import { LUA_DIR, MAX_PART_LINES, assembleLibrary, libraryNameOf } from '../../lib/redis/lua-library';
 import { parseFunctionList } from '../../lib/redis/reply';
 
 /*
@@ -68,6 +71,58 @@ describe('Lua function contracts', () => {
         }
       },
     );
+
+    it.each(FUNCTION_VERSIONS.map((v) => [v.libraryName, v] as const))(
+      '%s: assembled from every part of its folder, once each, none over the part limit',
+      (library, version) => {
+        const source = librarySource(version.version as 'v1' | 'v2');
+        const entry = readFileSync(join(LUA_DIR, `${library}.lua`), 'utf8');
+        const includes = [...entry.matchAll(/^--- @include "([^"]+)"$/gm)].map(([, path]) => path);
+        const parts = readdirSync(LUA_DIR, { recursive: true, encoding: 'utf8' })
+          .filter((path) => path.startsWith(`${library}/`) && path.endsWith('.lua'))
+          .sort();
+        expect([...includes].sort()).toEqual(parts);
+        const texts = parts.map((part) => readFileSync(join(LUA_DIR, part), 'utf8'));
+        const oversized = parts.filter((_, i) => texts[i].split('\n').length - 1 > MAX_PART_LINES);
+        expect(oversized).toEqual([]);
+        for (const text of texts) expect(source).toContain(text);
+        expect(source).not.toMatch(/^--- @include/m);
+      },
+    );
+
+    describe('the assembler', () => {
+      let dir: string;
+      beforeEach(() => {
+        dir = mkdtempSync(join(tmpdir(), 'lua-parts-'));
+      });
+      afterEach(() => rmSync(dir, { recursive: true, force: true }));
+      const write = (files: Record<string, string>) => {
+        for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+      };
+
+      it('includes a part where first named, its own includes too, and drops a second include of it', () => {
+        write({
+          'lib.lua': '#!lua name=lib\n--- @include "a.lua"\n--- @include "b.lua"\n--- @include "a.lua"\nreturn 1\n',
+          'a.lua': 'local a = 1\n',
+          'b.lua': '--- @include "a.lua"\nlocal b = a',
+        });
+        expect(assembleLibrary(dir, 'lib.lua')).toBe('#!lua name=lib\nlocal a = 1\nlocal b = a\nreturn 1\n');
+      });
+
+      it('names the including file and the missing part', () => {
+        write({ 'lib.lua': '#!lua name=lib\n--- @include "gone.lua"\n' });
+        expect(() => assembleLibrary(dir, 'lib.lua')).toThrow(`lib.lua includes "gone.lua", which is not in ${dir}`);
+      });
+
+      it(`refuses a part of more than ${MAX_PART_LINES} lines`, () => {
+        write({ 'lib.lua': '--- @include "long.lua"\n', 'long.lua': 'local x = 1\n'.repeat(MAX_PART_LINES + 1) });
+        expect(() => assembleLibrary(dir, 'lib.lua')).toThrow(
+          `long.lua (included by lib.lua) has ${MAX_PART_LINES + 1} lines; a part holds at most ${MAX_PART_LINES}`,
+        );
+        write({ 'long.lua': 'local x = 1\n'.repeat(MAX_PART_LINES) });
+        expect(assembleLibrary(dir, 'lib.lua')).toBe('local x = 1\n'.repeat(MAX_PART_LINES));
+      });
+    });
   });
 
   describe('sliding_allow_v1', () => {

@@ -1,0 +1,74 @@
+--[[
+  decide: one request against its limits (keys assigned, overrides read), enforced and shadow, as
+  the library's header states: admission, what each key records, retries, clock skew.
+    decide(reply, at, limits, now_ms, member, max_skew_ms, cost)
+        writes the decision's reply (allowed, then each limit's seven integers) after reply[at];
+        returns nil, or the CLOCKSKEW error reply before anything is written. max_skew_ms nil: a
+        peek, which writes nothing and recognises no retry
+]]
+
+local function clock_skew(now_ms, newest_ms, key, max_skew_ms)
+  return error_reply(format('CLOCKSKEW now_ms %d is %d ms behind the newest entry of %s (tolerance %d ms)',
+                            now_ms, newest_ms - now_ms, key, max_skew_ms))
+end
+
+local function decide(reply, at, limits, now_ms, member, max_skew_ms, cost)
+  local n, writes = #limits, max_skew_ms ~= nil
+  -- The anchor tells a retry: the first enforced limit whose key records an admitted request.
+  local anchor, blocked = nil, false
+  for i = 1, n do
+    local lim = limits[i]
+    if lim.kind < EXEMPT then
+      lim.state = read_key(lim, now_ms, writes)
+    end
+    if not lim.shadow then
+      blocked = blocked or lim.kind == BLOCK
+      if anchor == nil and lim.kind < EXEMPT then
+        anchor = lim
+      end
+    end
+  end
+  local allowed = 1
+  for i = 1, n do
+    local lim = limits[i]
+    if lim.kind < EXEMPT then
+      local ahead = lim.state.ahead
+      -- A retry carries its original now_ms, which newer entries may have overtaken since.
+      if writes and ahead and ahead - now_ms > max_skew_ms and not holds(anchor or lim, member) then
+        return clock_skew(now_ms, ahead, lim.key, max_skew_ms)
+      end
+      lim.room = lim.state.count + cost <= lim.effective
+      if writes and lim.shadow and not lim.room then
+        lim.room = holds(lim, member)
+      end
+    else
+      lim.room = lim.kind == EXEMPT
+    end
+    if not (lim.room or lim.shadow) then
+      allowed = 0
+    end
+  end
+
+  local retry = false
+  if writes and allowed == 0 and anchor and not blocked and holds(anchor, member) then
+    allowed, retry = 1, true
+  end
+  if writes and allowed == 1 and not retry then
+    -- The anchor first: a retry with room is told by its key (ZADD adding nothing, or its ids).
+    if anchor and record(anchor, now_ms, member, cost) == 0 then
+      retry = true
+    end
+    for i = 1, n do
+      local lim = limits[i]
+      if not retry and lim ~= anchor and lim.room and lim.kind < EXEMPT then
+        record(lim, now_ms, member, cost)
+      end
+    end
+  end
+
+  reply[at + 1] = allowed
+  for i = 1, n do
+    append_limit(reply, at + 7 * i - 6, limits[i], allowed, now_ms, cost)
+  end
+  return nil
+end
