@@ -6,11 +6,12 @@
 //   node bench/app-callgrind.mjs                 # 10 rounds of 600 requests per route
 //   APP_CALLGRIND_REQUESTS=1000 APP_CALLGRIND_ROUNDS=20 node bench/app-callgrind.mjs
 //   node bench/app-callgrind.mjs bench/results/app-callgrind-<date>.json   # the table of a saved run
-//   BENCH_FUNCTION=sliding_allow_v2 BENCH_LABEL=v4-after node bench/app-callgrind.mjs   # v4, a file of its own
+//   BENCH_LABEL=after node bench/app-callgrind.mjs   # a file of its own, app-callgrind-<date>-after.json
 //
 // Starts a Redis of its own and the `ours` configuration of http-app.mjs (the quick start's
-// RateLimitModule.forRoot({ redis }) + @SlidingLimit on GET /, and GET /fcall: @SkipRateLimit(), the
-// handler awaits one FCALL of the guard's function on a connection of its own) under
+// RateLimitModule.forRoot({ redis }), default options, + @SlidingLimit on GET /, and GET /fcall:
+// @SkipRateLimit(), the handler awaits one bare FCALL of the article's sliding_allow_v1 on a
+// connection of its own) under
 // `valgrind --tool=callgrind` with instrumentation off; warms both routes up until V8 has optimized
 // them (APP_CALLGRIND_WARMUP requests each), turns instrumentation on, and per round and route zeroes
 // the counters, sends the requests one at a time over one keep-alive connection, and dumps. Each dump
@@ -27,12 +28,14 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BARE_FUNCTION } from './lib/decisions.mjs';
 import { snapshotDist } from './lib/package-snapshot.mjs';
 import { installCleanup, startRedis, stopAll, tempDir, track } from './lib/processes.mjs';
 import { commandCalls } from './lib/redis-stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const Redis = createRequire(import.meta.url)('ioredis').default;
+const require = createRequire(import.meta.url);
+const Redis = require('ioredis').default;
 const REQUESTS = Number(process.env.APP_CALLGRIND_REQUESTS ?? 600);
 const ROUNDS = Number(process.env.APP_CALLGRIND_ROUNDS ?? 10);
 const WARMUP = Number(process.env.APP_CALLGRIND_WARMUP ?? 8_000);
@@ -47,6 +50,8 @@ if (process.argv[2]) {
 
 installCleanup(60 * 60_000);
 const dist = await snapshotDist(join(here, '..'));
+// The guard's function (the build's default) and the one GET /fcall calls, recorded with the results.
+const functionNames = { functionName: require(dist).DEFAULT_FUNCTION_NAME, fcallFunction: BARE_FUNCTION };
 const redis = await startRedis();
 const dumps = tempDir('sliding-bench-app-callgrind-');
 
@@ -174,10 +179,9 @@ try {
 const date = new Date().toISOString().slice(0, 10);
 // A labelled run (BENCH_LABEL) is saved under a name of its own, so it never overwrites another.
 const label = process.env.BENCH_LABEL;
-const functionName = process.env.BENCH_FUNCTION ?? 'sliding_allow_v2';
 writeFileSync(
   join(here, 'results', label ? `app-callgrind-${date}-${label}.json` : `app-callgrind-${date}.json`),
-  `${JSON.stringify({ date, functionName, REQUESTS, ROUNDS, WARMUP, results }, null, 2)}\n`,
+  `${JSON.stringify({ date, ...functionNames, REQUESTS, ROUNDS, WARMUP, results }, null, 2)}\n`,
 );
 report(results);
 

@@ -9,11 +9,12 @@
 //   node bench/app-heap.mjs        # 4 rounds; per route 10,000 requests profiled at 1 connection, 20,000 at 50
 //   APP_HEAP_CONNECTIONS=50 APP_HEAP_REQUESTS_50=8000 APP_HEAP_ROUNDS=3 node bench/app-heap.mjs
 //   node bench/app-heap.mjs bench/results/app-heap-<date>.json   # the tables of a saved run
-//   BENCH_FUNCTION=sliding_allow_v2 BENCH_LABEL=v4-before node bench/app-heap.mjs   # v4, saved as app-heap-<date>-v4-before.json
+//   BENCH_LABEL=after node bench/app-heap.mjs   # saved as app-heap-<date>-after.json
 //
 // Starts a Redis of its own and the `ours` configuration of http-app.mjs (the quick start's
-// RateLimitModule.forRoot({ redis }) + @SlidingLimit on GET /; GET /fcall: @SkipRateLimit(), the
-// handler awaits one FCALL of the guard's function on a connection of its own; GET /skip:
+// RateLimitModule.forRoot({ redis }), default options, + @SlidingLimit on GET /; GET /fcall:
+// @SkipRateLimit(), the handler awaits one bare FCALL of the article's sliding_allow_v1 on a
+// connection of its own; GET /skip:
 // @SkipRateLimit(), nothing else). Per connection count (autocannon, one x-client-id per connection),
 // warms every route up (APP_HEAP_WARMUP requests each), then runs two sets of rounds in which the
 // routes take turns (the order turned by one per round), of requests / APP_HEAP_ROUNDS requests each:
@@ -36,6 +37,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { askApp, HTTP_CONFIGS, startApps } from './lib/apps.mjs';
+import { BARE_FUNCTION } from './lib/decisions.mjs';
 import { autocannonRun } from './lib/http-load.mjs';
 import { interleaved, median } from './lib/measure.mjs';
 import { snapshotDist } from './lib/package-snapshot.mjs';
@@ -43,7 +45,8 @@ import { installCleanup, startRedis, stopAll } from './lib/processes.mjs';
 import { commandCalls } from './lib/redis-stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const Redis = createRequire(import.meta.url)('ioredis').default;
+const require = createRequire(import.meta.url);
+const Redis = require('ioredis').default;
 const ROUTES = ['/skip', '/', '/fcall'];
 const PACKAGE = 'this package';
 const LIMIT = 1_000_000;
@@ -64,6 +67,8 @@ const build = buildOf();
 installCleanup(2 * 60 * 60_000);
 // Frames name the files Node loaded, symbolic links resolved (node_modules may be one).
 const dist = realpathSync(await snapshotDist(join(here, '..')));
+// The guard's function (the build's default) and the one GET /fcall calls, recorded with the results.
+const functionNames = { functionName: require(dist).DEFAULT_FUNCTION_NAME, fcallFunction: BARE_FUNCTION };
 const redis = await startRedis();
 const stats = new Redis({ host: '127.0.0.1', port: redis.port });
 const runs = [];
@@ -78,13 +83,7 @@ try {
   await stopAll();
 }
 const date = new Date().toISOString().slice(0, 10);
-const saved = {
-  date,
-  build,
-  functionName: process.env.BENCH_FUNCTION ?? 'sliding_allow_v2',
-  settings,
-  runs,
-};
+const saved = { date, build, ...functionNames, settings, runs };
 writeFileSync(join(here, 'results', resultName('app-heap', date)), `${JSON.stringify(saved, null, 2)}\n`);
 report(saved);
 
@@ -281,11 +280,21 @@ function kb(bytes) {
   return `${(bytes / KB).toFixed(1)} KB`;
 }
 
-/** Prints the tables of a run (saved or just measured) and the two targets. */
-function report({ date, build, functionName = 'sliding_allow_v2', settings, runs }) {
+/**
+ * Prints the tables of a run (saved or just measured) and the two targets. Runs saved before the
+ * functions were recorded used the development libraries' sliding_allow_v2 for both routes.
+ */
+function report({
+  date,
+  build,
+  functionName = 'development sliding_allow_v2',
+  fcallFunction = functionName,
+  settings,
+  runs,
+}) {
   console.log(
     `Allocation per request, sampling heap profiler every ${settings.samplingInterval} bytes, collected ` +
-      `objects included (${date}, build ${build}, ${functionName}; KB = 1,000 bytes; ` +
+      `objects included (${date}, build ${build}, guard ${functionName}, GET /fcall ${fcallFunction}; KB = 1,000 bytes; ` +
       `${settings.rounds} rounds per route):\n`,
   );
   for (const run of runs) reportRun(run, settings);

@@ -4,10 +4,11 @@
 //   node bench/callgrind.mjs            # 10,000 decisions per variant
 //   CALLGRIND_DECISIONS=20000 node bench/callgrind.mjs
 //
-// For each variant — consume() (defaults: batched), consume() with batch off, a bare FCALL of the same
-// function with the same arguments, rate-limiter-flexible's RateLimiterRedis — over 100,000 keys at 64
-// in flight: starts redis-server under `valgrind --tool=callgrind` on a free loopback port, loads the
-// shipped functions through the limiter, warms up, zeroes the counters (`callgrind_control -z`), runs
+// For each variant — consume() (defaults: the default function, override keys read, batched),
+// consume() with batch off, a bare FCALL of the article's sliding_allow_v1 with the same limit and
+// window, rate-limiter-flexible's RateLimiterRedis — over 100,000 keys at 64 in flight: starts
+// redis-server under `valgrind --tool=callgrind` on a free loopback port, loads both shipped libraries
+// through the limiter, warms up, zeroes the counters (`callgrind_control -z`), runs
 // the decisions, shuts Redis down and reads the total instruction count of the dump it writes at
 // exit. Prints Markdown and writes bench/results/callgrind-<date>.json.
 import { execFileSync, spawn } from 'node:child_process';
@@ -15,8 +16,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FUNCTION, KEYSPACE } from './lib/config.mjs';
-import { memberSource, outcomeOf } from './lib/decisions.mjs';
+import { KEYSPACE } from './lib/config.mjs';
+import { BARE_FUNCTION, bareAdmitted, bareFcall, loadFunction, memberSource, outcomeOf } from './lib/decisions.mjs';
 import { drive } from './lib/measure.mjs';
 import { snapshotDist } from './lib/package-snapshot.mjs';
 import { freePort, installCleanup, outputReady, redisServerArgs, stopAll, tempDir, track } from './lib/processes.mjs';
@@ -61,6 +62,7 @@ async function variantsOn(client) {
   const limiter = new SlidingWindowLimiter({ client, keyPrefix: 'cg:ours:', ...slow });
   const unbatched = new SlidingWindowLimiter({ client, keyPrefix: 'cg:unbatched:', batch: false, ...slow });
   for (const l of [limiter, unbatched]) await l.init();
+  await loadFunction(SlidingWindowLimiter, client, BARE_FUNCTION);
   const flexible = new RateLimiterRedis({ storeClient: client, keyPrefix: 'cg:rlf', points: RULE.limit, duration: 60 });
   const key = (i) => String((i * 2_654_435_761) % KEYSPACE);
   return {
@@ -68,10 +70,7 @@ async function variantsOn(client) {
     calls: {
       ours: (i) => limiter.consume(key(i), RULE).then(outcomeOf),
       oursUnbatched: (i) => unbatched.consume(key(i), RULE).then(outcomeOf),
-      bare: (i) =>
-        client
-          .fcall(FUNCTION, 1, `cg:bare:${key(i)}`, Date.now(), next(), 1000, RULE.windowMs, RULE.limit)
-          .then((reply) => reply[0] === 1),
+      bare: (i) => bareFcall(client, `cg:bare:${key(i)}`, Date.now(), RULE, next()).then(bareAdmitted),
       rlf: (i) => flexible.consume(key(i)).then(() => true),
     },
   };

@@ -2,10 +2,12 @@
 // never share an event loop. One minimal route, `GET /`, the same in every configuration:
 //   none          no guard
 //   ours          RateLimitModule.forRoot({ redis: <url> }) as in the README's quick start (the module
-//                 opens its own connection) + @SlidingLimit; also GET /stacked with two limits, and
-//                 two reference routes with @SkipRateLimit() for the latency section: GET /fcall awaits
-//                 one bare FCALL of the guard's function (same arguments) and GET /ping one PING, each on
-//                 an ioredis connection of its own — one Redis round trip, nothing else
+//                 opens its own connection; default options: the default function, override keys read)
+//                 + @SlidingLimit; also GET /stacked with two limits, and two reference routes with
+//                 @SkipRateLimit() for the latency section: GET /fcall awaits one bare FCALL of the
+//                 article's sliding_allow_v1 (the guard's limit and window; its library loaded at start,
+//                 as a team calling it by hand would) and GET /ping one PING, each on an ioredis
+//                 connection of its own — one Redis round trip, nothing else
 //   ours-client   the same with forRoot({ client }): the user's own ioredis client, default options —
 //                 the other way into the module, which must cost the same as its own connection
 //   nest-lab      @nestjs/throttler + @nest-lab/throttler-storage-redis (ioredis)
@@ -34,6 +36,7 @@
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
 import { PerformanceObserver } from 'node:perf_hooks';
+import { BARE_FUNCTION, bareFcall, loadFunction } from './lib/decisions.mjs';
 import { heapSampler } from './lib/heap-sampling.mjs';
 import { drive } from './lib/measure.mjs';
 
@@ -47,13 +50,6 @@ const port = Number(redisPort);
 const limit = Number(limitArg);
 const windowMs = Number(windowArg);
 const TRACKER_HEADER = 'x-client-id';
-/**
- * The function the `ours` configurations decide with, and GET /fcall calls: `sliding_allow_v2` (what
- * every saved run used), or `sliding_allow_v2` (the default of the module) with BENCH_FUNCTION.
- */
-const BENCH_FUNCTION = process.env.BENCH_FUNCTION ?? 'sliding_allow_v2';
-if (!['sliding_allow_v2', 'sliding_allow_v2'].includes(BENCH_FUNCTION))
-  throw new Error(`BENCH_FUNCTION must be sliding_allow_v2 or sliding_allow_v2, not ${BENCH_FUNCTION}`);
 
 function decorateMethod(target, name, decorators) {
   const descriptor = Object.getOwnPropertyDescriptor(target.prototype, name);
@@ -98,7 +94,7 @@ async function buildModule() {
 
   if (config === 'ours' || config === 'ours-client') {
     // The run's copy of dist/ (see lib/package-snapshot.mjs), or dist/ itself when started by hand.
-    const { RateLimitModule, SkipRateLimit, SlidingLimit, SlidingLimitGuard } = require(
+    const { RateLimitModule, SkipRateLimit, SlidingLimit, SlidingLimitGuard, SlidingWindowLimiter } = require(
       process.env.BENCH_DIST ?? '../dist',
     );
     guardClass = SlidingLimitGuard;
@@ -114,60 +110,28 @@ async function buildModule() {
       const Redis = require('ioredis').default;
       const own = new Redis({ host: '127.0.0.1', port });
       closers.push(() => own.quit());
+      // The module loads the default function's library only; the bare FCALL's is loaded here.
+      await loadFunction(SlidingWindowLimiter, own, BARE_FUNCTION);
       let counter = 0;
       const prefix = `ref:${process.pid}:`;
-      // The function and arguments a single decision of the guard sends (limit, window, skew 1000).
-      // One key, as the latency section's one connection has one x-client-id; v4 also reads the
-      // key's override (its key follows, flags 2), as the guard's v4 decisions do by default.
-      reference.fcall =
-        BENCH_FUNCTION === 'sliding_allow_v2'
-          ? () =>
-              own
-                .fcall(
-                  BENCH_FUNCTION,
-                  2,
-                  'ref:{fcall}',
-                  'ref:{fcall}|override',
-                  Date.now(),
-                  prefix + (counter++).toString(36),
-                  1000,
-                  1,
-                  windowMs,
-                  limit,
-                  0,
-                  2,
-                )
-                .then(() => 'ok')
-          : () =>
-              own
-                .fcall(
-                  'sliding_allow_v2',
-                  1,
-                  'ref:fcall',
-                  Date.now(),
-                  prefix + (counter++).toString(36),
-                  1000,
-                  windowMs,
-                  limit,
-                )
-                .then(() => 'ok');
+      // One key, as the latency section's one connection has one x-client-id; the guard's limit and window.
+      const rule = { limit, windowMs };
+      reference.fcall = () =>
+        bareFcall(own, 'ref:fcall', Date.now(), rule, prefix + (counter++).toString(36)).then(() => 'ok');
       reference.ping = () => own.ping().then(() => 'ok');
       routeDecorators.fcall = [Get('/fcall'), SkipRateLimit()];
       routeDecorators.ping = [Get('/ping'), SkipRateLimit()];
-      // The module closes the connection it opened when the app closes. The bench's function (v2, as
-      // the FCALL reference and bench/lib/config.mjs, unless BENCH_FUNCTION names v4), not the
-      // module's default, so runs stay comparable.
+      // The module with its default options (no functionName): it closes the connection it opened
+      // when the app closes.
       // BENCH_TIMEOUT_MS: the limiter's timeoutMs (app-callgrind.mjs sets it: under valgrind a call
       // can take longer than the default 250 ms, and a retried call is work the other route does not do).
       const timeout = process.env.BENCH_TIMEOUT_MS ? { timeoutMs: Number(process.env.BENCH_TIMEOUT_MS) } : {};
-      imports.push(
-        RateLimitModule.forRoot({ redis: `redis://127.0.0.1:${port}`, functionName: BENCH_FUNCTION, ...timeout }),
-      );
+      imports.push(RateLimitModule.forRoot({ redis: `redis://127.0.0.1:${port}`, ...timeout }));
     } else {
       const Redis = require('ioredis').default;
       const client = new Redis({ host: '127.0.0.1', port });
       closers.push(() => client.quit());
-      imports.push(RateLimitModule.forRoot({ client, functionName: BENCH_FUNCTION }));
+      imports.push(RateLimitModule.forRoot({ client }));
     }
   } else if (config === 'nest-lab' || config === 'nestjs-redis') {
     const { SkipThrottle, ThrottlerGuard, ThrottlerModule } = require('@nestjs/throttler');

@@ -1,10 +1,10 @@
 // Redis' instructions per decision, counted by callgrind (steady under any other load on the host),
-// of rate_limit_v2's two windows (the log and the bounded-memory window) and rate_limit_v3's, against
-// the fixed-window counter of @nestjs-redis/throttler-storage, all in one run. Not part of
-// `npm run bench` (Redis under valgrind runs ~50× slower): about 5 minutes on its own.
+// of rate_limit_v2's two windows (the log and the bounded-memory window) against the fixed-window
+// counter of @nestjs-redis/throttler-storage, all in one run. Not part of `npm run bench` (Redis under
+// valgrind runs ~50× slower): about 5 minutes on its own, after `npm run build`.
 //
 //   node bench/redis-cpu-windows.mjs                       # everything, 3,000 measured decisions each
-//   CALLGRIND_DECISIONS=6000 node bench/redis-cpu-windows.mjs 'v4 bounded' 'fixed window'
+//   CALLGRIND_DECISIONS=6000 node bench/redis-cpu-windows.mjs 'v2 bounded' 'fixed window'
 //   CALLGRIND_LABEL=before node bench/redis-cpu-windows.mjs   # results/redis-cpu-windows-<date>-before.json
 //
 // Every variant gets a fresh server under `valgrind --tool=callgrind` (bench/lib/callgrind-redis.mjs):
@@ -12,10 +12,10 @@
 // Two loads, each of 100 per minute per key:
 //   all admitted   90% of the limit: nothing is refused
 //   half refused   twice the limit: a sliding window refuses about half
-// - The sliding windows (sliding_allow_v3 / _v4, cost 1; the log, and the bounded-memory window at
-//   1 s precision) run on busy keys on a synthetic clock: a full window of the load written first,
-//   then a second full window measured (33 keys × 90 requests; 15 keys × 200 at twice the limit).
-//   v4 passes each key's override key, as the limiter does by default (none set: one EXISTS).
+// - The sliding windows (sliding_allow_v2, cost 1; the log, and the bounded-memory window at 1 s
+//   precision) run on busy keys on a synthetic clock: a full window of the load written first, then
+//   a second full window measured (33 keys × 90 requests; 15 keys × 200 at twice the limit). Each
+//   key's override key is passed, as the limiter does by default (none set: one EXISTS).
 // - The fixed window is the real thing: RedisThrottlerStorage.increment() on a node-redis client
 //   (the EVALSHA of its script: EXISTS of the block key, HINCRBY, PTTL, PEXPIRE on a new counter,
 //   SET of the block key past the limit), with @nestjs/throttler's defaults (blockDuration = ttl).
@@ -23,18 +23,19 @@
 //   (bench/lib/window-loads.mjs): 90 requests at 90%; at twice the limit 300, of which 100 are
 //   admitted (its block outlasts the window: it refuses 2/3 of that load, cheaply). A counter's
 //   expiry at the end of its window (one small deletion per cycle) is not counted.
-// - Floors: an FCALL of a function that returns 0, with v4's keys and arguments; an EVALSHA of
+// - Floors: an FCALL of a function that returns 0, with v2's keys and arguments; an EVALSHA of
 //   `return 0` with the throttler's. What any scripted decision pays before doing anything.
 // Prints Markdown; writes bench/results/redis-cpu-windows-<date>[-<label>].json.
 //
 //   CALLGRIND_SERVER=<path>/valkey-server   another server binary (Valkey's build has symbols to profile)
 //   CALLGRIND_KEEP=<dir>                    keeps each variant's callgrind dump there, for callgrind_annotate
-//   CALLGRIND_LUA_V4=<file>                 another rate_limit_v2 source (e.g. the last commit's), to compare
-import { readFileSync, writeFileSync } from 'node:fs';
+//   CALLGRIND_LUA=<path | rev:path | rev>   another rate_limit_v2 text to measure (e.g. the last
+//                                           commit's: HEAD~1), as bench/lib/callgrind-redis.mjs reads it
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startCallgrindRedis, stopAndCount, zeroCounters } from './lib/callgrind-redis.mjs';
+import { libraryText, startCallgrindRedis, stopAndCount, zeroCounters } from './lib/callgrind-redis.mjs';
 import { installCleanup, stopAll } from './lib/processes.mjs';
 import { fixedWindowCycle, slidingCalls, throttlerKeys } from './lib/window-loads.mjs';
 
@@ -46,12 +47,7 @@ const IN_FLIGHT = 200;
 const WINDOW = { windowMs: 60_000, limit: 100 };
 const LOADS = { 'all admitted': 0.9, 'half refused': 2 };
 const FLOOR_LIBRARY = "#!lua name=bench_floor\nredis.register_function('bench_empty', function() return 0 end)";
-const source = (version) =>
-  readFileSync(
-    process.env[`CALLGRIND_LUA_${version.toUpperCase()}`] ??
-      join(here, '..', 'lib', 'redis', 'lua', `rate_limit_${version}.lua`),
-    'utf8',
-  );
+const LIBRARY = libraryText(process.env.CALLGRIND_LUA ?? join(here, '..', 'lib', 'redis', 'lua', 'rate_limit_v2.lua'));
 const keepName = (variant, load) => `${variant}${load ? `-${load}` : ''}`.replaceAll(' ', '-');
 
 /** Sends calls `IN_FLIGHT` at a time; returns how many were admitted. Throws on an error reply. */
@@ -70,16 +66,16 @@ async function sendFcalls(client, calls) {
 }
 
 /**
- * A sliding window of rate_limit_<version> at `load`: each key gets a full window written first,
- * then a second full window is measured (a window's worth of requests per key, so that a key
- * refusing in bursts, as a bounded-memory key at twice its limit does, is measured over all of it).
+ * A sliding window of rate_limit_v2 at `load`: each key gets a full window written first, then a
+ * second full window is measured (a window's worth of requests per key, so that a key refusing in
+ * bursts, as a bounded-memory key at twice its limit does, is measured over all of it).
  */
-async function measureSliding(variant, load, { version, precisionMs }) {
+async function measureSliding(variant, load, precisionMs) {
   const redis = await startCallgrindRedis();
-  await redis.client.call('FUNCTION', 'LOAD', source(version));
+  await redis.client.call('FUNCTION', 'LOAD', LIBRARY.text);
   const perWindow = Math.round(load * WINDOW.limit);
   const keys = Math.max(1, Math.round(DECISIONS / perWindow));
-  const spec = { ...WINDOW, version, precisionMs, load, keys, overrideKey: version === 'v4' };
+  const spec = { ...WINDOW, version: LIBRARY.version, precisionMs, load, keys, overrideKey: true };
   const warmUp = perWindow * keys;
   await sendFcalls(redis.client, slidingCalls(spec, 0, warmUp));
   zeroCounters(redis);
@@ -127,7 +123,7 @@ async function measureFixedWindow(variant, load) {
   return { decisions: keys * cycle.requests, keys, admitted, instructions };
 }
 
-/** The floors: an empty FCALL with v4's keys and arguments, an empty EVALSHA with the throttler's. */
+/** The floors: an empty FCALL with v2's keys and arguments, an empty EVALSHA with the throttler's. */
 async function measureFloor(variant, kind) {
   const redis = await startCallgrindRedis();
   const { client } = redis;
@@ -168,17 +164,9 @@ async function measureFloor(variant, kind) {
 
 const VARIANTS = {
   'fixed window': { label: '@nestjs-redis/throttler-storage fixed window', run: measureFixedWindow },
-  'v4 log': { label: 'v4, log', run: (v, load) => measureSliding(v, load, { version: 'v4', precisionMs: 0 }) },
-  'v4 bounded': {
-    label: 'v4, bounded-memory (1 s)',
-    run: (v, load) => measureSliding(v, load, { version: 'v4', precisionMs: 1000 }),
-  },
-  'v3 log': { label: 'v3, log', run: (v, load) => measureSliding(v, load, { version: 'v3', precisionMs: 0 }) },
-  'v3 bounded': {
-    label: 'v3, bounded-memory (1 s)',
-    run: (v, load) => measureSliding(v, load, { version: 'v3', precisionMs: 1000 }),
-  },
-  'empty FCALL': { label: 'floor: empty FCALL (v4 keys and arguments)', floor: 'fcall', run: measureFloor },
+  'v2 log': { label: 'rate_limit_v2, log', run: (v, load) => measureSliding(v, load, 0) },
+  'v2 bounded': { label: 'rate_limit_v2, bounded-memory (1 s)', run: (v, load) => measureSliding(v, load, 1000) },
+  'empty FCALL': { label: 'floor: empty FCALL (v2 keys and arguments)', floor: 'fcall', run: measureFloor },
   'empty EVALSHA': {
     label: 'floor: empty EVALSHA (the throttler keys and arguments)',
     floor: 'evalsha',
@@ -210,7 +198,7 @@ const label = process.env.CALLGRIND_LABEL ? `-${process.env.CALLGRIND_LABEL}` : 
 const server = process.env.CALLGRIND_SERVER ?? 'redis-server';
 writeFileSync(
   join(here, 'results', `redis-cpu-windows-${date}${label}.json`),
-  `${JSON.stringify({ date, server, decisions: DECISIONS, window: WINDOW, loads: LOADS, results }, null, 2)}\n`,
+  `${JSON.stringify({ date, server, library: LIBRARY.source, decisions: DECISIONS, window: WINDOW, loads: LOADS, results }, null, 2)}\n`,
 );
 
 const k = (n) => `${(n / 1000).toFixed(1)}k`;
@@ -230,12 +218,4 @@ for (const name of chosen) {
     return `${k(r.perDecision)}${ratio}${admitted}`;
   });
   console.log(`| ${VARIANTS[name].label} | ${cells.join(' | ')} |`);
-}
-for (const window of ['log', 'bounded']) {
-  const [v4, v3] = [results[`v4 ${window}`], results[`v3 ${window}`]];
-  if (!v4 || !v3) continue;
-  const ratios = Object.keys(LOADS).map(
-    (load) => `${(v4[load].perDecision / v3[load].perDecision).toFixed(3)}× ${load}`,
-  );
-  console.log(`\nv4 / v3, ${window}: ${ratios.join(', ')}`);
 }

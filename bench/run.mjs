@@ -7,11 +7,15 @@
 // next to their ratios. Every child (redis-server, redis-benchmark, the Nest apps) is stopped at the
 // end, on Ctrl-C, on a failure and by a watchdog.
 //
+// The package's own rows (consume(), the guards, the HTTP apps) use the limiter's and the module's
+// defaults, so its default function; every "bare FCALL" row calls the article's sliding_allow_v1, the
+// function a team would load and call by hand; sections 7–9 call sliding_allow_v2 directly.
+//
 // Environment: BENCH_ROUNDS (an integer, at least 3: a median and its spread need three; default 3),
 // BENCH_QUICK=1 (short durations, for trying the harness), BENCH_ONLY=consume,http (run only these
 // sections, of: ceiling, consume, memory, hotKey, http — which also measures the stacked limits,
 // table section 6 — guard, the guards alone without HTTP, table section "3 guard", and windowMemory,
-// windowTime, windowCost: rate_limit_v3's log and bucketed window, table sections 7, 8 and 9; latency,
+// windowTime, windowCost: rate_limit_v2's log and bucketed window, table sections 7, 8 and 9; latency,
 // the 1-connection latency a guard adds, section 10; scale, how cost grows with keys, limits, stacked
 // limits and batch size, section 11, with SVG plots in bench/results/; cluster, a 3-master cluster
 // against one Redis, section 12). BENCH_HTTP_ROUNDS: the HTTP section's rounds (default at least 7).
@@ -21,11 +25,13 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { SECTIONS, settingsFromEnv, watchdogMs } from './lib/config.mjs';
+import { BARE_FUNCTION, loadFunction } from './lib/decisions.mjs';
 import { declaresOption } from './lib/declarations.mjs';
 import { loadAverage, machine } from './lib/machine.mjs';
 import { snapshotDist } from './lib/package-snapshot.mjs';
 import { installCleanup, startRedis, stopAll } from './lib/processes.mjs';
 import { createReport, log, printTable } from './lib/report.mjs';
+import { WINDOW_FUNCTION } from './lib/windows.mjs';
 import { ceiling } from './sections/ceiling.mjs';
 import { consume } from './sections/consume.mjs';
 import { guard } from './sections/guard.mjs';
@@ -71,8 +77,11 @@ const dist = await snapshotDist(root);
 const build = {
   dist,
   SlidingWindowLimiter: require(dist).SlidingWindowLimiter,
+  defaultFunction: require(dist).DEFAULT_FUNCTION_NAME,
   hasBlockCache: declaresOption(dist, 'SlidingWindowLimiterOptions', 'blockCache'),
 };
+// The functions the rows measure, recorded with the results.
+const functions = { package: build.defaultFunction, bareFcall: BARE_FUNCTION, windows: WINDOW_FUNCTION };
 // Other work on the machine skews every number: the load average is recorded next to them.
 const loadAtStart = loadAverage();
 
@@ -89,10 +98,10 @@ async function main() {
     stats: connect(),
   };
   await Promise.all([redis.plain.ping(), redis.autoPipelined.ping(), redis.stats.ping()]);
-  // Load the shipped libraries once (the limiter loads what is missing).
-  const loader = new build.SlidingWindowLimiter({ client: redis.plain });
-  await loader.init();
-  loader.close?.();
+  // Load the libraries of every function the sections call, once (a limiter loads the library of its
+  // function when it is missing): the default one, the bare FCALLs' and the windows sections'.
+  for (const name of new Set(Object.values(functions)))
+    await loadFunction(build.SlidingWindowLimiter, redis.plain, name);
   const redisVersion = (await redis.stats.info('server')).match(/redis_version:(\S+)/)[1];
 
   const report = createReport();
@@ -122,6 +131,7 @@ async function main() {
     rounds,
     quick,
     sectionsRun: only,
+    functions,
     totalSeconds: (performance.now() - startedAt) / 1000,
     sectionSeconds: seconds,
   };

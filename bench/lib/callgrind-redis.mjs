@@ -1,20 +1,51 @@
 // A Redis (or Valkey) server under `valgrind --tool=callgrind` for counting the instructions of some
-// measured commands: start it, zero its counters after a warm-up, stop it and read the total. Used by
-// bench/callgrind-versions.mjs and bench/redis-cpu-windows.mjs; one fresh server per measurement.
+// measured commands: start it, zero its counters after a warm-up, stop it and read the total; and the
+// library texts those benches load. Used by bench/callgrind-versions.mjs and
+// bench/redis-cpu-windows.mjs; one fresh server per measurement.
 //
 //   CALLGRIND_SERVER=<path>/valkey-server   another server binary (Valkey's build has symbols to profile)
 //   CALLGRIND_KEEP=<dir>                    keeps each measurement's callgrind dump there, for callgrind_annotate
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { freePort, outputReady, redisServerArgs, tempDir, track } from './processes.mjs';
 
 const require = createRequire(import.meta.url);
 const Redis = require('ioredis').default;
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Starts a server under callgrind on a free loopback port, with an ioredis client on it. */
-export async function startCallgrindRedis() {
+/**
+ * A Function library's text as FUNCTION LOAD receives it, assembled from its parts by the package's
+ * own assembler (dist/, so `npm run build` first), and the version its functions are registered
+ * under (`sliding_allow_<version>`). `source` is one of:
+ *   a file path        lib/redis/lua/rate_limit_v2.lua, or any library file (its parts beside it)
+ *   <rev>:<path>       that file at a git revision, e.g. 93f3717:lib/redis/lua/rate_limit_v4.lua
+ *   <rev>              lib/redis/lua/rate_limit_v2.lua at that revision
+ */
+export function libraryText(source) {
+  const distAssembler = join(ROOT, 'dist', 'redis', 'lua-library.js');
+  if (!existsSync(distAssembler)) throw new Error('dist/ is missing: run `npm run build` first');
+  const { assembleLibrary } = require(distAssembler);
+  let file = source;
+  if (!existsSync(source)) {
+    const [rev, path = 'lib/redis/lua/rate_limit_v2.lua'] = source.split(':');
+    // The revision's whole folder of libraries, so that a library made of parts assembles as it was.
+    const dir = tempDir('sliding-bench-library-');
+    const folder = dirname(path);
+    const archive = execFileSync('git', ['archive', rev, folder], { cwd: ROOT, maxBuffer: 1 << 26 });
+    execFileSync('tar', ['-x', '-C', dir], { input: archive });
+    file = join(dir, path);
+  }
+  const text = assembleLibrary(dirname(file), basename(file));
+  const version = /register_function\('sliding_allow_(v\d+)'/.exec(text)?.[1];
+  if (!version) throw new Error(`${source}: registers no sliding_allow_v<n> function`);
+  return { source, text, version };
+}
+
+/** Starts a server under callgrind on a free loopback port (`serverArgs` added), with an ioredis client on it. */
+export async function startCallgrindRedis(serverArgs = []) {
   const port = await freePort();
   const dir = tempDir('sliding-bench-callgrind-');
   const args = [
@@ -23,7 +54,7 @@ export async function startCallgrindRedis() {
     process.env.CALLGRIND_SERVER ?? 'redis-server',
   ];
   const server = track(
-    spawn('valgrind', [...args, ...redisServerArgs(port, dir)], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    spawn('valgrind', [...args, ...redisServerArgs(port, dir), ...serverArgs], { stdio: ['ignore', 'pipe', 'pipe'] }),
   );
   await outputReady(server, 'redis-server under callgrind', 60_000);
   // Commands run ~50× slower under valgrind: a generous timeout, and no reconnection on a stop.

@@ -17,8 +17,6 @@ export const SECTIONS = [
   'scale',
   'cluster',
 ];
-/** The shipped function every hand-written fcall of the report calls, with consume()'s arguments. */
-export const FUNCTION = 'sliding_allow_v2';
 /** How many distinct keys the "many keys" loads spread over. */
 export const KEYSPACE = 100_000;
 
@@ -72,7 +70,7 @@ export function settingsFromEnv(env = process.env) {
     // Section 3, the guards alone: per configuration and round, `slices` runs of `decisions` guard calls,
     // as many in flight as HTTP has connections; a run that gets no answer within `timeoutMs` fails.
     guard: { inFlight: http.connections, decisions: quick ? 5_000 : 20_000, slices: 3, timeoutMs: 120_000 },
-    // Sections 7–9, rate_limit_v3's two windows: the rounds that also fill the 100,000-entry log (the
+    // Sections 7–9, rate_limit_v2's two windows: the rounds that also fill the 100,000-entry log (the
     // other keys are filled every round), the keys each steady load of sections 8 and 9 spreads over
     // (each prefilled with a full window), and per load and round `slices` timed parts of `sliceMs`.
     windows: {

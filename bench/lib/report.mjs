@@ -95,7 +95,9 @@ export function printTable(rows, info, settings, hasBlockCache) {
     `nestjs-sliding-limit benchmark — ${info.date}, ${info.machine.nproc} × ${info.machine.cpu}, Node ${info.machine.node}, Redis ${info.machine.redis}, ${rounds} rounds, total ${info.totalSeconds.toFixed(0)} s, load average ${info.machine.loadAverageAtStart[0]} at start / ${info.machine.loadAverageAtEnd[0]} at end`,
   );
   out.push(
-    `consume() = SlidingWindowLimiter defaults (${hasBlockCache ? 'blockCache on, ' : ''}batch on); ratios ours / theirs; AP = ioredis enableAutoPipelining. ` +
+    `consume() = SlidingWindowLimiter defaults (${info.functions.package}, override keys read, ${hasBlockCache ? 'blockCache on, ' : ''}batch on); ` +
+      `bare fcall = one FCALL ${info.functions.bareFcall} per decision (the article's function); sections 7–9: ${info.functions.windows} called directly; ` +
+      `ratios ours / theirs; AP = ioredis enableAutoPipelining. ` +
       `HTTP: our guard = RateLimitModule.forRoot({ redis: url }) as in the quick start; ${http.connections} connections (${settings.httpRounds} rounds), every limit keyed by an x-client-id header that differs per connection (${http.connections} keys), ` +
       `limit ${http.limit} per ${http.windowMs} ms (nothing rejected). Guard: the same route's guard called alone, without HTTP, ${guard.inFlight} in flight. ` +
       `CPU per decision = this process (or the app) + Redis (INFO cpu) over each slice, per decision; latency: 1 connection, hrtime.`,

@@ -6,10 +6,12 @@ import { createHash } from 'node:crypto';
 export const T0 = 1_735_660_800_000;
 
 /**
- * The FCALLs of requests `from` .. `to - 1` to a sliding window of `rate_limit_<version>`: request m
- * goes to key m % keys at its key's time, a request every windowMs / (load × limit) ms per key, so
- * `load` 0.9 keeps a key at 90% of its limit (everything admitted) and 2 offers twice its limit
- * (about half refused). Members are the limiter's shape: an 8-character prefix and a base-36 counter.
+ * The FCALLs of requests `from` .. `to - 1` to a sliding window of a rate_limit_v2 text (its functions
+ * registered under `version`, e.g. v2): request m goes to key m % keys at its key's time, a request
+ * every windowMs / (load × limit) ms per key, so `load` 0.9 keeps a key at 90% of its limit (everything
+ * admitted) and 2 offers twice its limit (about half refused). Members are the limiter's shape: an
+ * 8-character prefix and a base-36 counter. With `overrideKey`, each key's override key is passed, as
+ * the limiter does by default (none set: one EXISTS).
  */
 export function slidingCalls({ version, windowMs, limit, precisionMs, load, keys, overrideKey }, from, to) {
   const interval = windowMs / (load * limit);
@@ -17,10 +19,8 @@ export function slidingCalls({ version, windowMs, limit, precisionMs, load, keys
   for (let m = from; m < to; m++) {
     const key = `bench:{k${m % keys}}`;
     const now = T0 + Math.floor(Math.floor(m / keys) * interval);
-    const args = [now, `Ab3dEf9h${m.toString(36)}`, 1000, 1, windowMs, limit, precisionMs];
-    if (version === 'v3') calls.push({ name: 'sliding_allow_v3', keys: [key], args });
-    else if (overrideKey) calls.push({ name: 'sliding_allow_v4', keys: [key, `${key}|override`], args: [...args, 2] });
-    else calls.push({ name: 'sliding_allow_v4', keys: [key], args: [...args, 0] });
+    const args = [now, `Ab3dEf9h${m.toString(36)}`, 1000, 1, windowMs, limit, precisionMs, overrideKey ? 2 : 0];
+    calls.push({ name: `sliding_allow_${version}`, keys: overrideKey ? [key, `${key}|override`] : [key], args });
   }
   return calls;
 }

@@ -1,26 +1,20 @@
-// What the sections on rate_limit_v3's two windows share (window-memory, window-time, window-cost):
+// What the sections on rate_limit_v2's two windows share (window-memory, window-time, window-cost):
 // the function's arguments, keys filled with synthetic traffic (times spread over the window, sent as
 // FCALLs, never waited for), a steady load of decisions on a synthetic clock, and Redis' time per
-// decision from INFO commandstats and from its process' CPU time.
+// decision from INFO commandstats and from its process' CPU time. bench/run.mjs loads the function's
+// library before any section runs.
 import { memberSource } from './decisions.mjs';
 import { drive, interleaved } from './measure.mjs';
 import { cpuSecondsOf } from './processes.mjs';
 import { commandStats } from './redis-stats.mjs';
 import { log } from './report.mjs';
 
-/** The v3 allow function: a cost per request and, per limit, the log (precision 0) or the bucketed window. */
-export const FUNCTION_V3 = 'sliding_allow_v3';
+/** The function of both windows: a cost per request and, per limit, the log (precision 0) or the bucketed window. */
+export const WINDOW_FUNCTION = 'sliding_allow_v2';
 /** max_skew_ms of every synthetic call: the synthetic clock never goes back by more than a window. */
 const MAX_SKEW_MS = 3_600_000;
 /** FCALLs per pipeline when filling keys: bounded, so a fill never holds a huge reply in memory. */
 const PIPELINE = 1000;
-
-/** Loads rate_limit_v3 (if missing) the way an application does: a limiter configured for it. */
-export async function loadV3(SlidingWindowLimiter, client) {
-  const limiter = new SlidingWindowLimiter({ client, functionName: FUNCTION_V3 });
-  await limiter.init();
-  limiter.close?.();
-}
 
 /** `{ windowMs, limit, precisionMs }` in words: "log, 100 / 1 h" or "bucketed 1 min, 100 / 1 h". */
 export function describeWindow({ windowMs, limit, precisionMs }) {
@@ -30,9 +24,15 @@ export function describeWindow({ windowMs, limit, precisionMs }) {
   return precisionMs ? `bucketed ${span(precisionMs)}, ${per}` : `log, ${per}`;
 }
 
-/** One `FCALL sliding_allow_v3` on one key, as `call()` takes it. */
+/**
+ * One `FCALL sliding_allow_v2 1 <key> <now_ms> <member> <max_skew_ms> <cost> <window_ms> <limit>
+ * <precision_ms> <flags>` on one key, as `call()` takes it. Flags 0: an enforced limit without its
+ * override key. The limiter passes the override key by default (one EXISTS more per decision, the
+ * same for both windows); these sections compare the windows' own storage and time, so they leave
+ * it out (bench/callgrind-versions.mjs counts both ways).
+ */
 function fcallArgs(key, nowMs, member, cost, { windowMs, limit, precisionMs }) {
-  return ['FCALL', FUNCTION_V3, 1, key, nowMs, member, MAX_SKEW_MS, cost, windowMs, limit, precisionMs];
+  return ['FCALL', WINDOW_FUNCTION, 1, key, nowMs, member, MAX_SKEW_MS, cost, windowMs, limit, precisionMs, 0];
 }
 
 /**

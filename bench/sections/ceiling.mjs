@@ -1,9 +1,10 @@
-// 1. The ceiling: redis-benchmark running sliding_allow_v2 directly, next to a bare ioredis loop.
-// What Redis itself does with the function, pipelined and not, and how close a plain ioredis client
-// gets to it: the upper bound every other row is read against. Also where Redis spends a decision
-// (the function's total time and the commands it runs inside, from INFO commandstats).
-import { FUNCTION, KEYSPACE } from '../lib/config.mjs';
-import { memberSource } from '../lib/decisions.mjs';
+// 1. The ceiling: redis-benchmark running the bare FCALL of the other sections (the article's
+// sliding_allow_v1) directly, next to a bare ioredis loop of it. What Redis itself does with the
+// function, pipelined and not, and how close a plain ioredis client gets to it: the upper bound every
+// other row is read against. Also where Redis spends such a decision (the function's total time and
+// the commands it runs inside, from INFO commandstats).
+import { KEYSPACE } from '../lib/config.mjs';
+import { BARE_FUNCTION, bareAdmitted, bareFcall, memberSource } from '../lib/decisions.mjs';
 import { redisCpuSeconds, withCpu } from '../lib/cpu.mjs';
 import { compact, drive, interleaved, median, ratios, spread } from '../lib/measure.mjs';
 import { runCommand } from '../lib/processes.mjs';
@@ -13,8 +14,8 @@ import { log } from '../lib/report.mjs';
 export async function ceiling({ settings: { rounds, quick }, report, redis: { port, plain: client, stats } }) {
   log('1/6 ceiling: redis-benchmark FCALL, -P 16 and -c 50, next to a bare ioredis fcall loop');
   const benchmark = async (pipeline) => {
-    // A fixed numeric now_ms per run: redis-benchmark cannot send a clock, and the argument shape
-    // (number, short member, skew, window, limit) is the one consume() sends.
+    // A fixed numeric now_ms per run: redis-benchmark cannot send a clock. The arguments are the
+    // bare loop's: key, now_ms, window_ms, limit, a short member.
     const requests = quick ? 30_000 : pipeline ? 120_000 : 60_000;
     const args = [
       '-h',
@@ -30,17 +31,7 @@ export async function ceiling({ settings: { rounds, quick }, report, redis: { po
       '--csv',
     ];
     if (pipeline) args.push('-P', '16');
-    args.push(
-      'FCALL',
-      FUNCTION,
-      '1',
-      's1:rb:__rand_int__',
-      String(Date.now()),
-      'm__rand_int__',
-      '1000',
-      '60000',
-      '1000',
-    );
+    args.push('FCALL', BARE_FUNCTION, '1', 's1:rb:__rand_int__', String(Date.now()), '60000', '1000', 'm__rand_int__');
     // Redis' CPU per request beside the rate (redis-benchmark's own CPU is not this package's).
     const redisBefore = await redisCpuSeconds(stats);
     const csv = (await runCommand('redis-benchmark', args, 120_000)).trim().split('\n');
@@ -50,10 +41,8 @@ export async function ceiling({ settings: { rounds, quick }, report, redis: { po
   };
   const cpu = { pipelined: [], unpipelined: [], bare64: [] };
   const next = memberSource();
-  const bare = (i) =>
-    client
-      .fcall(FUNCTION, 1, `s1:bare:${i % KEYSPACE}`, Date.now(), next(), 1000, 60_000, 1000)
-      .then((r) => r[0] === 1);
+  const rule = { windowMs: 60_000, limit: 1000 };
+  const bare = (i) => bareFcall(client, `s1:bare:${i % KEYSPACE}`, Date.now(), rule, next()).then(bareAdmitted);
   const variants = {
     pipelined: () => benchmark(true),
     unpipelined: () => benchmark(false),

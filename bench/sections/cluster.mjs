@@ -1,15 +1,14 @@
 // 12. A local Redis Cluster of 3 masters (redis-server --cluster-enabled yes on free loopback ports,
-//     redis-cli --cluster create, no replicas) against the run's single Redis: consume() and a bare
-//     FCALL over many keys at 64 in flight, through an ioredis Cluster client and a plain client,
-//     interleaved in slices per round. Per master: its CPU (INFO cpu) per decision it decided (its
-//     share of the hash slots; the keys are spread evenly). On one 2-core host the masters share the
-//     cores, so requests/s says nothing about a cluster's capacity; what carries over is the CPU a
-//     decision costs a master. From it, an estimate (labelled as such, not a measurement) of what
-//     10 masters, each on its own core, would sustain.
+//     redis-cli --cluster create, no replicas) against the run's single Redis: consume() (defaults)
+//     and a bare FCALL of the article's sliding_allow_v1 over many keys at 64 in flight, through an
+//     ioredis Cluster client and a plain client, interleaved in slices per round. Per master: its CPU
+//     (INFO cpu) per decision it decided (its share of the hash slots; the keys are spread evenly). On
+//     one 2-core host the masters share the cores, so requests/s says nothing about a cluster's
+//     capacity; what carries over is the CPU a decision costs a master. From it, an estimate (labelled
+//     as such, not a measurement) of what 10 masters, each on its own core, would sustain.
 import { join } from 'node:path';
-import { FUNCTION } from '../lib/config.mjs';
 import { cpuSum, withCpu } from '../lib/cpu.mjs';
-import { memberSource, outcomeOf } from '../lib/decisions.mjs';
+import { BARE_FUNCTION, bareAdmitted, bareFcall, loadFunction, memberSource, outcomeOf } from '../lib/decisions.mjs';
 import { compact, drive, interleaved, median } from '../lib/measure.mjs';
 import { freePort, outputReady, redisServerArgs, runCommand, stopChild, tempDir, track } from '../lib/processes.mjs';
 import { deleteMatching } from '../lib/redis-stats.mjs';
@@ -80,12 +79,11 @@ export async function cluster({ settings, report, redis, build, resultsDir }) {
     };
     limiters.push(...Object.values(ours));
     for (const limiter of limiters) await limiter.init();
+    // The limiters load the default library on every master; the bare FCALL's library is loaded too.
+    await loadFunction(build.SlidingWindowLimiter, clusterClient, BARE_FUNCTION);
     const next = memberSource();
     const key = (i) => String((i * 2_654_435_761) % c.keys);
-    const bare = (client) => (i) =>
-      client
-        .fcall(FUNCTION, 1, `s12:${key(i)}`, Date.now(), next(), 1000, RULE.windowMs, RULE.limit)
-        .then((reply) => reply[0] === 1);
+    const bare = (client) => (i) => bareFcall(client, `s12:${key(i)}`, Date.now(), RULE, next()).then(bareAdmitted);
     const variants = {
       clusterOurs: { stats: statsClients, call: (i) => ours.cluster.consume(key(i), RULE).then(outcomeOf) },
       clusterBare: { stats: statsClients, call: bare(clusterClient) },

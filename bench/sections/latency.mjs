@@ -2,7 +2,7 @@
 //     timed with process.hrtime, so the ~0.1 ms of one Redis round trip shows and the tail reaches
 //     p99.9. Routes, interleaved in slices per round: the unguarded app's GET /, the guarded app's
 //     GET /, and in the guarded app three references with @SkipRateLimit(): GET /fcall, whose handler
-//     awaits one bare FCALL of the guard's function on a connection of its own, GET /ping, one PING,
+//     awaits one bare FCALL (the article's sliding_allow_v1) on a connection of its own, GET /ping, one PING,
 //     and GET /skip, nothing else. The @nestjs/throttler apps' GET / for comparison. "Added" = route
 //     minus the route without a guard, per round and percentile: in the guarded app its GET /skip
 //     (one process, so no difference between two processes in it), for the other apps the unguarded

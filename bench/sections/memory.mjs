@@ -1,8 +1,9 @@
 // 4. Memory per key, filled through consume() with the limiter's own members: MEMORY USAGE of a full
 //    key at several limits (128 / 129 straddle Redis' listpack-to-skiplist threshold), and at limit 100
-//    our members against the "<ms>:<32 hex>" members of the script articles, same key shape.
+//    our members against the "<ms>:<32 hex>" members of the script articles, same key shape, written by
+//    the article's function (a bare FCALL of sliding_allow_v1: the same sorted set, one entry per request).
 import { randomBytes } from 'node:crypto';
-import { FUNCTION } from '../lib/config.mjs';
+import { bareFcall } from '../lib/decisions.mjs';
 import { ratios, spread } from '../lib/measure.mjs';
 import { log } from '../lib/report.mjs';
 
@@ -30,19 +31,11 @@ export async function memory({
   }
   // The member format of the script articles (<ms>:<32 hex>), same key shape, for a ratio.
   const article = [];
+  const articleRule = { limit: 100, windowMs: 3_600_000 };
   for (let round = 0; round < rounds; round++) {
     const key = `rl:art${round}:{ip:10.0.0.100}`;
     for (let i = 0; i < 100; i++) {
-      await client.fcall(
-        FUNCTION,
-        1,
-        key,
-        Date.now(),
-        `${Date.now()}:${randomBytes(16).toString('hex')}`,
-        1000,
-        3_600_000,
-        100,
-      );
+      await bareFcall(client, key, Date.now(), articleRule, `${Date.now()}:${randomBytes(16).toString('hex')}`);
     }
     article.push(await client.memory('USAGE', key, 'SAMPLES', 0));
   }

@@ -1,10 +1,11 @@
 // 11. How cost grows, as tables and one SVG plot each (bench/results/scale-*.svg):
-//   keys     consume() and a bare FCALL of the same function at 64 in flight as the keys grow (1k → 1M,
-//            BENCH_SCALE_KEYS): decisions/s and CPU per decision (this process + Redis). Keys are
-//            prefilled with one entry each by pipelined FCALLs (1-hour window: none expires while the
-//            next are filled), and the next point adds to them.
+//   keys     consume() (defaults) and a bare FCALL of the article's sliding_allow_v1 at 64 in flight as
+//            the keys grow (1k → 1M, BENCH_SCALE_KEYS): decisions/s and CPU per decision (this process +
+//            Redis). Both decide on the same keys (v1's sorted set, which v2's log shares), prefilled
+//            with one entry each by pipelined bare FCALLs (1-hour window: none expires while the next
+//            are filled); the next point adds to them.
 //   memory   Redis' used_memory as keys × limit grow, for the log and the bucketed window
-//            (rate_limit_v3, 1 h window, 1-minute sub-windows), each key a full window of traffic on a
+//            (rate_limit_v2, 1 h window, 1-minute sub-windows), each key a full window of traffic on a
 //            synthetic clock. Points whose fill would take more than `fillBudget` FCALLs are projected
 //            from the largest measured key count of the same window and limit (labelled as such).
 //   stacked  Redis time per decision (INFO commandstats) and Redis CPU per decision as stacked limits
@@ -12,14 +13,13 @@
 //   batch    the same as the batch size grows 1 → 64 (batch: { maxSize }, consume() at 64 in flight).
 // Variants of one curve are interleaved in slices per round; each point is the median of its rounds.
 import { join } from 'node:path';
-import { FUNCTION } from '../lib/config.mjs';
 import { cpuSum, withCpu } from '../lib/cpu.mjs';
-import { memberSource, outcomeOf } from '../lib/decisions.mjs';
+import { bareAdmitted, bareFcall, memberSource, outcomeOf } from '../lib/decisions.mjs';
 import { compact, drive, interleaved, median } from '../lib/measure.mjs';
 import { commandStats, deleteMatching, scriptMicros } from '../lib/redis-stats.mjs';
 import { log } from '../lib/report.mjs';
 import { writeLinePlot } from '../lib/svg-plot.mjs';
-import { FUNCTION_V3, loadV3, mergedBySubWindow, sendAll } from '../lib/windows.mjs';
+import { mergedBySubWindow, sendAll, WINDOW_FUNCTION } from '../lib/windows.mjs';
 
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
@@ -34,7 +34,7 @@ export async function scale({ settings, report, redis, build, resultsDir }) {
   const plots = {};
   const plotFile = (name) => join(resultsDir, `${quick ? 'quick-' : ''}${name}.svg`);
   plots.keys = await keysCurve({ rounds, s, report, redis, build, file: plotFile('scale-keys') });
-  plots.memory = await memoryCurve({ quick, s, report, redis, build, file: plotFile('scale-memory') });
+  plots.memory = await memoryCurve({ quick, s, report, redis, file: plotFile('scale-memory') });
   plots.stacked = await stackedCurve({ rounds, s, report, redis, build, file: plotFile('scale-stacked') });
   plots.batch = await batchCurve({ rounds, s, report, redis, build, file: plotFile('scale-batch') });
   report.record('scale', plots);
@@ -114,7 +114,7 @@ async function keysCurve({ rounds, s, report, redis, build, file }) {
     const fill = async (from) => {
       const pipeline = plain.pipeline();
       for (let k = from; k < Math.min(from + chunk, keys); k++)
-        pipeline.fcall(FUNCTION, 1, `${prefix}${k}`, Date.now(), next(), 1000, KEYS_RULE.windowMs, KEYS_RULE.limit);
+        bareFcall(pipeline, `${prefix}${k}`, Date.now(), KEYS_RULE, next());
       for (const [error] of await pipeline.exec()) if (error) throw error;
     };
     for (let from = filled; from < keys; from += 2 * chunk) await Promise.all([fill(from), fill(from + chunk)]);
@@ -126,18 +126,7 @@ async function keysCurve({ rounds, s, report, redis, build, file }) {
       {
         ours: (i) => limiter.consume(String(spreadKey(i, keys)), KEYS_RULE).then(outcomeOf),
         bare: (i) =>
-          plain
-            .fcall(
-              FUNCTION,
-              1,
-              `${prefix}${spreadKey(i, keys)}`,
-              Date.now(),
-              next(),
-              1000,
-              KEYS_RULE.windowMs,
-              KEYS_RULE.limit,
-            )
-            .then((reply) => reply[0] === 1),
+          bareFcall(plain, `${prefix}${spreadKey(i, keys)}`, Date.now(), KEYS_RULE, next()).then(bareAdmitted),
       },
       { rounds, slices: s.slices, sliceMs: s.sliceMs, maxOps: s.maxOps },
     );
@@ -173,11 +162,10 @@ async function usedMemory(client) {
   return Number((await client.info('memory')).match(/^used_memory:(\d+)/m)[1]);
 }
 
-async function memoryCurve({ quick, s, report, redis, build, file }) {
+async function memoryCurve({ quick, s, report, redis, file }) {
   const { plain } = redis;
   const fillBudget = quick ? 30_000 : 600_000;
   log(`11 scale: memory, keys ${s.memoryKeys.map(compact).join(', ')} × limits ${s.memoryLimits.join(', ')}`);
-  await loadV3(build.SlidingWindowLimiter, plain);
   const fromMs = Math.floor(Date.now() / HOUR) * HOUR;
   const kinds = [
     { id: 'log', label: 'log', precisionMs: 0 },
@@ -244,7 +232,7 @@ async function memoryCurve({ quick, s, report, redis, build, file }) {
     }
   }
   writeLinePlot(file, {
-    title: `Redis memory as keys × limit grow (${FUNCTION_V3}, 1 h window)`,
+    title: `Redis memory as keys × limit grow (${WINDOW_FUNCTION}, 1 h window)`,
     xLabel: 'keys, each a full window of traffic',
     yLabel: 'used_memory added, MB',
     logX: true,

@@ -1,5 +1,5 @@
 // 9. Cost-weighted decisions: Redis time per decision of requests of cost 1 and of cost 10, on both of
-//    rate_limit_v3's windows at 1,000 per hour. The log writes a request of cost c as c entries (and
+//    rate_limit_v2's windows at 1,000 per hour. The log writes a request of cost c as c entries (and
 //    drops as many when they leave the window); the bucketed window adds c to one counter. Keys in
 //    their steady state as in section 8 (a full window prefilled with FCALLs at synthetic times, then
 //    requests at 90% of the limit, counted in cost: a cost-10 key gets a tenth of the requests), the
@@ -7,7 +7,7 @@
 //    INFO commandstats, Redis' process CPU per call beside it.
 import { ratios, spread } from '../lib/measure.mjs';
 import { log } from '../lib/report.mjs';
-import { describeWindow, loadV3, measureLoads, steadyLoad } from '../lib/windows.mjs';
+import { describeWindow, measureLoads, steadyLoad } from '../lib/windows.mjs';
 
 const HOUR = 3_600_000;
 const LOG = { windowMs: HOUR, limit: 1_000, precisionMs: 0 };
@@ -19,14 +19,8 @@ const LOADS = {
   bucketedCost10: { spec: BUCKETED, cost: 10 },
 };
 
-export async function windowCost({
-  settings: { rounds, windows },
-  report,
-  redis: { pid, plain: client, stats },
-  build: { SlidingWindowLimiter },
-}) {
+export async function windowCost({ settings: { rounds, windows }, report, redis: { pid, plain: client, stats } }) {
   log(`9 window cost: Redis time per decision at cost 1 and cost 10 (${windows.costKeys} keys each)`);
-  await loadV3(SlidingWindowLimiter, client);
   const startMs = Math.floor(Date.now() / HOUR) * HOUR;
   const loads = Object.fromEntries(
     Object.entries(LOADS).map(([id, { spec, cost }]) => [

@@ -1,4 +1,4 @@
-// 7. Memory per key of rate_limit_v3's two windows: the log (precision 0, v2's sorted set: one entry
+// 7. Memory per key of rate_limit_v2's two windows: the log (precision 0, v1's sorted set: one entry
 //    per request) and the bucketed window (one hash field per sub-window, whatever the limit). Each
 //    key is filled as a full window of traffic would fill it: `limit` requests of cost 1, FCALLs with
 //    synthetic times spread evenly over one hour (nothing waits), then MEMORY USAGE … SAMPLES 0 and
@@ -9,7 +9,7 @@
 //    measured.
 import { ratios, spread } from '../lib/measure.mjs';
 import { log } from '../lib/report.mjs';
-import { describeWindow, fillFullWindow, loadV3, unlinkAll } from '../lib/windows.mjs';
+import { describeWindow, fillFullWindow, unlinkAll } from '../lib/windows.mjs';
 
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
@@ -33,14 +33,8 @@ const KEYS = [
   { id: 'mergedCheck', spec: { windowMs: HOUR, limit: TARGET.limit, precisionMs: MINUTE }, merged: true },
 ];
 
-export async function windowMemory({
-  settings: { rounds, windows },
-  report,
-  redis: { plain: client },
-  build: { SlidingWindowLimiter },
-}) {
-  log('7 window memory: bytes per key, log and bucketed (rate_limit_v3)');
-  await loadV3(SlidingWindowLimiter, client);
+export async function windowMemory({ settings: { rounds, windows }, report, redis: { plain: client } }) {
+  log('7 window memory: bytes per key, log and bucketed (rate_limit_v2)');
   const fromMs = Math.floor(Date.now() / HOUR) * HOUR;
   const measured = Object.fromEntries(
     KEYS.map(({ id, spec, merged = false }) => [id, { ...spec, what: describeWindow(spec), merged, bytes: [] }]),
@@ -61,10 +55,11 @@ export async function windowMemory({
       if (m.precisionMs) m.otherFields = (await client.hkeys(key)).filter((name) => !/^\d+$/.test(name));
       if (m.precisionMs) m.idsBytes = Buffer.byteLength((await client.hget(key, 'ids')) ?? '');
       if (id === `bucketed${TARGET.limit}`) {
-        const { copy, ids } = await withShortIds(client, key);
+        const { copy, ids, of } = await withShortIds(client, key);
         shortIds.bytes.push(await client.memory('USAGE', copy, 'SAMPLES', 0));
         shortIds.encoding = await client.object('ENCODING', copy);
         shortIds.ids = ids;
+        shortIds.of = of;
         await unlinkAll(client, [copy]);
       }
       await unlinkAll(client, [key]);
@@ -109,7 +104,7 @@ export async function windowMemory({
       `(ids ${measured.mergedCheck.idsBytes} vs ${gated.idsBytes} B: the members' counters are shorter)`,
   });
   row(`${gated.what}, its fields copied with ids ≤ ${LISTPACK_VALUE} B (${shortIds.encoding})`, shortIds.bytes, {
-    absolute: `not the function's key: HSET of the same counts, ids cut to ${shortIds.ids} of 8`,
+    absolute: `not the function's key: HSET of the same counts, ids cut to ${shortIds.ids} of ${shortIds.of}`,
   });
 }
 
@@ -126,5 +121,5 @@ async function withShortIds(client, key) {
   }
   const copy = `${key}:copy`;
   await client.hset(copy, { ...fields, ids: kept.join(' ') });
-  return { copy, ids: kept.length };
+  return { copy, ids: kept.length, of: fields.ids.split(' ').length };
 }

@@ -1,4 +1,4 @@
-// 8. Redis time per decision of rate_limit_v3's two windows, on keys in their steady state: every key
+// 8. Redis time per decision of rate_limit_v2's two windows, on keys in their steady state: every key
 //    holds a full window of traffic (prefilled with FCALLs at synthetic times) and keeps receiving
 //    requests at 90% of its limit on a synthetic clock, so each decision drops what left the window
 //    and records one request, as under real traffic. The log (precision 0) and the bucketed window
@@ -9,7 +9,7 @@
 //    window at most 1.2× the log's time at limit 100.
 import { ratios, spread } from '../lib/measure.mjs';
 import { log } from '../lib/report.mjs';
-import { describeWindow, loadV3, measureLoads, steadyLoad } from '../lib/windows.mjs';
+import { describeWindow, measureLoads, steadyLoad } from '../lib/windows.mjs';
 
 const HOUR = 3_600_000;
 const SPECS = {
@@ -19,14 +19,8 @@ const SPECS = {
 };
 const TARGET = 1.2;
 
-export async function windowTime({
-  settings: { rounds, windows },
-  report,
-  redis: { pid, plain: client, stats },
-  build: { SlidingWindowLimiter },
-}) {
+export async function windowTime({ settings: { rounds, windows }, report, redis: { pid, plain: client, stats } }) {
   log(`8 window time: Redis time per decision, log and bucketed (${windows.timeKeys} keys each)`);
-  await loadV3(SlidingWindowLimiter, client);
   const startMs = Math.floor(Date.now() / HOUR) * HOUR;
   const loads = Object.fromEntries(
     Object.entries(SPECS).map(([id, spec]) => [
