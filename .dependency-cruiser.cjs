@@ -1,12 +1,13 @@
 // The layers of lib/ and the direction their imports may point (docs/architecture.md draws them):
 //
-//   index.ts                      the public entry, may import anything
 //   graphql/ websockets/          ready guards for other transports, each its own entry point
 //   microservices/                (nestjs-sliding-limit/<folder>), on top of nest/
-//   opentelemetry/                the OpenTelemetry export (entry point nestjs-sliding-limit/opentelemetry)
-//   health/ testing/ prometheus/  Nest-facing integrations (on top of nest/ and the limiter; prometheus/ on metrics/)
-//   nest/                         the Nest surface
+//   health/ prometheus/           the integrations that need an optional peer, and the testing kit: each
+//   opentelemetry/ testing/       its own entry point too (prometheus/ and opentelemetry/ on metrics/)
 //   metrics/                      exporters reading a limiter (no Nest)
+//   index.ts                      the main entry: what an application uses. The entry points above
+//                                 import it by the package's name, as their users do
+//   nest/                         the Nest surface
 //   limiter/                      SlidingWindowLimiter and its parts (no Nest but its default logger)
 //   redis/  memory/               the stores, independent of each other
 //   cli/                          the ops CLI: the stores and core, never Nest or the limiter
@@ -72,33 +73,30 @@ module.exports = {
     {
       name: 'metrics-reads-the-limiter-only',
       severity: 'error',
-      comment: 'Exporters read a limiter; they need neither Nest nor the other integrations.',
+      comment: 'Exporters read a limiter (through the main entry); they need neither Nest nor the other integrations.',
       from: { path: '^lib/metrics/' },
       to: {
-        path: '^lib/(nest|health|prometheus|testing|cli|graphql|websockets|microservices|opentelemetry|index\\.ts)',
+        path: '^lib/(nest|health|prometheus|testing|cli|graphql|websockets|microservices|opentelemetry)/',
       },
     },
     {
       name: 'entry-points-independent',
       severity: 'error',
       comment:
-        'Each subpath entry point (graphql/, websockets/, microservices/, opentelemetry/) loads only its own peer: ' +
-        'it never imports another entry point, the main index, or the other integrations.',
-      from: { path: '^lib/(graphql|websockets|microservices|opentelemetry)/' },
+        'Each subpath entry point loads only its own peer: it imports the main entry (by the package name), ' +
+        'never another entry point or the CLI.',
+      from: { path: '^lib/(graphql|websockets|microservices|opentelemetry|health|testing|prometheus)/' },
       to: {
-        path: '^lib/(graphql|websockets|microservices|opentelemetry|health|testing|prometheus|cli|index\\.ts)',
+        path: '^lib/(graphql|websockets|microservices|opentelemetry|health|testing|prometheus|cli)/',
         pathNot: '^lib/$1/',
       },
     },
     {
-      name: 'integrations-independent',
+      name: 'main-entry-below-entry-points',
       severity: 'error',
-      comment: 'health/, testing/ and prometheus/ do not import each other, the entry points or the CLI.',
-      from: { path: '^lib/(health|testing|prometheus)/' },
-      to: {
-        path: '^lib/(health|testing|prometheus|graphql|websockets|microservices|opentelemetry|cli|index\\.ts)',
-        pathNot: '^lib/$1/',
-      },
+      comment: 'The main entry never loads a subpath entry point (each needs a peer an application may not have).',
+      from: { path: '^lib/index\\.ts$' },
+      to: { path: '^lib/(graphql|websockets|microservices|opentelemetry|health|testing|prometheus|metrics)/' },
     },
     {
       name: 'cli-uses-stores-and-core',

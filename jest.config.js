@@ -19,7 +19,8 @@ module.exports = {
   },
   moduleNameMapper: {
     '^nestjs-sliding-limit$': '<rootDir>/lib/index.ts',
-    '^nestjs-sliding-limit/(graphql|websockets|microservices|opentelemetry)$': '<rootDir>/lib/$1/index.ts',
+    '^nestjs-sliding-limit/(graphql|websockets|microservices|opentelemetry|health|prometheus|testing)$':
+      '<rootDir>/lib/$1/index.ts',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

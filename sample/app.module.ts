@@ -1,6 +1,6 @@
 import { Module, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { DEFAULT_FUNCTION_NAME, FUNCTION_VERSIONS, RateLimitModule } from 'nestjs-sliding-limit';
+import { DEFAULT_FUNCTION_NAME, RateLimitModule } from 'nestjs-sliding-limit';
 import { ApiKeyPlans } from './api-key-plans.service';
 import { ApiKeysController } from './api-keys.controller';
 import { AuthController } from './auth.controller';
@@ -22,10 +22,8 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
  * which has none of them, they are left out, since it would refuse them at start-up.
  */
 export const SAMPLE_FUNCTION = process.env.RATE_LIMIT_FUNCTION || DEFAULT_FUNCTION_NAME;
-/** Whether the function decides everything a rule can say (costs, bounded windows, shadow limits). */
-export const SAMPLE_IS_FULL = FUNCTION_VERSIONS.some(
-  (version) => version.allowFunction === SAMPLE_FUNCTION && version.full,
-);
+/** Whether the function decides everything a rule can say (costs, bounded windows, shadow limits): not v1. */
+export const SAMPLE_IS_FULL = SAMPLE_FUNCTION !== 'sliding_allow_v1';
 const FULL_ROUTES = SAMPLE_IS_FULL ? [QuotaController, ReportsController, ApiKeysController] : [];
 /**
  * What GET /rate_limit reports: the limits keyed by the caller's API key, of the routes this function
@@ -48,9 +46,8 @@ const USAGE_NAMES = [...(SAMPLE_IS_FULL ? ['api-quota', 'reports', 'reports.cand
           : { redis: config.get<string>('REDIS_URL') || DEFAULT_REDIS_URL }),
         // sliding_allow_v1 or _v2: switch versions without a code change (an empty value means unset).
         functionName: config.get<string>('RATE_LIMIT_FUNCTION') || SAMPLE_FUNCTION,
-        headers: 'both',
-        // x-ratelimit-shadow on /reports: what its candidate limit would have refused.
-        shadowHeader: true,
+        // Both header styles, and x-ratelimit-shadow on /reports: what its candidate limit would have refused.
+        headers: { style: 'both', shadow: true },
       }),
     }),
   ],

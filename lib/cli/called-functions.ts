@@ -1,9 +1,9 @@
 import { listSome } from './format';
 import type { FoundReport } from './instance-reports';
-import { nameFunction, type NamedFunction } from './libraries';
+import { functionEntries, type NamedFunction } from './libraries';
 
 /** An instance calling a function, as its report names it. */
-export interface Caller {
+interface Caller {
   instanceId: string;
   /** The key prefix of its limiter. */
   prefix: string;
@@ -22,31 +22,18 @@ export interface CalledFunction extends NamedFunction {
 
 /** The function names the reports name, stable and canary, sorted by name. */
 export function calledFunctions(reports: readonly FoundReport[]): CalledFunction[] {
-  const byName = new Map<string, CalledFunction>();
-  const entry = (functionName: string): CalledFunction => {
-    let called = byName.get(functionName);
-    if (!called) {
-      called = {
-        ...nameFunction(functionName),
-        stable: 0,
-        canary: 0,
-        callers: [],
-      };
-      byName.set(functionName, called);
-    }
-    return called;
-  };
+  const entries = functionEntries<CalledFunction>((named) => ({ ...named, stable: 0, canary: 0, callers: [] }));
   for (const { prefix, report } of reports) {
-    const stable = entry(report.functionName);
+    const stable = entries.of(report.functionName);
     stable.stable++;
     stable.callers.push({ instanceId: report.instanceId, prefix, canary: false });
     if (report.canary) {
-      const canary = entry(report.canary.functionName);
+      const canary = entries.of(report.canary.functionName);
       canary.canary++;
       canary.callers.push({ instanceId: report.instanceId, prefix, canary: true });
     }
   }
-  return [...byName.values()].sort((a, b) => a.functionName.localeCompare(b.functionName));
+  return entries.sorted();
 }
 
 /** `web-1 (prefix rl:), web-2 (canary, prefix rl:)`, the first few and a count of the rest. */

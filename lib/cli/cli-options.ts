@@ -1,36 +1,28 @@
 import { parseArgs } from 'node:util';
 import { describeRedisUrlProblems } from '../core/redis-url';
 import { usage } from './exit-codes';
-import { OVERRIDE_FLAGS, parseOverrideArgs, type OverrideArgs } from './override-args';
+import { parseOverrideArgs, type OverrideArgs } from './override-args';
 import { parseWholeNumberFlag } from './whole-number-flag';
 
-/** The `functions` subcommands. */
-export const COMMANDS = ['list', 'load', 'status', 'delete', 'dump', 'restore'] as const;
-export type FunctionsCommandName = (typeof COMMANDS)[number];
-/** The `overrides` subcommands. */
-export const OVERRIDES_COMMANDS = ['set', 'get', 'delete', 'list'] as const;
-/** An `overrides` subcommand, named as typed. */
-export type OverridesCommandName = `overrides ${(typeof OVERRIDES_COMMANDS)[number]}`;
-/** Every command: the `functions` subcommands, the top-level `doctor` and the `overrides` subcommands. */
-export type CommandName = FunctionsCommandName | 'doctor' | OverridesCommandName;
+const FUNCTIONS_COMMANDS = ['list', 'load', 'status', 'delete', 'dump', 'restore'] as const;
+const OVERRIDES_COMMANDS = ['set', 'get', 'delete', 'list'] as const;
+type OverridesCommandName = `overrides ${(typeof OVERRIDES_COMMANDS)[number]}`;
+/** Every command: the `functions` subcommands, `doctor` and the `overrides` subcommands. */
+export type CommandName = (typeof FUNCTIONS_COMMANDS)[number] | 'doctor' | OverridesCommandName;
 
 /** The command as typed: `functions list`, `doctor`, `overrides set`. */
 export function commandLabel(command: CommandName): string {
   return command === 'doctor' || command.startsWith('overrides ') ? command : `functions ${command}`;
 }
 
-/** FUNCTION RESTORE policies. */
-export const RESTORE_POLICIES = ['append', 'replace', 'flush'] as const;
-export type RestorePolicy = (typeof RESTORE_POLICIES)[number];
+const RESTORE_POLICIES = ['append', 'replace', 'flush'] as const;
+type RestorePolicy = (typeof RESTORE_POLICIES)[number];
 
-/** Default Redis when neither --url, --cluster nor REDIS_URL is given. */
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 /** Default connect and command timeout. */
 export const DEFAULT_TIMEOUT_MS = 2000;
-/** doctor: the key prefix whose keys it samples. */
-export const DEFAULT_KEY_PREFIX = 'rl:';
-/** doctor: how many keys it samples on each master. */
-export const DEFAULT_SAMPLE = 1000;
+const DEFAULT_KEY_PREFIX = 'rl:';
+const DEFAULT_SAMPLE = 1000;
 /** RESP versions the CLI can speak (`--resp`); ioredis' default is 3. */
 export type RespVersion = 2 | 3;
 
@@ -41,7 +33,7 @@ export type ConnectionTarget =
 /** A parsed command line. */
 export interface CliOptions {
   command: CommandName;
-  /** The command's positional arguments (`<version>`, `<file>`). */
+  /** The command's positional arguments (`<version>`, `<file>`, `<key>`). */
   args: string[];
   target: ConnectionTarget;
   /** Key prefix of the instance reports; undefined: every prefix. */
@@ -51,123 +43,84 @@ export interface CliOptions {
   force: boolean;
   policy: RestorePolicy;
   timeoutMs: number;
-  /** doctor: the key prefix of the sampled keys. */
+  /** doctor: the key prefix of the sampled keys; overrides: the limiter's. */
   keyPrefix: string;
   /** doctor: keys sampled per master. */
   sample: number;
-  /** The RESP version of the connection; undefined: ioredis' default (3). */
+  /** undefined: ioredis' default (3). */
   resp?: RespVersion;
   /** overrides: what the override flags say (an empty object for the other commands). */
   overrides: OverrideArgs;
 }
 
-/** What the command line asks for: a command, or help. */
-export type ParsedCommandLine =
+type ParsedCommandLine =
   { help: true; version?: false } | { help?: false; version: true } | ({ help?: false; version?: false } & CliOptions);
 
+const STRING_FLAGS = ['url', 'cluster', 'timeout', 'resp', 'prefix', 'policy', 'key-prefix', 'sample'] as const;
+const OVERRIDE_STRING_FLAGS = ['limit', 'ttl', 'note', 'by', 'match', 'count'] as const;
+const BOOLEAN_FLAGS = ['json', 'replace', 'force', 'exempt', 'block', 'version'] as const;
 const OPTIONS = {
-  url: { type: 'string' },
-  cluster: { type: 'string' },
-  prefix: { type: 'string' },
-  json: { type: 'boolean' },
-  replace: { type: 'boolean' },
-  force: { type: 'boolean' },
-  policy: { type: 'string' },
-  timeout: { type: 'string' },
-  resp: { type: 'string' },
-  'key-prefix': { type: 'string' },
-  sample: { type: 'string' },
-  limit: { type: 'string' },
-  exempt: { type: 'boolean' },
-  block: { type: 'boolean' },
-  ttl: { type: 'string' },
-  note: { type: 'string' },
-  by: { type: 'string' },
-  match: { type: 'string' },
-  count: { type: 'string' },
+  ...flagsOf([...STRING_FLAGS, ...OVERRIDE_STRING_FLAGS], 'string'),
+  ...flagsOf(BOOLEAN_FLAGS, 'boolean'),
   help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean' },
 } as const;
 
-/** Flags a command accepts besides the connection flags, --json, --timeout and --help. */
-const COMMAND_FLAGS: Record<CommandName, readonly string[]> = {
-  list: [],
-  load: ['replace'],
-  status: ['prefix'],
-  delete: ['force', 'prefix'],
-  dump: [],
-  restore: ['policy'],
-  doctor: ['key-prefix', 'sample'],
-  'overrides set': ['key-prefix', 'limit', 'exempt', 'block', 'ttl', 'note', 'by'],
-  'overrides get': ['key-prefix'],
-  'overrides delete': ['key-prefix'],
-  'overrides list': ['key-prefix', 'match', 'count'],
+/** Each command's positional arguments, and its flags besides the connection flags, --json, --timeout and --resp. */
+const COMMANDS: Record<CommandName, { args: readonly string[]; flags: readonly string[] }> = {
+  list: { args: [], flags: [] },
+  load: { args: ['<version>'], flags: ['replace'] },
+  status: { args: [], flags: ['prefix'] },
+  delete: { args: ['<version>'], flags: ['force', 'prefix'] },
+  dump: { args: ['<file>'], flags: [] },
+  restore: { args: ['<file>'], flags: ['policy'] },
+  doctor: { args: [], flags: ['key-prefix', 'sample'] },
+  'overrides set': { args: ['<key>'], flags: ['key-prefix', 'limit', 'exempt', 'block', 'ttl', 'note', 'by'] },
+  'overrides get': { args: ['<key>'], flags: ['key-prefix'] },
+  'overrides delete': { args: ['<key>'], flags: ['key-prefix'] },
+  'overrides list': { args: [], flags: ['key-prefix', 'match', 'count'] },
 };
+const COMMAND_ONLY_FLAGS = new Set(Object.values(COMMANDS).flatMap((command) => command.flags));
 
-const ARGUMENTS: Record<CommandName, readonly string[]> = {
-  list: [],
-  load: ['<version>'],
-  status: [],
-  delete: ['<version>'],
-  dump: ['<file>'],
-  restore: ['<file>'],
-  doctor: [],
-  'overrides set': ['<key>'],
-  'overrides get': ['<key>'],
-  'overrides delete': ['<key>'],
-  'overrides list': [],
-};
-
-const COMMAND_ONLY_FLAGS = ['replace', 'force', 'prefix', 'policy', 'key-prefix', 'sample', ...OVERRIDE_FLAGS] as const;
-
-/** The help text. */
+/** The help text; docs/cli.md has the details. */
 export const USAGE = `Usage: nestjs-sliding-limit functions <command> [options]
        nestjs-sliding-limit doctor [options]
        nestjs-sliding-limit overrides <command> [options]
 
 Manages the rate limiter's Redis Function libraries (rate_limit_v1, rate_limit_v2, …) on every
-master, and shows which versions running instances call. doctor runs the after-launch checks.
-overrides raises, lowers, exempts or blocks one limited key at runtime (read by sliding_allow_v2).
+master, checks a deployment (doctor) and overrides the limit of one key at runtime.
 
 Commands:
-  list               libraries and functions on every master; flags a function live instances
-                     call that a master lacks, a master lacking a library another has, and a
-                     library whose code differs from the bundled one
-  load <version>     load the bundled library (v1, v2 or its library name) on every master;
-                     a library of that name with other code is left alone unless --replace
-  status             which function versions live instances call (from their reports), with
-                     calls, rejection and error rates
-  delete <version>   FUNCTION DELETE the library on every master; refused while a live instance
-                     report names one of its functions, unless --force
+  list               libraries and functions on every master; flags what live instances call and a
+                     master lacks, and libraries missing on a master or differing from the bundled code
+  load <version>     load the bundled library (v1, v2 or its library name) on every master; other
+                     code under that name is left alone unless --replace
+  status             which function versions live instances call, with call, rejection and error rates
+  delete <version>   FUNCTION DELETE the library on every master; refused while live instances call
+                     it, unless --force
   dump <file>        save FUNCTION DUMP (every library, binary) to a file
   restore <file>     FUNCTION RESTORE a dump on every master
-  doctor             checks every node (masters and replicas): the libraries live instances
-                     call, memory and eviction policy, a sample of the limiter's keys, slow
-                     calls and latency, cluster slots and replication; says what to do
+  doctor             checks every node: the libraries live instances call, memory and eviction, a
+                     sample of the limiter's keys, slow calls, cluster slots and replication
 
 Overrides (<key> as the limiter names it, without the key prefix: login:{ip:10.0.0.1}):
   overrides set <key> (--limit <n> | --exempt | --block) [--ttl <d>] [--note <text>] [--by <who>]
-                     set (replace) the key's override; its next request obeys it. --limit: the
-                     key's limit instead of the rule's (0 refuses all); --exempt: not limited;
-                     --block: refused, Retry-After the time the block has left
+                     set the key's override: its limit instead of the rule's (0 refuses all),
+                     not limited, or refused until the block expires
   overrides get <key>      the key's override, if any
   overrides delete <key>   delete the key's override: the rule applies again
   overrides list     the overrides under the key prefix, sorted by key
 
 Options:
   --url <url>        a standalone Redis (default: $REDIS_URL, else ${DEFAULT_REDIS_URL})
-  --cluster <seeds>  a Redis Cluster, from seeds host:port[,host:port…]
-                     (seeds may be redis:// URLs carrying the user and password)
-  --prefix <prefix>  status, delete: only the reports of limiters with this key prefix
-                     (default: every prefix, since a library serves every application)
+  --cluster <seeds>  a Redis Cluster: host:port[,host:port…] (or redis:// URLs with user and password)
+  --prefix <prefix>  status, delete: only the reports of limiters with this key prefix (default: all)
   --replace          load: replace a library of the same name that has other code
   --force            delete: delete even though live instances call the version
   --policy <policy>  restore: append (default), replace or flush
-  --key-prefix <p>   doctor: the key prefix of the sampled keys; overrides: the limiter's
-                     keyPrefix (default ${DEFAULT_KEY_PREFIX})
+  --key-prefix <p>   doctor, overrides: the limiter's keyPrefix (default ${DEFAULT_KEY_PREFIX})
   --sample <n>       doctor: keys sampled per master with SCAN (default ${DEFAULT_SAMPLE})
   --ttl <d>          overrides set: expires after ms, or 30s, 15m, 1h, 7d (default: never)
-  --note <text>      overrides set: why, for whoever reads it later (at most 500 characters)
+  --note <text>      overrides set: why (at most 500 characters)
   --by <who>         overrides set: who sets it (default: the OS user@host)
   --match <glob>     overrides list: keys (without the prefix) in Redis' glob syntax (default *)
   --count <n>        overrides list: at most this many (default 100, at most 10000)
@@ -179,15 +132,12 @@ Options:
 
 Exit codes:
   0  done
-  1  refused or failed: list found a problem, delete refused (version in use), a node
-     rejected the command, a file could not be read or written
-  2  usage error: unknown command or flag, missing or invalid argument (a key that cannot
-     carry an override among them); nothing was done
+  1  refused or failed: list found a problem, delete refused, a node rejected the command, a file
+     could not be read or written
+  2  usage error (unknown command or flag, missing or invalid argument): nothing was done
   3  Redis unreachable, authentication failed, or a command timed out
-doctor: 0 all good, 1 warnings, 2 problems found (a usage error is 2 as well: nothing
-is printed on stdout then, and --json says error.kind "usage"), 3 as above
-overrides: set exits 0 also when it warns that a master or a live limiter reads no
-overrides yet; get and delete exit 0 also when the key has no override
+doctor: 0 all good, 1 warnings, 2 problems, 3 as above. overrides set exits 0 also when it warns;
+get and delete also when the key has no override
 `;
 
 /** Parses the command line (without `node` and the script). Throws a usage CliError. */
@@ -198,15 +148,12 @@ export function parseCommandLine(argv: readonly string[], env: Record<string, st
 
   const { name, args } = commandOf(positionals);
   const label = commandLabel(name);
-
-  const expected = ARGUMENTS[name];
+  const expected = COMMANDS[name].args;
   if (args.length < expected.length) throw usage(`${label} needs ${expected.join(' ')}`);
   if (args.length > expected.length) throw usage(`unexpected argument "${args[expected.length]}" for ${label}`);
-
-  for (const flag of COMMAND_ONLY_FLAGS) {
-    if (values[flag] !== undefined && !COMMAND_FLAGS[name].includes(flag)) {
+  for (const [flag, value] of Object.entries(values)) {
+    if (value !== undefined && COMMAND_ONLY_FLAGS.has(flag) && !COMMANDS[name].flags.includes(flag))
       throw usage(`--${flag} does not apply to ${label}${flagHint(flag)}`);
-    }
   }
   if (values.url !== undefined && values.cluster !== undefined) throw usage('give either --url or --cluster, not both');
   const prefix = keyPrefix(values['key-prefix']);
@@ -232,21 +179,17 @@ function commandOf(positionals: readonly string[]): { name: CommandName; args: s
   const [group, command, ...args] = positionals;
   if (group === undefined) throw usage('no command given');
   if (group === 'doctor') return { name: 'doctor', args: positionals.slice(1) };
-  if (group === 'overrides') {
-    if (command === undefined) throw usage(`"overrides" needs a command: ${OVERRIDES_COMMANDS.join(', ')}`);
-    if (!(OVERRIDES_COMMANDS as readonly string[]).includes(command))
-      throw usage(`unknown command "overrides ${command}"; commands: ${OVERRIDES_COMMANDS.join(', ')}`);
-    return { name: `overrides ${command}` as OverridesCommandName, args };
-  }
-  if (group !== 'functions')
+  const commands: readonly string[] | undefined =
+    group === 'functions' ? FUNCTIONS_COMMANDS : group === 'overrides' ? OVERRIDES_COMMANDS : undefined;
+  if (!commands)
     throw usage(
       `unknown command "${group}"; commands are under "functions" (e.g. nestjs-sliding-limit functions list), ` +
         'besides doctor and overrides',
     );
-  if (command === undefined) throw usage(`"functions" needs a command: ${COMMANDS.join(', ')}`);
-  if (!(COMMANDS as readonly string[]).includes(command))
-    throw usage(`unknown command "functions ${command}"; commands: ${COMMANDS.join(', ')}`);
-  return { name: command as FunctionsCommandName, args };
+  if (command === undefined) throw usage(`"${group}" needs a command: ${commands.join(', ')}`);
+  if (!commands.includes(command))
+    throw usage(`unknown command "${group} ${command}"; commands: ${commands.join(', ')}`);
+  return { name: (group === 'overrides' ? `overrides ${command}` : command) as CommandName, args };
 }
 
 function parseFlags(argv: readonly string[]) {
@@ -258,10 +201,15 @@ function parseFlags(argv: readonly string[]) {
   }
 }
 
+function flagsOf<F extends string, T extends 'string' | 'boolean'>(
+  flags: readonly F[],
+  type: T,
+): Record<F, { type: T }> {
+  return Object.fromEntries(flags.map((flag) => [flag, { type }])) as Record<F, { type: T }>;
+}
+
 function flagHint(flag: string): string {
-  const owners = (Object.keys(COMMAND_FLAGS) as CommandName[]).filter((command) =>
-    COMMAND_FLAGS[command].includes(flag),
-  );
+  const owners = (Object.keys(COMMANDS) as CommandName[]).filter((command) => COMMANDS[command].flags.includes(flag));
   return ` (it is for: ${owners.map(commandLabel).join(', ')})`;
 }
 

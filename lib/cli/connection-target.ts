@@ -1,22 +1,14 @@
 import { redactUrl } from '../core/redact';
 import type { ConnectionTarget } from './cli-options';
 
-/*
- * The connection target as text: for messages, for the commands the CLI suggests, and the secrets
- * to redact from its output. Kept apart from connection.ts, so that what every run needs does not
- * load ioredis.
- */
+// The connection target as text, apart from connection.ts so that every run need not load ioredis.
 
 /** A connection target for messages: the URL without its password, or the seeds. */
 export function describeTarget(target: ConnectionTarget): string {
   return target.kind === 'cluster' ? `the cluster at ${target.seeds.map(redactUrl).join(',')}` : redactUrl(target.url);
 }
 
-/**
- * The flags that reach the same Redis, for commands suggested in messages, password redacted. Also
- * when the URL came from REDIS_URL (or is the default): a command copied into another shell must
- * not reach another server.
- */
+/** The flags that reach the same Redis (password redacted), even from REDIS_URL: a copied command must too. */
 export function connectionFlags(target: ConnectionTarget): string {
   if (target.kind === 'cluster') return ` --cluster ${target.seeds.map(redactUrl).join(',')}`;
   return ` --url ${redactUrl(target.url)}`;

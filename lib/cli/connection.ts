@@ -20,10 +20,8 @@ export interface CliConnection {
 }
 
 /**
- * Connects, failing fast: no reconnection, no retry, `timeoutMs` for the connection and for
- * every command. Checks that every master can run Redis Functions (version, FUNCTION command, Lua
- * engine) and that a standalone URL does not point at a cluster node (a command would then reach one
- * master only).
+ * Connects, failing fast (no retry, `timeoutMs` for everything), and checks that every master can run
+ * Redis Functions and that a standalone URL is not a cluster node.
  * @throws CliError with exit code 3 when Redis cannot be reached or authentication fails
  */
 export async function openConnection(
@@ -38,7 +36,7 @@ export async function openConnection(
     commandTimeout: timeoutMs,
     retryStrategy: () => null,
     maxRetriesPerRequest: 0,
-    // ioredis waits this long for a socket to close after disconnect(), holding the process open.
+    // How long ioredis holds the process open for a socket to close after disconnect().
     disconnectTimeout: 100,
   };
   let lastError: Error | undefined;
@@ -49,8 +47,7 @@ export async function openConnection(
     connection = new Cluster(target.seeds.map(toClusterNode), {
       lazyConnect: true,
       clusterRetryStrategy: () => null,
-      // ioredis' ready check reconnects while a node says cluster_state:fail, and with no retry the
-      // connect() promise then never settles: the CLI hung on the very cluster doctor must diagnose.
+      // Its ready check would hang connect() on a cluster_state:fail cluster, the one doctor must diagnose.
       enableReadyCheck: false,
       slotsRefreshTimeout: timeoutMs,
       enableOfflineQueue: true,

@@ -1,12 +1,9 @@
-/**
- * Exit codes of the CLI, stable so that deploy scripts can branch on them.
- */
+/** Exit codes of the CLI, stable so that deploy scripts can branch on them. */
 export const ExitCode = {
-  /** Done; every node is in the requested state. */
   Ok: 0,
-  /** Refused or failed: a check found a problem (list), a live instance calls the version (delete), a node refused the command. */
+  /** Refused or failed: a problem found (list), a version in use (delete), a node refused the command. */
   Failed: 1,
-  /** Bad command line: unknown command or flag, missing or invalid argument. Nothing was done. */
+  /** Bad command line: nothing was done. */
   Usage: 2,
   /** Redis could not be reached, authentication failed or a command timed out. */
   Connection: 3,
@@ -14,18 +11,10 @@ export const ExitCode = {
 
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-/**
- * What `doctor` exits with when it ran: the worst severity among its findings. The numbers are the
- * CLI's: 1 is the other commands' Failed, 2 their Usage — a doctor usage error exits 2 as well, but
- * prints nothing on stdout (and its `--json` document has `error.kind` `usage` and no findings).
- * A connection failure keeps exit code 3.
- */
+/** What `doctor` exits with when it ran: its worst finding's severity (a usage error is 2 too, with no findings). */
 export const DoctorExitCode = {
-  /** Every finding is ok. */
   Healthy: ExitCode.Ok,
-  /** At least one warning, no problem. */
   Warnings: ExitCode.Failed,
-  /** At least one problem. */
   Problems: ExitCode.Usage,
 } as const;
 

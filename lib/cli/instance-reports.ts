@@ -22,11 +22,7 @@ export interface ReportScan {
 
 const SCAN_COUNT = 1000;
 
-/**
- * Reads every instance report on the masters: under one key prefix, or under every prefix when
- * `prefix` is undefined. A report exists only while its instance keeps reporting (it has a TTL of
- * three report intervals), so every report found is a live instance.
- */
+/** Every instance report on the masters (under `prefix`, or every prefix): each is a live instance (it has a TTL). */
 export async function readInstanceReports(masters: readonly Redis[], prefix: string | undefined): Promise<ReportScan> {
   const scans = await Promise.all(masters.map((node) => readFromNode(node, prefix)));
   const reports = scans
@@ -63,10 +59,7 @@ async function readFromNode(node: Redis, prefix: string | undefined): Promise<Re
   return scan;
 }
 
-/*
- * A cluster node refuses MGET across slots (CROSSSLOT); keys are read one at a time then. A key
- * that moved meanwhile (MOVED) or is not a string (WRONGTYPE) reads as unreadable, not as a failure.
- */
+// After a CROSSSLOT: one GET per key; one that moved or is not a string reads as unreadable.
 function getOneByOne(node: Redis, keys: readonly string[]): Promise<(string | null)[]> {
   return Promise.all(
     keys.map((key) =>

@@ -9,11 +9,7 @@ import { CliError, EXIT_CODE_NAMES, ExitCode } from './exit-codes';
 import { redactSecrets } from '../core/redact';
 import type { ServerIdentity } from '../core/server-identity';
 
-/*
- * Everything that needs Redis — ioredis, the connection, the commands — is loaded once a command
- * is about to run: --help, --version and usage errors print without paying for it. ioredis is
- * most of what the CLI would load at start-up (about 150 ms of a 300 ms run on a 2-core host).
- */
+// Loaded once a command is about to run: --help, --version and usage errors never load ioredis.
 const COMMANDS: Record<CommandName, () => Promise<Command>> = {
   list: async () => (await import('./commands/list')).listCommand,
   load: async () => (await import('./commands/load')).loadCommand,
@@ -36,9 +32,8 @@ const PRECHECKS: Partial<Record<CommandName, (options: CliOptions) => Promise<vo
 };
 
 /**
- * The CLI: `nestjs-sliding-limit functions <command> [options]`, `nestjs-sliding-limit doctor` and
- * `nestjs-sliding-limit overrides <command> [options]` (see `--help`). Returns the exit
- * code instead of exiting, so it runs in-process in tests and the bin sets `process.exitCode`.
+ * The CLI (see `--help`). Returns the exit code instead of exiting, so it runs in-process in tests
+ * and the bin sets `process.exitCode`.
  * @param argv the arguments after the program name
  * @param io where output goes and the environment it reads; the process's by default
  */
@@ -65,41 +60,32 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     await PRECHECKS[options.command]?.(options);
 
     const { outcome, servers } = await run(options);
-    if (json) {
-      const document = {
-        ok: outcome.exitCode === ExitCode.Ok,
-        command: commandLabel(options.command),
-        exitCode: outcome.exitCode,
-        servers,
-        ...outcome.json,
-      };
-      const withError = outcome.error
-        ? { ...document, error: { kind: EXIT_CODE_NAMES[outcome.exitCode], message: outcome.error } }
-        : document;
-      write('stdout', `${JSON.stringify(withError, null, 2)}\n`);
-    } else {
-      write('stdout', outcome.text);
-    }
+    const fields = { servers, ...outcome.json };
+    write('stdout', json ? jsonDocument(options, outcome.exitCode, fields, outcome.error) : outcome.text);
     for (const warning of outcome.warnings ?? []) write('stderr', `warning: ${warning}\n`);
     if (outcome.error) write('stderr', `error: ${outcome.error}\n`);
     return outcome.exitCode;
   } catch (caught) {
     const error = await toCliError(caught, options);
-    if (json) {
-      const document = {
-        ok: false,
-        command: options ? commandLabel(options.command) : null,
-        exitCode: error.exitCode,
-        error: { kind: EXIT_CODE_NAMES[error.exitCode], message: error.message },
-      };
-      write('stdout', `${JSON.stringify(document, null, 2)}\n`);
-    }
+    if (json) write('stdout', jsonDocument(options, error.exitCode, {}, error.message));
     write('stderr', `error: ${error.message}\n`);
     if (error.exitCode === ExitCode.Usage && !options) write('stderr', `\n${USAGE}`);
     else if (error.exitCode === ExitCode.Usage)
       write('stderr', 'Run nestjs-sliding-limit --help for the commands and options.\n');
     return error.exitCode;
   }
+}
+
+/** The `--json` document: `ok`, `command`, `exitCode`, the command's fields, and `error` on failure. */
+function jsonDocument(options: CliOptions | undefined, exitCode: ExitCode, fields: object, error?: string): string {
+  const document = {
+    ok: exitCode === ExitCode.Ok,
+    command: options ? commandLabel(options.command) : null,
+    exitCode,
+    ...fields,
+    ...(error ? { error: { kind: EXIT_CODE_NAMES[exitCode], message: error } } : {}),
+  };
+  return `${JSON.stringify(document, null, 2)}\n`;
 }
 
 /** One master's server in the `--json` document: `{ node, name: 'valkey', version: '8.0.1' }`. */

@@ -11,42 +11,26 @@ import { usage } from './exit-codes';
 import { DURATION_UNIT_MS } from './format';
 import { parseWholeNumberFlag } from './whole-number-flag';
 
-/** The flags of the `overrides` commands besides `--key-prefix`. */
-export const OVERRIDE_FLAGS = ['limit', 'exempt', 'block', 'ttl', 'note', 'by', 'match', 'count'] as const;
-
-/** What the `overrides` flags say, checked. */
+/** What the `overrides` flags say, checked: set reads override, ttlMs, note and by; list match and count. */
 export interface OverrideArgs {
-  /** set: the override (`--limit`, `--exempt` or `--block`). */
   override?: KeyOverride;
-  /** set: `--ttl` in ms; undefined: never expires. */
+  /** undefined: never expires. */
   ttlMs?: number;
-  /** set: `--note`. */
   note?: string;
-  /** set: `--by`, or the OS user@host. */
+  /** `--by`, or the OS user@host. */
   by?: string;
-  /** list: `--match`, a glob over the keys without their prefix. */
+  /** A glob over the keys without their prefix. */
   match?: string;
-  /** list: `--count`. */
   count?: number;
 }
 
 /** The flag values the `overrides` commands read, as `parseArgs` gives them. */
-export interface OverrideFlagValues {
-  limit?: string;
+type OverrideFlagValues = { [flag in 'limit' | 'ttl' | 'note' | 'by' | 'match' | 'count']?: string } & {
   exempt?: boolean;
   block?: boolean;
-  ttl?: string;
-  note?: string;
-  by?: string;
-  match?: string;
-  count?: string;
-}
+};
 
-/**
- * The checked arguments of an `overrides` command: every flag is checked here, before connecting,
- * so that a bad one is a usage error naming it and nothing is done.
- * @throws CliError (usage) naming the flag or the key
- */
+/** The arguments of an `overrides` command, checked before connecting: a bad flag or key is a usage error. */
 export function parseOverrideArgs(
   command: string,
   key: string | undefined,
@@ -73,11 +57,7 @@ export function parseOverrideArgs(
   };
 }
 
-/**
- * `--ttl` in ms: a whole number of ms, or one with a unit (`250ms`, `30s`, `15m`, `1h`, `7d`), from
- * 1 ms to a year.
- * @throws CliError (usage) naming `--ttl`
- */
+/** `--ttl` in ms: a whole number of ms, or one with a unit (`250ms`, `30s`, `15m`, `1h`, `7d`), up to a year. */
 function parseDuration(text: string): number {
   const parsed = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
   const ms = parsed ? Number(parsed[1]) * DURATION_UNIT_MS[parsed[2] ?? 'ms'] : NaN;
@@ -117,7 +97,6 @@ function overrideOf(values: OverrideFlagValues): KeyOverride {
   }
   if (values.exempt) return { action: 'exempt' };
   if (values.block) return { action: 'block' };
-  // Exactly one of the three was given, and not --exempt or --block: --limit.
   const limit = parseWholeNumberFlag('limit', values.limit as string, { min: 0, max: MAX_BUCKETED_LIMIT });
   return { action: 'limit', limit };
 }

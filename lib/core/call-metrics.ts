@@ -1,16 +1,12 @@
 import type { LatencySummary } from './latency-histogram';
 
-/** Why a call failed, as counted in the metrics. */
-export const LIMITER_ERROR_KINDS = [
-  'timeout',
-  'connection',
-  'function_not_loaded',
-  'clock_skew',
-  'redis',
-  'other',
-] as const;
+/** Why a call failed, as counted in the metrics: `redis` is an error reply (e.g. OOM). */
+export type LimiterErrorKind = 'timeout' | 'connection' | 'function_not_loaded' | 'clock_skew' | 'redis' | 'other';
 
-export type LimiterErrorKind = (typeof LIMITER_ERROR_KINDS)[number];
+/** Whether a kind read from elsewhere (a report of a newer package, say) is a {@link LimiterErrorKind}. */
+export function isLimiterErrorKind(kind: string): kind is LimiterErrorKind {
+  return /^(timeout|connection|function_not_loaded|clock_skew|redis|other)$/.test(kind);
+}
 
 /** Counters of one function name. */
 export interface FunctionCallMetrics {

@@ -2,12 +2,7 @@ import type { MultiRateLimitDecision, RateLimitDecision } from './decisions';
 import type { LimitOutcome } from './function-contract';
 import type { SlidingLimitRule } from './limit-rule';
 
-/*
- * The decisions a caller of the limiter gets, made in one place: by the readers of a function's
- * reply (straight from the reply, without an outcome in between), and from an outcome where there
- * is one (a peek, the failure policy, the insurance limiter). Every RateLimitDecision has the same
- * fields in the same order, so V8 gives them all one shape.
- */
+// The decisions a caller of the limiter gets, made here only, so every RateLimitDecision has one V8 shape.
 
 /** One limit's decision as the caller sees it, from the integers a reply gives for it. */
 export function limitDecision(
@@ -45,10 +40,7 @@ export function toDecision(
   return decision;
 }
 
-/**
- * A request's decision from its limits' decisions: `retryAfterMs` is the longest wait among the
- * enforced limits (a shadow limit refuses nothing, so it never makes a client wait).
- */
+/** A request's decision from its limits': `retryAfterMs` is the longest wait among the enforced limits. */
 export function requestDecision(
   allowed: boolean,
   limits: RateLimitDecision[],

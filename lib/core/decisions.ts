@@ -1,14 +1,8 @@
 /** The outcome of one limit for one request. */
 export interface RateLimitDecision {
-  /**
-   * Whether this limit had room for the request. For an enforced limit, whether it admitted it; for
-   * a shadow limit (which never refuses), whether it would have.
-   */
+  /** Whether this limit had room (for a shadow limit, which never refuses: whether it would have). */
   allowed: boolean;
-  /**
-   * The limit that applied to this key: the configured one, or a per-key override's (0 when the key
-   * is blocked). What `X-RateLimit-Limit` says.
-   */
+  /** The limit that applied: the configured one or a per-key override's (0 when blocked). `X-RateLimit-Limit`. */
   limit: number;
   /** Requests the window can still take. */
   remaining: number;
@@ -18,22 +12,13 @@ export interface RateLimitDecision {
   resetMs: number;
   /** The Redis function that decided (for example `sliding_allow_v2`). */
   functionName: string;
-  /**
-   * Set when Redis did not decide: `allow` / `deny` by the `onRedisError` policy, `insurance` by the
-   * per-process in-memory limiter. Absent on a normal decision.
-   */
+  /** Set when Redis did not decide: `allow` / `deny` by `onRedisError`, `insurance` by the in-memory limiter. */
   degraded?: 'allow' | 'deny' | 'insurance';
   /** The per-key override that applied (`sliding_allow_v2`); absent when none did. */
   override?: 'limit' | 'exempt' | 'block';
-  /**
-   * Set for a shadow limit (`mode: 'shadow'`): it counted the request but refused nothing. Its
-   * `retryAfterMs` is not part of the request's.
-   */
+  /** Set for a shadow limit: it counted the request but refused nothing (its wait is not the request's). */
   shadow?: true;
-  /**
-   * For a shadow limit: whether it would have refused this request, which the enforced limits
-   * admitted (the count a shadow limit's trial is judged by).
-   */
+  /** For a shadow limit: whether it would have refused this request, which the enforced limits admitted. */
   wouldRefuse?: boolean;
 }
 

@@ -12,11 +12,7 @@ export interface AllowCall {
   maxClockSkewMs: number;
   /** What the request weighs in every limit; 1 when absent. Only a full version takes another. */
   cost?: number;
-  /**
-   * Read the per-key overrides of these keys in the call (a full version): the call's
-   * KEYS are then `allowKeys(call)` (or `batch.keys`), the override keys after the limit keys.
-   * Default false: no override is read, and KEYS are `keys`.
-   */
+  /** Read the keys' overrides in the call (a full version): KEYS are then `allowKeys(call)`. Default false. */
   overrides?: boolean;
 }
 
@@ -27,10 +23,7 @@ export interface LimitOutcome {
   remaining: number;
   retryAfterMs: number;
   resetMs: number;
-  /**
-   * The limit that applied to this key (a full version): an override's limit, 0 when the
-   * key is blocked, the rule's otherwise. What `X-RateLimit-Limit` should say.
-   */
+  /** The limit that applied (a full version): an override's, 0 when blocked, else the rule's. */
   effectiveLimit?: number;
   /** The override that applied to this key, when one did (a full version). */
   override?: 'limit' | 'exempt' | 'block';
@@ -46,10 +39,7 @@ export interface CallOutcome {
   limits: LimitOutcome[];
 }
 
-/**
- * A function deciding several independent requests in one call, each exactly as the allow function
- * would, one after the other in the order given.
- */
+/** A function deciding several independent requests in one call, each as the allow function would. */
 export interface BatchFunction {
   /** What FCALL takes. */
   readonly name: string;
@@ -61,11 +51,7 @@ export interface BatchFunction {
   parseReply(reply: unknown, calls: readonly AllowCall[]): CallOutcome[];
 }
 
-/**
- * Everything the limiter knows about one shipped library version: its names, the
- * arguments its functions take and the replies they give. Adding a version means adding
- * one contract and one .lua file; nothing else in the limiter changes.
- */
+/** Everything the limiter knows about one shipped library version: its names, arguments and replies. */
 export interface FunctionContract {
   /** Short name used by operators, e.g. `v2`. */
   readonly version: string;
@@ -78,10 +64,8 @@ export interface FunctionContract {
   /** A read-only function registered with `no-writes`, when the version has one. */
   readonly peekFunction?: string;
   /**
-   * Whether the version decides everything a rule can say: several keys in one call, a cost, the
-   * bounded-memory window, shadow limits, per-key overrides, the server's clock and an exact
-   * retry-after (v2). v1, the article's contract, decides one key per call, at cost 1, on the
-   * caller's clock, and answers a rejection with the window's length.
+   * Whether the version decides everything a rule can say (v2): several keys, a cost, bounded windows,
+   * shadow limits, overrides, the server's clock. v1 decides one key at cost 1 on the caller's clock.
    */
   readonly full: boolean;
 
@@ -91,16 +75,9 @@ export interface FunctionContract {
   allowArguments(call: AllowCall): (string | number)[];
   /** KEYS of an allow call when they are more than `call.keys` (a full version). */
   allowKeys?(call: AllowCall): string[];
-  /**
-   * How many KEYS an allow call has (`allowKeys(call).length`, or `call.keys.length`). Given with
-   * `allowKeysAndArguments` or not at all.
-   */
+  /** How many KEYS an allow call has; given with `allowKeysAndArguments` or not at all. */
   allowKeyCount?(call: AllowCall): number;
-  /**
-   * An allow call's KEYS and ARGV in one list (`allowKeys`, or `call.keys`, then `allowArguments`),
-   * made without either of those lists: the decision path's one list per call. Without it the path
-   * joins the two.
-   */
+  /** An allow call's KEYS and ARGV in one list, built without either (the decision path's one list per call). */
   allowKeysAndArguments?(call: AllowCall, keyCount: number): (string | number)[];
   parseAllowReply(reply: unknown, rules: readonly SlidingLimitRule[], cost?: number): CallOutcome;
   /** ARGV of a peek; given the `keys`, a version with `overrides` reads them (KEYS: `peekKeys`). */

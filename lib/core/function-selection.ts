@@ -1,7 +1,4 @@
-/**
- * A share of traffic sent to a candidate version. The split is sticky per key: a key always goes to
- * the same version for a given share, so no client flips between versions inside one window.
- */
+/** A share of traffic sent to a candidate version, sticky per key: no client flips versions within a window. */
 export interface CanarySplit {
   /** The candidate function, e.g. `sliding_allow_v2`. */
   functionName: string;

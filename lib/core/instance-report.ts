@@ -1,12 +1,8 @@
 import type { CanarySplit } from './function-selection';
-import { LIMITER_ERROR_KINDS, type FunctionCallMetrics, type LimiterErrorKind } from './call-metrics';
+import { isLimiterErrorKind, type FunctionCallMetrics, type LimiterErrorKind } from './call-metrics';
 import type { LatencySummary } from './latency-histogram';
 
-/**
- * What one running limiter records in Redis about itself, so that an operator can see which
- * function versions are live without access to the application (`functions status`), and so that
- * `functions delete` can refuse to remove a version someone still calls.
- */
+/** What a running limiter records in Redis about itself, for `functions status` and `functions delete`. */
 export interface InstanceReport {
   /** Identifies the process; part of the key. */
   instanceId: string;
@@ -35,10 +31,7 @@ export function instanceReportKey(prefix: string, instanceId: string): string {
   return `${prefix}${INSTANCE_REPORT_KEY_PART}${instanceId}`;
 }
 
-/**
- * The SCAN MATCH pattern of every report under a key prefix; without a prefix, under every prefix.
- * The prefix is matched literally (glob characters in it are escaped).
- */
+/** The SCAN MATCH pattern of the reports under a key prefix (taken literally), or under every prefix. */
 export function INSTANCE_REPORT_MATCH(prefix?: string): string {
   const literal = prefix === undefined ? '*' : prefix.replace(/[*?[\]\\]/g, '\\$&');
   return `${literal}${INSTANCE_REPORT_KEY_PART}*`;
@@ -50,10 +43,7 @@ export function prefixOfReportKey(key: string, instanceId: string): string | und
   return key.endsWith(suffix) ? key.slice(0, key.length - suffix.length) : undefined;
 }
 
-/**
- * Parses a report as stored in Redis. Anything that is not a well-formed report (another program's
- * key, a truncated value, a report from an incompatible version) gives undefined; it never throws.
- */
+/** Parses a report as stored in Redis; anything else (another key, a truncated value) is undefined. */
 export function parseInstanceReport(text: unknown): InstanceReport | undefined {
   if (Buffer.isBuffer(text)) text = text.toString('utf8');
   if (typeof text !== 'string') return undefined;
@@ -103,7 +93,7 @@ function parseFunctionMetrics(value: unknown): FunctionCallMetrics | undefined {
   const parsedErrors: Partial<Record<LimiterErrorKind, number>> = {};
   for (const [kind, count] of Object.entries(errors)) {
     // An unknown kind (a newer package) still counts as an error.
-    const known = (LIMITER_ERROR_KINDS as readonly string[]).includes(kind) ? (kind as LimiterErrorKind) : 'other';
+    const known = isLimiterErrorKind(kind) ? kind : 'other';
     if (!isCount(count)) return undefined;
     parsedErrors[known] = (parsedErrors[known] ?? 0) + count;
   }

@@ -50,10 +50,7 @@ export interface OverrideListOptions {
   count?: number;
 }
 
-/**
- * Per-key overrides: the Redis one (`RedisOverridesStore`) and its in-memory twin
- * (`MemoryOverridesStore`) behave alike. Keys are given without the limiter's key prefix.
- */
+/** Per-key overrides (`RedisOverridesStore`, `MemoryOverridesStore`); keys without the key prefix. */
 export interface OverrideStore {
   /**
    * Sets (replaces) the override of `key`.

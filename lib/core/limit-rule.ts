@@ -9,10 +9,7 @@ export const MAX_WINDOW_MS = 366 * 24 * 60 * 60 * 1000;
 /** Most sub-windows of a bucketed window: `windowMs / precisionMs` may not exceed it. */
 export const MAX_SUB_WINDOWS = 1000;
 
-/**
- * Lists what is wrong with a rule, naming each field as `<label>.limit` / `<label>.windowMs` /
- * `<label>.precisionMs`. Returns an empty array for a valid rule.
- */
+/** What is wrong with a rule, each field named `<label>.limit`, `<label>.windowMs`, `<label>.precisionMs`. */
 export function describeRuleProblems(rule: unknown, label: string): string[] {
   if (typeof rule !== 'object' || rule === null) {
     return [`${label} must be an object with limit and windowMs, got ${describeValue(rule)}`];
@@ -65,10 +62,7 @@ export function isValidRule(rule: unknown): rule is SlidingLimitRule {
   return isWholeNumberIn(limit, 1, MAX_BUCKETED_LIMIT) && isValidPrecision(precisionMs, windowMs);
 }
 
-/**
- * Most a request may weigh in a log limit: each unit is one entry, all written in one call, so a
- * heavier request would hold Redis for too long (a cost of 1,000,000 is about 2 s of Lua).
- */
+/** Most a request may weigh in a log limit: one entry per unit, all written in one call. */
 export const MAX_LOG_COST = 10_000;
 
 /** The highest cost `rule` can ever admit: its limit, and at most {@link MAX_LOG_COST} for the log. */
@@ -100,44 +94,24 @@ export function isShadow(rule: SlidingLimitRule): boolean {
   return rule.mode === 'shadow';
 }
 
-/**
- * How a limit acts: `enforced` (the default) refuses what has no room; `shadow` never refuses and
- * reports what it would have refused, its key counting the requests the enforced limits admit and
- * it has room for (the experiment "this limit added to the enforced ones"). Shadow needs
- * `sliding_allow_v2`.
- */
+/** How a limit acts: `enforced` (default) refuses what has no room; `shadow` only reports it (`sliding_allow_v2`). */
 export type LimitMode = 'enforced' | 'shadow';
 
-/**
- * One limit: at most `limit` requests (or units of cost) in any window of `windowMs` milliseconds.
- */
+/** One limit: at most `limit` requests (or units of cost) in any window of `windowMs` milliseconds. */
 export interface SlidingLimitRule {
-  /**
-   * Requests (units of cost) allowed per window: a whole number from 1 to {@link MAX_LIMIT} for the
-   * log, to {@link MAX_BUCKETED_LIMIT} with `precisionMs`.
-   */
+  /** Requests (units of cost) per window: from 1 to 1,000,000 for the log, to 10^12 with `precisionMs`. */
   limit: number;
   /** Window length in milliseconds: a whole number ≥ 1. */
   windowMs: number;
   /**
-   * Leave it out for the exact sliding window log (one entry per request: memory grows with the
-   * limit). Set it for a bounded-memory sliding window that keeps one count per sub-window of
-   * `precisionMs` ms (from `windowMs / 1000` to `windowMs`): it never admits more than `limit` in
-   * any window either, and rejects at most what a log of `windowMs + precisionMs` would. Needs
-   * `sliding_allow_v2`.
+   * Leave it out for the exact log (memory grows with the limit). Set it for a bounded-memory window of
+   * one count per `precisionMs` (from `windowMs / 1000` to `windowMs`): never more than `limit` in any
+   * window, rejecting at most what a log of `windowMs + precisionMs` would. Needs `sliding_allow_v2`.
    */
   precisionMs?: number;
-  /**
-   * `shadow`: observe this limit without enforcing it. It never refuses; it reports what it would
-   * have refused, its key counting what the enforced limits admit and it has room for (the
-   * experiment "this limit added to the enforced ones"). Default `enforced`. Needs `sliding_allow_v2`.
-   */
+  /** `shadow`: never refuse, report what it would have refused. Default `enforced`. Needs `sliding_allow_v2`. */
   mode?: 'enforced' | 'shadow';
-  /**
-   * `false`: this limit ignores per-key overrides, and `sliding_allow_v2` reads no override key for
-   * it (one Redis command less per decision). Only read when the call reads overrides at all: on v2
-   * with the limiter's `keyOverrides` on (the default).
-   */
+  /** `false`: this limit ignores per-key overrides (one Redis command less per decision). */
   overrides?: boolean;
 }
 

@@ -11,10 +11,7 @@ export interface KeyCommands {
   time(): Promise<unknown>;
 }
 
-/**
- * Where decisions run: Redis (functions or scripts), or an in-memory store with the same contract
- * (tests, and the per-process insurance while Redis is unreachable).
- */
+/** Where decisions run: Redis (functions or scripts), or an in-memory store with the same contract. */
 export interface LimiterBackend {
   readonly commands: KeyCommands;
   /** True on a Redis Cluster: one call may only touch keys of one slot. */
@@ -27,33 +24,21 @@ export interface LimiterBackend {
   onReady(listener: () => void): () => void;
   /** A runner for one function version, made ready per `policy` (load, verify or trust). */
   runnerFor(contract: FunctionContract, policy: LoadFunctionsPolicy): Promise<LuaRunner>;
-  /**
-   * Calls `listener` whenever a runner loaded its library again on a server that had lost it;
-   * returns a function that stops it. Absent: the store never loses its Lua (memory).
-   */
+  /** Calls `listener` whenever a runner reloaded its library on a server that had lost it; returns the stop. */
   onReload?(listener: (reload: LibraryReload) => void): () => void;
-  /**
-   * The per-key overrides of the keys under `keyPrefix`, kept where this backend's functions read
-   * them (`limiter.overrides`). Absent: the backend keeps none, and `limiter.overrides` says so.
-   */
-  overridesStore?(options: OverridesStoreSettings): OverrideStore;
+  /** The per-key overrides of the keys under `keyPrefix`, kept where this backend's functions read them. */
+  overridesStore(options: OverridesStoreSettings): OverrideStore;
 }
 
 /** What a backend's {@link LimiterBackend.overridesStore} is given: the limiter's own settings. */
 export interface OverridesStoreSettings {
   /** The limiter's key prefix: keys are given to the store without it. */
   readonly keyPrefix: string;
-  /**
-   * The limiter's clock (epoch ms), which dates an override's `createdAt`; a store that keeps its own
-   * clock (the memory store's model) uses that instead.
-   */
+  /** The limiter's clock (epoch ms), which dates an override's `createdAt` unless the store has its own. */
   readonly clock: () => number;
 }
 
-/**
- * A library loaded again, after a call found its function missing on a server that had lost it (a
- * restart without persistence, `FUNCTION FLUSH`, a new master): what the limiter logs.
- */
+/** A library loaded again after a call found it missing on a server that had lost it: what the limiter logs. */
 export interface LibraryReload {
   readonly libraryName: string;
   /** The function the call asked for. */

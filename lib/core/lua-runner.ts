@@ -6,10 +6,8 @@ export interface LuaRunner {
   /** Loads or verifies what the server needs, following `policy`. */
   prepare(policy: LoadFunctionsPolicy): Promise<void>;
   /**
-   * Calls `functionName` with KEYS and ARGV exactly as FCALL would receive them — the first `keyCount`
-   * of `keysAndArguments` are KEYS, the rest ARGV — as it is: a failure the runner can recover from
-   * (a library or script the server lost) is left to {@link LuaRunner.recover}. `readOnly` runs it as
-   * FCALL_RO where the mode allows, so it may be served by a replica.
+   * Calls `functionName` as FCALL would (the first `keyCount` of `keysAndArguments` are KEYS), leaving
+   * failures to {@link LuaRunner.recover}; `readOnly` runs it as FCALL_RO where the mode allows.
    */
   run(
     functionName: string,
@@ -17,11 +15,7 @@ export interface LuaRunner {
     keysAndArguments: readonly (string | number)[],
     readOnly: boolean,
   ): Promise<unknown>;
-  /**
-   * After `run` failed with `error`: the reply of the call made again once the cause is repaired (the
-   * library reloaded, the script sent whole), with the same arguments; undefined when `error` is not
-   * one this runner recovers from. Absent: no error is.
-   */
+  /** After `run` failed: the reply of the same call made again once repaired, or undefined when it cannot be. */
   recover?(
     error: unknown,
     functionName: string,
@@ -31,10 +25,7 @@ export interface LuaRunner {
   ): Promise<unknown> | undefined;
 }
 
-/**
- * `run`, then `recover` when it failed: a call as a caller outside the decision path makes it (the
- * decision path hands the failure to `recover` itself, without an async frame per call).
- */
+/** `run`, then `recover` when it failed: a call made off the decision path. */
 export async function runRecovering(
   runner: LuaRunner,
   functionName: string,
@@ -52,20 +43,8 @@ export async function runRecovering(
   }
 }
 
-/** How the limiter makes sure the Redis side has its Lua. */
-export type LoadFunctionsPolicy =
-  /** Load the bundled library when it is missing, and again after a "Function not found" (default). */
-  | 'auto'
-  /** Fail at start-up, naming what is missing and the command that loads it. */
-  | 'verify'
-  /** Trust the server; load nothing, check nothing. */
-  | 'off';
+/** How the limiter makes sure the Redis side has its Lua: see `SlidingWindowLimiterOptions.loadFunctions`. */
+export type LoadFunctionsPolicy = 'auto' | 'verify' | 'off';
 
-/** Which Redis mechanism runs the Lua. */
-export type ExecutionMode =
-  /** Functions on Redis 7 or newer, scripts below (default). */
-  | 'auto'
-  /** `FCALL` of the versioned Redis Function. */
-  | 'function'
-  /** `EVALSHA` of the same Lua as a script, with `NOSCRIPT` fallback: for Redis 5 and 6. */
-  | 'script';
+/** Which Redis mechanism runs the Lua: see `SlidingWindowLimiterOptions.mode`. */
+export type ExecutionMode = 'auto' | 'function' | 'script';

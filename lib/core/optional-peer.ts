@@ -1,10 +1,6 @@
 import { RateLimitConfigError } from './errors/rate-limit-config.error';
 
-/**
- * Loads an optional peer dependency the first time the feature that needs it runs, so that users
- * without the package never load it. A missing package becomes a {@link RateLimitConfigError} with
- * `problem` (which should name the install command); any other failure is thrown as it is.
- */
+/** Loads an optional peer dependency on first use; a missing one is a {@link RateLimitConfigError} with `problem`. */
 export function loadOptionalPeer<T>(packageName: string, feature: string, problem: string): T {
   try {
     // Synchronous and lazy on purpose: a top-level import would load the package for every user,

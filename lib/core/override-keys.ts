@@ -6,8 +6,7 @@
  *   a key without braces      rl:global                →  {rl:global}|override-wrapped
  *   braces but no valid tag   rl:a{}b, rl:a}b          →  none: such a key cannot carry overrides
  *
- * The two suffixes differ so that no two keys share an override: `{x}` and `x` hash alike, but their
- * override keys are `{x}|override` and `{x}|override-wrapped`.
+ * The two suffixes keep `{x}` and `x`, which hash alike, from sharing an override.
  */
 
 /** Suffix of the override key of a key with a cluster hash tag. */
@@ -82,10 +81,7 @@ export function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
 }
 
-/**
- * The SCAN MATCH patterns of the override keys of the limited keys `keyPrefix` + `match` (`match` in
- * Redis' glob syntax, over the key without its prefix): one per form of override key.
- */
+/** The SCAN MATCH patterns of the override keys of `keyPrefix` + `match` (a glob), one per form. */
 export function overrideKeyPatterns(keyPrefix: string, match = '*'): string[] {
   const keys = escapeGlob(keyPrefix) + match;
   return [keys + OVERRIDE_SUFFIX, `{${keys}}${WRAPPED_OVERRIDE_SUFFIX}`];

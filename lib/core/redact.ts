@@ -1,8 +1,4 @@
-/*
- * Passwords reach the package inside URLs (`redis://user:pass@host`) and inside ioredis errors (the
- * AUTH command's arguments). Every message the package builds from such a value, and every line the
- * CLI prints, goes through these functions, so a password never reaches an error message or a log.
- */
+// Passwords come in URLs and in ioredis errors (AUTH's arguments): every message from them goes through these.
 const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/|^)([^\s/@]*)@/gi;
 
 /** A URL with its password (or a user-only secret) replaced by `***`, whatever its scheme. */
@@ -17,10 +13,7 @@ export function redactUrl(url: string): string {
 /** Commands whose arguments carry credentials. */
 const SECRET_COMMANDS = new Set(['auth', 'hello', 'migrate']);
 
-/**
- * Removes credentials from an error ioredis produced: the arguments of an AUTH or HELLO it carries
- * (WRONGPASS errors do), and URLs in its message. Mutates and returns the error.
- */
+/** Removes credentials from an ioredis error (AUTH or HELLO arguments, URLs in its message); mutates it. */
 export function scrubSecrets<T>(error: T): T {
   if (typeof error !== 'object' || error === null) return error;
   const command = (error as { command?: { name?: unknown; args?: unknown } }).command;

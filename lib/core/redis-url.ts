@@ -1,11 +1,7 @@
 import { describeValue } from './value-checks';
 import { redactUrl } from './redact';
 
-/**
- * Problems of a Redis URL given as `label` (`redis`, `--url`, `REDIS_URL`), checked before ioredis
- * sees it: ioredis would throw Node's TypeError quoting the whole URL. The password never appears in
- * a message.
- */
+/** Problems of a Redis URL given as `label`, checked before ioredis would quote it whole; never with its password. */
 export function describeRedisUrlProblems(url: string, label: string): string[] {
   const shown = describeValue(redactUrl(url));
   if (!/^rediss?:\/\//i.test(url)) return [`${label} must be a redis:// or rediss:// URL, got ${shown}`];

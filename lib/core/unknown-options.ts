@@ -1,8 +1,5 @@
 /**
- * Names the keys of an options object that are not options, each with the option probably meant,
- * so that a typo fails with its own name instead of "windowMs … got undefined" for the option it
- * left unset. Checked at bootstrap with the rest of the options.
- *
+ * Names the keys of an options object that are not options, each with the option probably meant.
  * @param known the options' names
  * @param label where the object sits (`@SlidingLimit`, `defaultLimit`); none for top-level options
  * @param aliases other libraries' names for an option, lowercase (`ttl` → `windowMs`, as

@@ -2,6 +2,11 @@ export function isWholeNumberIn(value: unknown, min: number, max: number): value
   return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
 }
 
+/** The problem of `value` (named `label`) when it is not one of `allowed`. */
+export function describeOneOf(value: unknown, allowed: readonly unknown[], label: string): string[] {
+  return allowed.includes(value) ? [] : [`${label} must be one of ${allowed.join(', ')}, got ${describeValue(value)}`];
+}
+
 /** A short, printable description of any value for error messages. */
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);

@@ -1,16 +1,12 @@
 import type { Type } from '@nestjs/common';
 import { ModulesContainer, type ModuleRef } from '@nestjs/core';
 import { GRAPHQL_MODULE_OPTIONS, RESOLVER_PROPERTY_METADATA } from '@nestjs/graphql';
-import type { SlidingLimitPlans } from '../nest/rate-limit-plans';
+import type { SlidingLimitPlans } from 'nestjs-sliding-limit';
 
 /** The GraphQL module options already checked, so that several guard instances say it once. */
 const checked = new WeakSet<object>();
 
-/**
- * `Resolver.method` of every limited `@ResolveField` no guard will run for: @nestjs/graphql calls
- * field resolvers without guards unless `fieldResolverEnhancers` includes `'guards'`, so their
- * limits would silently count nothing. Empty when guards run there, or when nothing tells.
- */
+/** `Resolver.method` of every limited `@ResolveField` no guard runs for (`fieldResolverEnhancers` lacks `'guards'`). */
 export function unguardedLimitedFields(moduleRef: ModuleRef, plans: SlidingLimitPlans): string[] {
   const options = optional<{ fieldResolverEnhancers?: readonly string[] }>(moduleRef, GRAPHQL_MODULE_OPTIONS);
   const modules = optional<ModulesContainer>(moduleRef, ModulesContainer);

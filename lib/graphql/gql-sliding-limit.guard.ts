@@ -1,26 +1,23 @@
 import { Injectable, Optional, type ExecutionContext, type OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { HandlerPlan } from '../nest/limit-plan';
-import type { RateLimitErrorPayload } from '../nest/rate-limit-error-payload';
-import { SlidingLimitPlans } from '../nest/rate-limit-plans';
-import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
-import { SlidingLimitGuard, type RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { executionOf, fieldPathOf, graphQLContextOf, graphQLHttpContext, isGraphQLCall } from './graphql-call';
 import { decideOncePerField } from './operation-decisions';
 import { unguardedLimitedFields } from './field-resolver-guards';
 import { graphQLRefusal } from './sliding-limit-graphql.error';
+import {
+  SlidingLimitGuard,
+  SlidingLimitPlans,
+  SlidingWindowLimiter,
+  type HandlerPlan,
+  type RateLimitErrorPayload,
+  type RateLimitHttpContext,
+} from 'nestjs-sliding-limit';
 
 /**
- * `SlidingLimitGuard` for GraphQL resolvers as well as HTTP routes: register it once (as
- * `APP_GUARD`, or with `@UseGuards` on a resolver) and `@SlidingLimit` limits queries, mutations and
- * `@ResolveField` methods (the latter when GraphQLModule's `fieldResolverEnhancers` includes `'guards'`).
- *
- * A resolver call is keyed by the HTTP request in its GraphQL context (`req`, as @nestjs/graphql's
- * Apollo and Mercurius drivers put it there), and its rate-limit headers go on the HTTP response
- * (Express's `res`, Fastify's `reply`). Each field of an operation counts once: the fields of a list
- * share one decision per operation (see docs/graphql.md). Refusals are {@link SlidingLimitGraphQLError}s
- * with `extensions.code` `TOO_MANY_REQUESTS` (and `retryAfter`), `RATE_LIMIT_UNAVAILABLE`,
- * `BAD_REQUEST` or `FORBIDDEN`. Any other context is the base guard's.
+ * `SlidingLimitGuard` for GraphQL resolvers as well as HTTP routes (`APP_GUARD`, or `@UseGuards` on a
+ * resolver). A resolver call is keyed by the HTTP request in its context, its headers go on the HTTP
+ * response, and each field counts once per operation (docs/graphql.md). Refusals are
+ * {@link SlidingLimitGraphQLError}s.
  */
 @Injectable()
 export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplicationBootstrap {
@@ -52,11 +49,7 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
     return graphQLHttpContext(context);
   }
 
-  /**
-   * One decision per field path and operation (each operation of a batch its own): aliases and
-   * distinct fields each count, the calls of one field for the items of a list share the first one's
-   * outcome, and a second guard instance on the same call (global and `@UseGuards`) counts nothing more.
-   */
+  /** One decision per field path and operation: a list's items share it, and a second guard counts nothing more. */
   protected override enforceOnce(
     context: ExecutionContext,
     plan: HandlerPlan,
@@ -77,11 +70,7 @@ export class GqlSlidingLimitGuard extends SlidingLimitGuard implements OnApplica
     );
   }
 
-  /**
-   * In GraphQL, a {@link SlidingLimitGraphQLError}: `TOO_MANY_REQUESTS` with `retryAfter`,
-   * `retryAfterMs`, the full limits' names and, as `policy`, those limits as the caller's own;
-   * `RATE_LIMIT_UNAVAILABLE`, `BAD_REQUEST` or `FORBIDDEN`. The base guard's outside GraphQL.
-   */
+  /** In GraphQL, a {@link SlidingLimitGraphQLError}; the base guard's outside GraphQL. */
   protected override refuse(context: ExecutionContext, plan: HandlerPlan, refusal: RateLimitErrorPayload): never {
     if (!isGraphQLCall(context)) return super.refuse(context, plan, refusal);
     throw graphQLRefusal(refusal);

@@ -2,10 +2,8 @@ import type { ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
 
 /**
- * The arguments of the resolver being limited (`{ first: 10 }` for `posts(first: 10)`), for key
- * and cost functions, which get the HTTP request and the `ExecutionContext`. An empty object outside
- * GraphQL.
- *
+ * The arguments of the resolver being limited (`{ first: 10 }` for `posts(first: 10)`), for key and
+ * cost functions; an empty object outside GraphQL.
  * @example
  * ```ts
  * @SlidingLimit({ limit: 1000, windowMs: 60_000, cost: (_req, ctx) => gqlArgs<{ first: number }>(ctx).first })

@@ -1,14 +1,10 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext, type GqlContextType } from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
-import type { RateLimitHttpContext } from '../nest/sliding-limit.guard';
 import { adoptRawUser } from '../nest/request-user';
+import type { RateLimitHttpContext } from 'nestjs-sliding-limit';
 
-/**
- * What the GraphQL drivers put in the context: `req` (both drivers, by @nestjs/graphql's default
- * context), `res` where an application's context function adds it, `reply` (Mercurius adds the
- * Fastify reply to every context).
- */
+/** What the GraphQL drivers put in the context: `req`, `res` (an application's), `reply` (Mercurius). */
 interface GraphQLHttpFields {
   req?: unknown;
   res?: unknown;
@@ -26,11 +22,7 @@ export function graphQLContextOf(context: ExecutionContext): object | undefined 
   return typeof value === 'object' && value !== null ? value : undefined;
 }
 
-/**
- * The HTTP request behind a resolver call, and the response its headers go on: Express's `res`
- * (from the context, or `req.res`) under Apollo, Fastify's `reply` under Mercurius. Undefined when
- * the context holds no request (a subscription over WebSockets, a context function that drops `req`).
- */
+/** The HTTP request behind a resolver call and the response its headers go on; undefined without a request. */
 export function graphQLHttpContext(context: ExecutionContext): RateLimitHttpContext | undefined {
   const fields = graphQLContextOf(context) as GraphQLHttpFields | undefined;
   if (!fields) return undefined;
@@ -42,22 +34,14 @@ export function graphQLHttpContext(context: ExecutionContext): RateLimitHttpCont
   return { request, response };
 }
 
-/**
- * An object that stands for one execution of one operation: graphql-js coerces the variables into a
- * new object per execution and hands that same object to every resolver of it. The context alone
- * would do for Apollo and Mercurius (a batch's operations get a context each), not for a context
- * function that returns one object for several operations.
- */
+/** An object that stands for one execution of an operation: graphql-js's coerced variables, made per execution. */
 export function executionOf(context: ExecutionContext): object | undefined {
   const info = GqlExecutionContext.create(context).getInfo<GraphQLResolveInfo | undefined>();
   const variables: unknown = info?.variableValues;
   return typeof variables === 'object' && variables !== null ? variables : undefined;
 }
 
-/**
- * Where a resolver call sits in the operation's result, list indices left out: `posts.author` for
- * the author of every post. An alias is its own place (`a: quote` and `b: quote` are two).
- */
+/** Where a resolver call sits in the result, list indices left out (`posts.author`); an alias is its own. */
 export function fieldPathOf(context: ExecutionContext): string {
   const info = GqlExecutionContext.create(context).getInfo<GraphQLResolveInfo | undefined>();
   let path = info?.path;

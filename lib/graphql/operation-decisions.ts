@@ -1,11 +1,6 @@
-import type { HandlerPlan } from '../nest/limit-plan';
+import type { HandlerPlan } from 'nestjs-sliding-limit';
 
-/**
- * Decisions taken during one GraphQL operation, per plan and field path, shared by every guard
- * instance. Resolvers of one field run once per parent object, often concurrently: the first call
- * decides and the others wait for its outcome, so a field counts once per operation and its siblings
- * are admitted or rejected together. A WeakMap keyed by an object of the execution: nothing outlives it.
- */
+/** Decisions of one GraphQL operation per plan and field path: the first call of a field decides for all. */
 const decisions = new WeakMap<object, Map<HandlerPlan, Map<string, Promise<boolean>>>>();
 
 /** The outcome for `path` in this operation: `decide()`'s, called on the first request for it only. */

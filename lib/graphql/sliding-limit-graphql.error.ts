@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
-import type { RateLimitErrorPayload } from '../nest/rate-limit-error-payload';
 import { markAsRefusal } from '../nest/rate-limit-refusal';
+import type { RateLimitErrorPayload } from 'nestjs-sliding-limit';
 
 /**
  * `extensions.code` of the errors {@link GqlSlidingLimitGuard} throws:
@@ -17,25 +17,17 @@ export interface SlidingLimitGraphQLExtensions {
   [name: string]: unknown;
   /** What happened: see {@link SlidingLimitGraphQLCode}. */
   code: SlidingLimitGraphQLCode;
-  /** Whole seconds after which a retry can be admitted, as in `Retry-After` (rejections and `RATE_LIMIT_UNAVAILABLE`). */
+  /** Whole seconds after which a retry can be admitted, as in `Retry-After`. */
   retryAfter?: number;
   /** Milliseconds after which a retry can be admitted, as the limiter computed it. */
   retryAfterMs?: number;
-  /** Names of the limits that were full (`TOO_MANY_REQUESTS` only); shadow limits refuse nothing and are never among them. */
+  /** Names of the limits that were full (`TOO_MANY_REQUESTS` only). */
   limits?: string[];
-  /**
-   * The limits that were full as the caller's own, in `RateLimit-Policy` form (`TOO_MANY_REQUESTS`
-   * only): its tier's name when a policy made them, the limit that applied to it and the window in
-   * seconds — `"free";q=3;w=60`.
-   */
+  /** The full limits as the caller's own, in `RateLimit-Policy` form (`"free";q=3;w=60`). */
   policy?: string;
 }
 
-/**
- * A rate-limit refusal of a GraphQL resolver call. A `GraphQLError` carrying its own
- * `extensions.code`, so Apollo's and Mercurius's error formatting pass it to the client as it is
- * (never as `INTERNAL_SERVER_ERROR`), in the response's `errors` with the field's `path`.
- */
+/** A rate-limit refusal of a GraphQL resolver call: a `GraphQLError` with its own `extensions.code`. */
 export class SlidingLimitGraphQLError extends GraphQLError {
   /** `code`, and for refusals that can be retried `retryAfter` and `retryAfterMs`. */
   declare readonly extensions: SlidingLimitGraphQLExtensions;
@@ -56,10 +48,7 @@ const CODES: Readonly<Record<RateLimitErrorPayload['code'], SlidingLimitGraphQLC
   RATE_LIMIT_UNIDENTIFIED: 'FORBIDDEN',
 };
 
-/**
- * A refusal as the GraphQL error of the resolver call: the payload the other transports send,
- * without its `status` (GraphQL has no status line to carry).
- */
+/** A refusal as the resolver call's GraphQL error: the other transports' payload, without `status`. */
 export function graphQLRefusal(refusal: RateLimitErrorPayload): SlidingLimitGraphQLError {
   const { status: _status, code, message, event: _event, ...rest } = refusal;
   return new SlidingLimitGraphQLError(message, { code: CODES[code], ...rest });

@@ -9,8 +9,6 @@ import { withTimeout } from '../limiter/with-timeout';
 import type { RateLimitConnection } from '../nest/rate-limit-connection';
 import { RATE_LIMIT_CONNECTION } from '../nest/rate-limit.constants';
 import type { FunctionContract } from '../core/function-contract';
-import type { ServerIdentity } from '../core/server-identity';
-import type { RedisConnection } from '../core/redis-connection';
 import { loadCommandFor } from '../redis/function-loader';
 import { functionsUnavailableOn } from '../redis/function-support';
 import { findFunctionContract } from '../redis/function-versions';
@@ -18,25 +16,19 @@ import { librariesOf } from '../redis/loaded-libraries';
 import { isCluster, masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { messageOf } from '../redis/reply';
 import { readServerInfo } from '../redis/server-info';
-import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
-import { DEGRADED_WINDOW_MS, type DegradedMode } from '../limiter/degraded-stretch';
-import type { FallbackKind } from '../core/call-metrics';
+import { DEGRADED_WINDOW_MS } from '../limiter/degraded-stretch';
+import { SlidingWindowLimiter, type DegradedMode } from 'nestjs-sliding-limit';
+import type { RedisConnection } from '../core/redis-connection';
+import type { FallbackKind, ServerIdentity } from 'nestjs-sliding-limit';
 
 /** How long one health check may wait for a node, by default: below a Kubernetes probe's 1 s default. */
 export const DEFAULT_HEALTH_TIMEOUT_MS = 500;
 
 /** Options of {@link SlidingLimitHealthIndicator.isHealthy}. */
 export interface SlidingLimitHealthOptions {
-  /**
-   * How long to wait for each master (PING, INFO server and FUNCTION LIST together; masters are asked
-   * in parallel), in milliseconds. Default {@link DEFAULT_HEALTH_TIMEOUT_MS}.
-   */
+  /** How long to wait for each master (asked in parallel), in milliseconds. Default 500. */
   timeoutMs?: number;
-  /**
-   * Down while the limiter makes decisions without Redis (by `onRedisError` or the insurance): the
-   * latest at most this many milliseconds ago. Default {@link DEGRADED_WINDOW_MS} (10 s); 0 leaves
-   * degraded decisions out of the check.
-   */
+  /** Down while the latest decision made without Redis is at most this many ms old. Default 10,000; 0 ignores them. */
   degradedWindowMs?: number;
 }
 
@@ -56,19 +48,11 @@ export interface SlidingLimitHealthDegraded {
 
 /** What the indicator reports beside `status`. */
 export type SlidingLimitHealthDetails = {
-  /**
-   * `function`: reachability and the functions are checked. `script` (EVALSHA, Redis 5/6):
-   * reachability only, since a script cache needs no loading. `backend`: decisions run without Redis
-   * (an in-memory backend), nothing to check.
-   */
+  /** `function`: reachability and functions checked; `script` (Redis 5/6): reachability only; `backend`: nothing. */
   mode: 'function' | 'script' | 'backend';
   /** Every master checked, as host:port (the server itself when standalone). */
   nodes: string[];
-  /**
-   * What each master that answered runs: `redis` or `valkey`, and the server's own version (Valkey's
-   * `valkey_version`, not the `redis_version: 7.2.4` it reports for compatibility). Absent when no
-   * master told.
-   */
+  /** What each master that answered runs (`redis` or `valkey`, and its own version). */
   servers?: ({ node: string } & ServerIdentity)[];
   /** Functions that must be loaded on every master: the active one, and the canary's when one is set. */
   functions: string[];
@@ -76,24 +60,15 @@ export type SlidingLimitHealthDetails = {
   unreachable?: { node: string; error: string }[];
   /** Functions a master lacks, one entry per master and function. */
   missing?: { node: string; functionName: string; libraryName: string }[];
-  /**
-   * Set while the limiter has not started (its functions loaded or verified) after an attempt failed:
-   * it tries again in the background, and decisions follow `onRedisError` meanwhile. The check is down.
-   */
+  /** Set (and down) while the limiter has not started after an attempt failed. */
   startup?: { since: string; attempts: number; lastError: string };
-  /**
-   * Set while decisions are made without Redis (within `degradedWindowMs`), e.g. by a Redis that
-   * answers PING but refuses every write (out of memory): the check is then down.
-   */
+  /** Set (and down) while decisions are made without Redis, e.g. by a Redis out of memory that answers PING. */
   degraded?: SlidingLimitHealthDegraded;
   /** What is wrong and how to fix it (set when down), or why nothing was checked. */
   message?: string;
 };
 
-/**
- * The indicator's result: `{ [key]: { status, ...details } }`, the shape of terminus'
- * `HealthIndicatorResult`, declared here so that this package's types never require terminus.
- */
+/** The indicator's result, terminus' `HealthIndicatorResult` shape (so these types never require terminus). */
 export type SlidingLimitHealthResult<Key extends string = string> = Record<
   Key,
   { status: 'up' | 'down' } & SlidingLimitHealthDetails
@@ -115,9 +90,8 @@ interface NodeReport {
 }
 
 /**
- * A health indicator for `@nestjs/terminus` (an optional peer dependency: install it to use this).
- * Reports whether every Redis master answers PING in time and — in function mode — whether the
- * active function and the canary's are loaded on every master, naming the nodes that lack them.
+ * A health indicator for `@nestjs/terminus` (an optional peer dependency): whether every Redis master
+ * answers PING in time and has the active function and the canary's loaded.
  *
  * ```ts
  * @Module({ imports: [TerminusModule], controllers: [HealthController], providers: [SlidingLimitHealthIndicator] })
@@ -127,15 +101,14 @@ interface NodeReport {
  * check() { return this.health.check([() => this.rateLimit.isHealthy('rateLimit')]); }
  * ```
  *
- * Injects the connection and limiter of `RateLimitModule` (global by default). A Redis that is down
- * or reconnecting is reported at once: nothing is queued behind a dead connection.
+ * A Redis that is down or reconnecting is reported at once, never queued behind.
  */
 @Injectable()
 export class SlidingLimitHealthIndicator {
   private readonly terminus: Terminus;
   private indicators?: HealthIndicatorService;
 
-  /** @throws RateLimitConfigError when `@nestjs/terminus` is not installed. */
+  /** @throws RateLimitConfigError when `@nestjs/terminus` is not installed. @internal */
   constructor(
     @Inject(RATE_LIMIT_CONNECTION) private readonly connection: RateLimitConnection,
     private readonly limiter: SlidingWindowLimiter,
@@ -146,8 +119,7 @@ export class SlidingLimitHealthIndicator {
   }
 
   /**
-   * Checks Redis for the rate limiter. Never throws: a problem is reported as `status: 'down'`,
-   * which terminus' `HealthCheckService` answers with 503.
+   * Checks Redis for the rate limiter. Never throws: a problem is `status: 'down'` (a 503).
    * @param key the key of the result in the health report. Default `rateLimit`.
    */
   async isHealthy<const Key extends string = 'rateLimit'>(

@@ -110,10 +110,7 @@ function fail(keys: readonly unknown[], rules: readonly unknown[], options?: Dec
   throw new RateLimitConfigError(problems, 'SlidingWindowLimiter');
 }
 
-/**
- * Problems of a request's cost: a whole number from 1, at most the smallest of `rules`' limits (a
- * larger cost could never be admitted).
- */
+/** Problems of a request's cost: a whole number from 1 to the smallest of `rules`' limits. */
 export function describeCostProblems(cost: unknown, rules: readonly unknown[], label = 'cost'): string[] {
   if (cost === undefined) return [];
   if (!isValidCost(cost))

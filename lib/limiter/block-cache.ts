@@ -7,26 +7,21 @@ export interface BlockedTimes {
 }
 
 interface Blocked<T> {
-  /** The limit and window the rejection was for: the same key limited differently is another matter. */
+  /** The rule the rejection was for: the same key limited differently is another matter. */
   readonly limit: number;
   readonly windowMs: number;
-  /** Caller-clock ms at which the decision was made. */
   readonly decidedAt: number;
-  /** Caller-clock ms before which no request can be admitted. */
+  /** Before this, no request can be admitted. */
   readonly until: number;
   /** The limit's state as Redis reported it at `decidedAt`. */
   readonly state: T;
 }
 
 /**
- * Remembers rejections of single-limit decisions until the moment a slot can free, so that a hammered
- * key costs no Redis call until then. Exact: v2 reports when the oldest entries leave the window, no
- * slot can free earlier (entries only leave by expiry — or by a reset, which clears the key here),
- * and every request before that time would be rejected by Redis too. Times are in the limiter's clock,
- * the one whose `now` the function received.
- *
- * Keyed by the full key alone, so a lookup costs no string building; bounded: the least recently
- * blocked entries are evicted beyond `maxEntries`.
+ * Remembers rejections of single-limit decisions until a slot can free, so that a hammered key costs no
+ * Redis call until then. Exact: v2 reports when the oldest entry leaves, and entries leave only by expiry
+ * or a reset (which clears the key here). Times are the limiter's clock; beyond `maxEntries` the least
+ * recently blocked entries go.
  */
 export class BlockCache<T extends BlockedTimes = BlockedTimes> {
   private readonly entries = new Map<string, Blocked<T>>();

@@ -1,12 +1,7 @@
 /** Buckets a key falls into: a percentage with two decimals. */
 export const CANARY_BUCKETS = 10_000;
 
-/**
- * The canary bucket (0 … 9999) of a key: FNV-1a over its UTF-16 code units, then murmur3's
- * finaliser so that keys differing only in their last characters ("user:1", "user:2", …) spread
- * evenly. A pure function of the key, so the split is sticky: a key goes to the same version for a
- * given share, in every process, and never flips inside one window.
- */
+/** The canary bucket (0 … 9999) of a key: FNV-1a then murmur3's finaliser, so similar keys spread evenly. */
 export function canaryBucket(key: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {

@@ -1,9 +1,4 @@
-/**
- * Stops sending to a Redis that keeps failing, so calls to a dead or frozen server do not pile up
- * (every call would otherwise wait its full timeout, and ioredis would hold each unanswered command).
- * After `threshold` consecutive unavailability failures it opens for `cooldownMs`; then one probe
- * call is let through, and its success closes it again.
- */
+/** Stops calls to a failing Redis: after `threshold` failures it opens for `cooldownMs`, then lets a probe through. */
 export class CircuitBreaker {
   private failures = 0;
   private openUntil = 0;
@@ -38,11 +33,7 @@ export class CircuitBreaker {
     this.onSuccess();
   }
 
-  /**
-   * Redis answered a call after the call had given up on it: a frozen server resumed, a slow one
-   * caught up. Ends the cool-down, so the next call probes now rather than up to `cooldownMs` later.
-   * It does not close the breaker: the probe's answer does, and a Redis still too slow keeps it open.
-   */
+  /** Redis answered a call that had given up on it: the next call probes now (the probe's answer closes it). */
   onLateAnswer(): void {
     this.openUntil = 0;
   }

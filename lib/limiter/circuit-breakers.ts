@@ -1,9 +1,6 @@
 import { CircuitBreaker } from './circuit-breaker';
 
-/**
- * One circuit breaker per Redis node: on a cluster, a dead master must pause the calls for its slots
- * only, not the decisions the healthy masters keep making.
- */
+/** One circuit breaker per node: a dead master pauses the calls for its slots only. */
 export class CircuitBreakers {
   private readonly byNode = new Map<string, CircuitBreaker>();
 

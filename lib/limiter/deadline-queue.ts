@@ -5,14 +5,7 @@ const INITIAL_CAPACITY = 1024;
 /** What a call's deadline does: a callback, or an object whose `expire` method is called (no closure per call). */
 export type OnTimeout = (() => void) | { expire(): void };
 
-/**
- * Times out calls that all share one timeout, with one timer and no allocation per call: a timer set
- * and cleared per decision, or a Set entry added and removed per decision, cost more client CPU than
- * the rest of a decision. Calls take sequence numbers; their callbacks sit in a ring buffer indexed by
- * sequence number and are cleared when the call settles. Every quarter timeout the calls started
- * between four and five ticks ago are expired, so a call times out between 1 and 1.25 timeouts after
- * it started.
- */
+/** Times out calls sharing one timeout with one timer and no allocation per call (a ring buffer by sequence). */
 export class DeadlineQueue {
   private callbacks = new Array<OnTimeout | undefined>(INITIAL_CAPACITY);
   private mask = INITIAL_CAPACITY - 1;
@@ -26,7 +19,7 @@ export class DeadlineQueue {
 
   constructor(readonly timeoutMs: number) {}
 
-  /** Calls `onTimeout` once the timeout has passed, unless {@link settle} is called first. Returns the call's number. */
+  /** Calls `onTimeout` once the timeout has passed, unless the returned number is settled first. */
   track(onTimeout: OnTimeout): number {
     if (this.next - this.expiredUpTo > this.mask) this.grow();
     const seq = this.next++;

@@ -1,11 +1,7 @@
 import type { LimiterErrorKind } from '../core/call-metrics';
 import type { RateLimitDecision } from '../core/decisions';
 
-/**
- * How a decision was made, as decision listeners are told beside it: the function that made it (or
- * would have), whether it admitted the request, how it was made when Redis did not, the call's
- * latency, a rejection by the block cache.
- */
+/** How a decision was made, as decision listeners are told beside it. */
 export interface Decided {
   allowed: boolean;
   functionName: string;

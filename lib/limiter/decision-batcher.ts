@@ -11,11 +11,7 @@ import type { Decision } from './decision';
 import type { DecisionChannel } from './decision-channel';
 import type { RedisCall } from './redis-call-policy';
 
-/**
- * Several decisions in one call of the version's batch function: one decision each, in order, sent
- * again as it is for a retry, recovered by the runner (a library reloaded). Its outcome is each
- * decision's, or — when Redis answered the whole batch with an error — the batcher's to sort out.
- */
+/** Several decisions in one call of the version's batch function; a failed batch goes back to the batcher. */
 class BatchCall implements RedisCall<MultiRateLimitDecision[]> {
   private readonly keyCount: number;
   private readonly keysAndArguments: readonly (string | number)[];
@@ -63,21 +59,10 @@ function keysOf(decisions: readonly Decision[]): string[] {
 type Lanes = Map<ActiveVersion, Map<number, Decision[]>>;
 
 /**
- * Sends decisions that arrive together as one call of the version's batch function.
- *
- * In this process most of a decision's cost is the call around it: building and parsing a command
- * and a system call each way (batched, a decision needs about half the CPU); in Redis,
- * the call's own overhead and argument handling (about a fifth of a decision's time). So while
- * calls are in flight, new decisions wait until the event loop has read everything that is
- * ready (`setImmediate`), and then go as one call per version and slot, at most `maxSize` decisions
- * each. With nothing in flight a decision goes at once: batching never adds latency to a quiet
- * process. The batch function decides each one exactly as the single function would, one after the
- * other, in arrival order.
- *
- * A batch that Redis answers with an error (a CLOCKSKEW of one decision, a key of the wrong type) is
- * retried decision by decision, so each caller gets its own outcome or error; the decisions the batch
- * had recorded already are retries with the same request id then, which never count twice. When
- * Redis did not answer at all, every decision of the batch gets that error (and its failure policy).
+ * Sends decisions that arrive together as one call of the version's batch function: while calls are in
+ * flight, new decisions wait for the event loop's turn (`setImmediate`) and go as one call per version
+ * and slot, at most `maxSize`; with nothing in flight a decision goes at once. A batch Redis answers
+ * with an error is retried decision by decision (same request ids, so nothing counts twice).
  */
 export class DecisionBatcher {
   private readonly lanes: Lanes = new Map();
@@ -94,8 +79,7 @@ export class DecisionBatcher {
     const version = decision.version as ActiveVersion;
     const mayWait =
       this.maxSize > 1 && version.contract.batch !== undefined && (this.flushScheduled || this.channel.busy());
-    // While the node fails, a decision is answered at once (fail fast, or the breaker's probe) rather
-    // than held for a batch.
+    // While the node fails, a decision goes at once (fail fast, or the breaker's probe), never held.
     if (!mayWait || !this.channel.healthy(decision.keys[0])) this.channel.send(decision, decision.keys[0]);
     else this.enqueue(version, decision);
   }

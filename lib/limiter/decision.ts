@@ -45,26 +45,15 @@ export interface DecisionRecorders {
   readonly blockCache: BlockCache<RateLimitDecision> | undefined;
 }
 
-/**
- * Who takes a decision over where the caller would have: the package's guards, which turn it into
- * their answer (headers, or the refusal) before the caller's promise settles with that answer (or
- * with what the receiver threw). One object per request, where a `.then` would make three.
- */
+/** Takes a decision over (the guards): the caller's promise settles with its answer, or what it threw. */
 export interface DecisionReceiver {
   receive(decision: MultiRateLimitDecision): unknown;
 }
 
 /**
- * One request's decision on its way: what the request asks (set by the limiter when it makes it),
- * its call to the version's allow function (set by the limiter with {@link Decision.callWith}, once
- * the version and the time are known; the call policy and the batcher only send it), and the promise
- * its caller awaits. A retry sends the keys and arguments built for the first attempt: the same
- * request id.
- *
- * A decision of the limiter reports to its recorders when it is made (metrics, listeners, the block
- * cache) and, when Redis cannot decide, goes to the failure policy. Without recorders it is a part of
- * a request split over several calls, or a call of the insurance limiter: its promise settles with the
- * decision or the error as they are, for the decision that holds it to record.
+ * One request's decision on its way: what it asks, its call (set by {@link Decision.callWith}; a retry
+ * resends the same arguments, so the same request id) and its caller's promise. Without recorders (a
+ * part of a split request, an insurance call) it settles as it is, for its holder to record.
  */
 export class Decision implements AllowCall, RedisCall<MultiRateLimitDecision> {
   readonly cost: number;
@@ -152,10 +141,7 @@ export class Decision implements AllowCall, RedisCall<MultiRateLimitDecision> {
     this.respond(requestDecision(false, [blocked], functionName), undefined, undefined, true);
   }
 
-  /**
-   * Redis did not decide (or the request cannot be decided): the failure policy decides, or the
-   * caller gets the error (`throw`, a configuration error).
-   */
+  /** Redis did not decide (or the request cannot be): the failure policy decides, or the caller gets the error. */
   reject(error: unknown): void {
     const { recorders } = this;
     if (recorders === undefined) return this.rejectPromise(error);

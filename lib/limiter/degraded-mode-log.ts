@@ -13,10 +13,7 @@ export interface LimiterLogger {
   error?(message: string): void;
 }
 
-/**
- * Failures that last until someone acts: the function is missing and will not be loaded (`off`, or a
- * reload that failed), other code under the library's name, a server that cannot run functions.
- */
+/** Failures that last until someone acts: a missing function not reloaded, other code, no functions at all. */
 function needsOperator(cause: unknown): boolean {
   return (
     cause instanceof FunctionNotLoadedError ||
@@ -26,10 +23,7 @@ function needsOperator(cause: unknown): boolean {
   );
 }
 
-/**
- * Logs degraded mode once when it starts, then a summary per interval while it lasts, then once when
- * Redis is back — never once per request, which would flood the logs exactly when they matter.
- */
+/** Logs degraded mode when it starts, a summary per interval while it lasts, and when Redis is back. */
 export class DegradedModeLog {
   private since?: number;
   private lastSummaryAt = 0;

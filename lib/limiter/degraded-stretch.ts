@@ -2,11 +2,7 @@ import type { FallbackKind, LimiterErrorKind } from '../core/call-metrics';
 import { errorKindOf } from '../redis/error-kind';
 import { messageOf } from '../redis/reply';
 
-/**
- * How long without a degraded decision ends a stretch of degraded mode, and how recent the latest
- * must be for the limiter to count as degraded by default (health check, Prometheus gauge): the
- * degraded-mode log's summary interval.
- */
+/** How long without a degraded decision ends a stretch, and how recent one keeps the limiter degraded by default. */
 export const DEGRADED_WINDOW_MS = 10_000;
 
 /** A stretch of decisions made without Redis, as {@link SlidingWindowLimiter.status} reports it. */
@@ -22,10 +18,8 @@ export interface DegradedMode {
 }
 
 /**
- * The current stretch of degraded decisions: a few increments per degraded decision (the cause is
- * kept as it is, and read only when someone asks). A stretch ends after {@link DEGRADED_WINDOW_MS}
- * without one, not at the first decision Redis makes again: on a cluster whose one master is down,
- * Redis decides for the other masters' keys all along.
+ * The current stretch of degraded decisions. It ends after {@link DEGRADED_WINDOW_MS} without one, not
+ * at Redis' next decision: with one master down, Redis decides the other masters' keys all along.
  */
 export class DegradedStretch {
   private sinceMs = 0;

@@ -22,12 +22,7 @@ export function translated(error: unknown): unknown {
   return scrubSecrets(isClockSkew(error) ? new ClockSkewError((error as Error).message, { cause: error }) : error);
 }
 
-/**
- * What happens when Redis cannot decide: the `onRedisError` policy (`allow`, `deny` or `throw`), the
- * in-memory insurance limiter for what would fail open, the degraded-mode log and the error and
- * fallback counters. The decision path hands every failure here, at one point; a configuration error
- * (a request its version cannot decide) is never a Redis failure and is rethrown as it is.
- */
+/** What happens when Redis cannot decide: the policy, the insurance, the log, the counters. */
 export class FailurePolicy implements FailureHandler {
   private readonly degradedLog: DegradedModeLog;
   private readonly stretch = new DegradedStretch();
@@ -50,10 +45,7 @@ export class FailurePolicy implements FailureHandler {
     this.degradedLog.recovered();
   }
 
-  /**
-   * The decision when Redis could not make it: by the policy (rejected with the error for `throw`);
-   * one that would fail open is made by the insurance limiter when there is one.
-   */
+  /** The decision by the policy (rejected for `throw`); the insurance limiter's where it would fail open. */
   async decide(
     caught: unknown,
     version: ActiveVersion | undefined,
@@ -85,10 +77,7 @@ export class FailurePolicy implements FailureHandler {
     return this.stretch.report(withinMs);
   }
 
-  /**
-   * What a failed peek reports: the policy's outcome (never the insurance's: a peek records nothing),
-   * or the error for `throw` and for a configuration error.
-   */
+  /** What a failed peek reports: the policy's outcome (never the insurance's), or the error for `throw`. */
   peek(
     caught: unknown,
     rule: SlidingLimitRule,

@@ -1,14 +1,7 @@
 import type { CallOutcome, LimitOutcome } from '../core/function-contract';
-import { toInteger } from '../redis/reply';
-import type { KeyCommands } from '../core/limiter-backend';
 import { isShadow, type SlidingLimitRule } from '../core/limit-rule';
 
-/**
- * The outcome the `onRedisError` policy gives when Redis cannot decide. The counts are unknown: a
- * fail-open outcome claims the full limit, a fail-closed one none and a short wait. A shadow limit
- * refuses nothing either way (a request with shadow limits only is admitted), and would have
- * refused nothing that anyone can tell.
- */
+/** The `onRedisError` outcome: fail-open claims the full limit, fail-closed none; shadow limits never refuse. */
 export function policyOutcome(
   rules: readonly SlidingLimitRule[],
   policy: 'allow' | 'deny',
@@ -36,27 +29,5 @@ export function policyOutcome(
         resetMs: 0,
       };
     }),
-  };
-}
-
-/**
- * Peek for versions without a read-only function (v1): a plain ZCOUNT of the window. Its retry and
- * reset times are the window length: entries are at most one window old, so that is never too early.
- */
-export async function peekByCounting(
-  commands: KeyCommands,
-  nowMs: number,
-  key: string,
-  rule: SlidingLimitRule,
-): Promise<LimitOutcome> {
-  const reply = await commands.zcount(key, `(${nowMs - rule.windowMs}`, '+inf');
-  const count = toInteger(reply, 'ZCOUNT', reply);
-  const allowed = count < rule.limit;
-  return {
-    allowed,
-    count,
-    remaining: Math.max(rule.limit - count, 0),
-    retryAfterMs: allowed ? 0 : rule.windowMs,
-    resetMs: count > 0 ? rule.windowMs : 0,
   };
 }

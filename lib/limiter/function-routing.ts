@@ -46,10 +46,7 @@ function canaryBucketsOf(percent: number): number {
   return Math.round((percent / 100) * CANARY_BUCKETS);
 }
 
-/**
- * Which version decides a given key: the stable one, or the canary for a sticky share of keys.
- * Immutable: a switch builds a new routing and swaps it in whole, so a call never sees half of one.
- */
+/** Which version decides a key: the stable one, or the canary for a sticky share. Immutable, swapped whole. */
 export class FunctionRouting {
   private readonly canaryBuckets: number;
 

@@ -12,17 +12,13 @@ const SPLIT_WEIGHTED =
   'stacked limits with a cost or precisionMs must be decided in one call: on a Redis Cluster, give their keys ' +
   'one hash tag (the guard does for limits of one identity)';
 
-/**
- * Sends a decision in as few calls as the contract and the cluster allow (see {@link callGroups}):
- * one, almost always. With several groups the request carries one id and one time in all of them,
- * and is removed again from the groups that recorded it when another group refused it.
- */
+/** Sends a decision in as few calls as possible; split, a refusal takes it back out of the other groups. */
 export class GroupedDecisions {
   private readonly batcher: DecisionBatcher;
 
   constructor(
     private readonly channel: DecisionChannel,
-    /** Most decisions sent in one call (see {@link DecisionBatcher}); 1 turns batching off. */
+    /** 1 turns batching off. */
     maxBatchSize: number,
   ) {
     this.batcher = new DecisionBatcher(channel, maxBatchSize);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
-import { describeValue } from '../core/value-checks';
+import { describeValue, isWholeNumberIn } from '../core/value-checks';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionCallMetrics } from '../core/call-metrics';
 import type { CanarySplit } from '../core/function-selection';
@@ -12,18 +12,11 @@ import {
   REPORT_TTL_INTERVALS,
 } from '../core/instance-report';
 
-/**
- * What the reporter reads of a limiter: a `SlidingWindowLimiter` has all of it. (An interface, not the
- * class, because the limiter itself starts a reporter.)
- */
+/** What the reporter reads of a limiter (an interface: the limiter itself starts a reporter). */
 export interface ReportedLimiter {
-  /** Prefix of the limiter's keys; the report is written under it. */
   readonly keyPrefix: string;
-  /** The stable function the limiter calls. */
   readonly functionName: string;
-  /** The canary split in effect, if any. */
   readonly canary?: CanarySplit;
-  /** The limiter's counters per function name. */
   readonly metrics: { snapshot(): FunctionCallMetrics[] };
 }
 
@@ -45,25 +38,14 @@ const WARM_UP_REPORT_MS = 1000;
 /** How long close() waits for the report's deletion. */
 export const REPORT_DELETE_TIMEOUT_MS = 500;
 
-/**
- * Problems of a report's `intervalMs` and `instanceId` (undefined ones take their defaults), each
- * prefixed with `path` (`report.` from the limiter options). Shared with option validation, so a bad
- * `report` fails with the other options.
- */
+/** Problems of a report's `intervalMs` and `instanceId`, each prefixed with `path` (`report.` in the options). */
 export function describeReportSettingsProblems(
   settings: { intervalMs?: unknown; instanceId?: unknown },
   path: string,
 ): string[] {
   const { intervalMs, instanceId } = settings;
   const problems: string[] = [];
-  if (
-    intervalMs !== undefined &&
-    !(
-      Number.isInteger(intervalMs) &&
-      (intervalMs as number) >= MIN_INTERVAL_MS &&
-      (intervalMs as number) <= MAX_INTERVAL_MS
-    )
-  ) {
+  if (intervalMs !== undefined && !isWholeNumberIn(intervalMs, MIN_INTERVAL_MS, MAX_INTERVAL_MS)) {
     problems.push(
       `${path}intervalMs must be a whole number of milliseconds from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}, got ${describeValue(intervalMs)}`,
     );
@@ -75,18 +57,11 @@ export function describeReportSettingsProblems(
 }
 
 /**
- * Records, under the limiter's key prefix and with a TTL, which function versions this process
- * calls and its counters: `<keyPrefix>__nsl:instance:<instanceId>` = JSON {@link InstanceReport}.
- * `npx nestjs-sliding-limit functions status` reads these reports, and `functions delete` refuses
- * to delete a version a live report still names.
- *
- * A started reporter reports at once, then every interval; and for one interval from its first
- * decision, at most once a second while decisions flow, so that a new instance shows its traffic at
- * once rather than after its first interval. {@link InstanceReporter.close} deletes the report, so a
- * stopped instance leaves the list at once.
+ * Records which function versions this process calls, and its counters, as JSON at
+ * `<keyPrefix>__nsl:instance:<instanceId>` with a TTL: what `functions status` and `functions delete`
+ * read. It reports at once, every interval, and once a second during its first interval of traffic.
  */
 export class InstanceReporter {
-  /** The id in the report key. */
   readonly instanceId: string;
   readonly intervalMs: number;
   /** The report key. */
@@ -135,10 +110,7 @@ export class InstanceReporter {
     this.key = instanceReportKey(limiter.keyPrefix, instanceId);
   }
 
-  /**
-   * Reports now, then every `intervalMs`. The timer never keeps the process alive. Idempotent; does
-   * nothing after {@link InstanceReporter.close}.
-   */
+  /** Reports now, then every `intervalMs` (an unref'd timer). Idempotent; nothing after `close`. */
   start(): void {
     if (this.timer || this.closed) return;
     this.timer = setInterval(() => void this.tick(), this.intervalMs);
@@ -146,14 +118,7 @@ export class InstanceReporter {
     void this.tick();
   }
 
-  /**
-   * The limiter calls this after each decision it returns. For one interval from the first decision,
-   * reports when the last report is a second old, so that `functions status` shows a new instance's
-   * traffic within a second instead of after its first interval. Sent from the decision itself
-   * rather than from a timer: the report goes out while the application uses the connection, never
-   * after it has asked the connection to quit (a command sent after QUIT can make the QUIT fail).
-   * A clock read per decision during that interval; nothing after.
-   */
+  /** Called after each decision: during its first interval, reports once a second (never after a quit). */
   noteDecision(): void {
     if (this.warmedUp || !this.timer) return;
     const now = performance.now();
@@ -162,18 +127,15 @@ export class InstanceReporter {
     else if (now - this.lastReportAt >= WARM_UP_REPORT_MS) void this.tick();
   }
 
-  /** Stops reporting. The report is left to expire (after three intervals); {@link InstanceReporter.close} deletes it. */
+  /** Stops reporting; the report is left to expire ({@link InstanceReporter.close} deletes it). */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
 
   /**
-   * Stops reporting for good and deletes the report, so that `functions status` stops listing this
-   * instance at once instead of when the report expires. Best effort: waits at most 500 ms for the
-   * deletion (not at all while the client is reconnecting: the deletion is then queued and lands if
-   * the client reconnects), never rejects (a failure is kept in {@link InstanceReporter.lastError}),
-   * and keeps no timer alive. `SlidingWindowLimiter.close()` calls it.
+   * Stops reporting and deletes the report, waiting at most 500 ms (not while reconnecting); never
+   * rejects (a failure is kept in {@link InstanceReporter.lastError}).
    */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -219,10 +181,7 @@ export class InstanceReporter {
     };
   }
 
-  /**
-   * Writes the report now. Rejects when the write fails (and records the error in
-   * {@link InstanceReporter.lastError}). Writes nothing after {@link InstanceReporter.close}.
-   */
+  /** Writes the report now (nothing after `close`); rejects when the write fails, keeping the error in `lastError`. */
   async reportNow(): Promise<void> {
     if (this.closed) return;
     this.sent = true;

@@ -26,10 +26,7 @@ function callInProcess<T>(call: RedisCall<T>): void {
   );
 }
 
-/**
- * The per-process insurance limiter: the package's reference model of the Lua functions on a bounded
- * in-memory store, deciding with the contract of the version Redis would have used.
- */
+/** The per-process insurance limiter: the reference model on a bounded in-memory store. */
 export class Insurance {
   private readonly store: MemoryBackend;
   private readonly decisions: GroupedDecisions;

@@ -13,8 +13,7 @@ class FunctionCounters {
   constructor(readonly functionName: string) {}
 
   snapshot(): FunctionCallMetrics {
-    const { functionName, calls, allowed, rejected } = this;
-    const { blockedLocally } = this;
+    const { functionName, calls, allowed, rejected, blockedLocally } = this;
     return {
       functionName,
       calls,
@@ -28,10 +27,7 @@ class FunctionCounters {
   }
 }
 
-/**
- * In-process metrics of a limiter, per function name: what a canary is judged on. Recording is a
- * few increments per call; snapshots are taken by readers (Prometheus export, the instance report).
- */
+/** In-process counters of a limiter per function name (what a canary is judged on), read by the exports and reports. */
 export class LimiterMetrics {
   private readonly byFunction = new Map<string, FunctionCounters>();
 

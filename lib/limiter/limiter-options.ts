@@ -2,7 +2,7 @@ import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { DEFAULT_KEY_PREFIX } from '../core/constants';
 import { describeReportSettingsProblems } from './instance-reporter';
 import { DEFAULT_FUNCTION_NAME, describeFunctionNameProblems } from '../redis/function-versions';
-import { describeValue, isWholeNumberIn } from '../core/value-checks';
+import { describeOneOf, describeValue, isWholeNumberIn } from '../core/value-checks';
 import type { LimiterBackend } from '../core/limiter-backend';
 import type { ClockSource, RedisErrorPolicy, SlidingWindowLimiterOptions } from './sliding-window-limiter.interfaces';
 import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
@@ -84,10 +84,7 @@ export interface ResolvedLimiterOptions extends Required<
   canary?: SlidingWindowLimiterOptions['canary'];
 }
 
-/**
- * Lists every problem of the limiter settings, each naming its option (prefixed with `path`).
- * Shared by the limiter and the Nest module so both report the same messages.
- */
+/** Every problem of the limiter settings, each naming its option (after `path`); the Nest module's too. */
 export function describeLimiterSettingsProblems(settings: LimiterSettings, path = ''): string[] {
   const problems: string[] = [];
   const {
@@ -118,14 +115,9 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
       `${path}keyPrefix must be a string of at most ${MAX_KEY_PREFIX_LENGTH} characters without { or }, got ${describeValue(keyPrefix)}`,
     );
   }
-  if (loadFunctions !== undefined && !LOAD_POLICIES.includes(loadFunctions)) {
-    problems.push(
-      `${path}loadFunctions must be one of ${LOAD_POLICIES.join(', ')}, got ${describeValue(loadFunctions)}`,
-    );
-  }
-  if (mode !== undefined && !MODES.includes(mode)) {
-    problems.push(`${path}mode must be one of ${MODES.join(', ')}, got ${describeValue(mode)}`);
-  }
+  if (loadFunctions !== undefined)
+    problems.push(...describeOneOf(loadFunctions, LOAD_POLICIES, `${path}loadFunctions`));
+  if (mode !== undefined) problems.push(...describeOneOf(mode, MODES, `${path}mode`));
   if (clock !== undefined && clock !== 'local' && clock !== 'server' && typeof clock !== 'function') {
     problems.push(
       `${path}clock must be 'local', 'server' or a function returning epoch milliseconds, got ${describeValue(clock)}`,
@@ -145,7 +137,7 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
     );
   }
   if (onRedisError !== undefined)
-    problems.push(...describeRedisErrorPolicyProblems(onRedisError, `${path}onRedisError`));
+    problems.push(...describeOneOf(onRedisError, REDIS_ERROR_POLICIES, `${path}onRedisError`));
   problems.push(
     ...describeSwitchProblems(blockCache, `${path}blockCache`, 'maxEntries', MAX_BLOCK_CACHE_ENTRIES, true),
     ...describeSwitchProblems(batch, `${path}batch`, 'maxSize', MAX_BATCH_SIZE, true),
@@ -171,10 +163,7 @@ export function describeLimiterSettingsProblems(settings: LimiterSettings, path 
   return problems;
 }
 
-/**
- * Problems of an option that is `true`, `false` or `{ <field>: 1 … max }` (blockCache, batch,
- * insurance); `required` says whether the object must name the field.
- */
+/** Problems of an option that is `true`, `false` or `{ <field>: 1 … max }` (the field `required` or not). */
 function describeSwitchProblems(
   value: unknown,
   label: string,
@@ -197,8 +186,7 @@ export function isRedisErrorPolicy(value: unknown): value is RedisErrorPolicy {
 
 /** Problems of an `onRedisError` value. */
 export function describeRedisErrorPolicyProblems(policy: unknown, label: string): string[] {
-  if (isRedisErrorPolicy(policy)) return [];
-  return [`${label} must be one of ${REDIS_ERROR_POLICIES.join(', ')}, got ${describeValue(policy)}`];
+  return describeOneOf(policy, REDIS_ERROR_POLICIES, label);
 }
 
 /** Problems of a canary split. */
@@ -231,10 +219,7 @@ export function describeClientProblems(client: unknown): string[] {
     : [`client must be an ioredis Redis or Cluster instance (ioredis 5.3 or newer), got ${describeValue(client)}`];
 }
 
-/**
- * The size a `true` / `false` / `{ <field>: n }` option asks for (`batch`, `blockCache`, `insurance`):
- * undefined when off, `whenOn` for `true` or an object without the field.
- */
+/** The size a `true` / `false` / `{ <field>: n }` option asks for: undefined when off, else `whenOn` or n. */
 export function switchSize<F extends string>(
   value: boolean | Partial<Record<F, number>>,
   field: F,

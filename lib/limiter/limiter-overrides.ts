@@ -1,4 +1,3 @@
-import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import type {
   KeyOverride,
   OverrideListOptions,
@@ -9,12 +8,7 @@ import type {
 import type { LimiterBackend, OverridesStoreSettings } from '../core/limiter-backend';
 import type { BlockCache } from './block-cache';
 
-/**
- * `limiter.overrides`: the backend's override store under the limiter's key prefix. A change of a
- * key's override also drops the key's refusal from this process' block cache, which holds refusals
- * only while overrides are not read (`keyOverrides: false`, or sliding_allow_v1): a refusal
- * cached before the change would otherwise outlive it here.
- */
+/** `limiter.overrides` under the key prefix; a change also drops the key's refusal from the block cache. */
 export class LimiterOverrides implements OverrideStore {
   constructor(
     private readonly store: OverrideStore,
@@ -43,21 +37,11 @@ export class LimiterOverrides implements OverrideStore {
   }
 }
 
-/**
- * The overrides of a limiter on `backend`.
- * @throws RateLimitConfigError when the backend keeps no overrides (a `LimiterBackend` of the user's
- * without `overridesStore`)
- */
+/** The overrides of a limiter on `backend`. */
 export function limiterOverrides(
   backend: LimiterBackend,
   settings: OverridesStoreSettings,
   blockCache: BlockCache | undefined,
 ): LimiterOverrides {
-  if (!backend.overridesStore) {
-    throw new RateLimitConfigError(
-      ['the limiter’s backend keeps no per-key overrides: give it an overridesStore(settings) method'],
-      'SlidingWindowLimiter.overrides',
-    );
-  }
   return new LimiterOverrides(backend.overridesStore(settings), settings.keyPrefix, blockCache);
 }

@@ -21,13 +21,9 @@ export const MIN_STARTUP_TIMEOUT_MS = 2000;
 export const STARTUP_RETRY_MS = 1000;
 
 /**
- * How a limiter comes to have a routing (which function version decides which key): detecting the
- * execution mode and loading or verifying the Lua on every master at start-up, and switching to
- * other functions at runtime. The decision path reads {@link LimiterStartup.routing} and, only while
- * there is none yet, asks {@link LimiterStartup.start}: it waits for the first attempt at most
- * `timeoutMs`; once an attempt has failed (or was waited for in vain), decisions go to the failure
- * policy at once while start-up is tried again in the background, every {@link STARTUP_RETRY_MS}
- * and whenever the connection is ready.
+ * How a limiter comes to have a routing (which version decides which key): loading or verifying the
+ * Lua at start-up, and switching at runtime. Decisions wait for the first attempt at most `timeoutMs`;
+ * once one failed, they go to the failure policy while start-up is retried in the background.
  */
 export class LimiterStartup {
   /** The routing in effect; undefined until start-up has succeeded. */
@@ -74,11 +70,7 @@ export class LimiterStartup {
     return this.routing?.stable.contract ?? getFunctionContract(this.selection.functionName);
   }
 
-  /**
-   * The contract that will decide `identity` once started: the configured canary's for its share of
-   * identities, the stable version's for the others. What a decision is checked against before
-   * start-up has finished.
-   */
+  /** The contract that will decide `identity` once started (the canary's for its share): checked before start-up. */
   configuredContractFor(identity: string): FunctionContract {
     const canary = canaryInEffect(this.selection);
     const picked = canary && isInCanary(identity, canary.percent) ? canary : this.selection;
@@ -92,10 +84,7 @@ export class LimiterStartup {
     return { sinceMs, attempts: this.attempts, lastError: { kind: errorKindOf(error), message: messageOf(error) } };
   }
 
-  /**
-   * For a decision: the routing, starting up first if needed, within about `timeoutMs` (1 to 1.25 ×);
-   * once start-up has failed, the rejection at once.
-   */
+  /** For a decision: the routing, starting up if needed (waiting about `timeoutMs`, none once it failed). */
   start(): Promise<FunctionRouting> {
     if (this.routing) return Promise.resolve(this.routing);
     if (this.failure) return Promise.reject(this.failure.error);
@@ -175,10 +164,7 @@ export class LimiterStartup {
     this.ready().catch(() => undefined);
   }
 
-  /**
-   * Puts `selection` in effect once its functions are verified on every master (loaded there under
-   * `auto`); the current routing stays when that fails.
-   */
+  /** Puts `selection` in effect once its functions are verified on every master; the current stays on failure. */
   async switchTo(selection: FunctionSelection): Promise<void> {
     const problems = this.describeUnmetNeeds(selection);
     if (problems.length > 0) throw new RateLimitConfigError(problems, 'SlidingWindowLimiter.use');
@@ -188,10 +174,7 @@ export class LimiterStartup {
     this.install(await this.build(selection, policy));
   }
 
-  /**
-   * Registers what the limiter's callers need of its functions, read at each switch; returns the
-   * function that removes it.
-   */
+  /** Registers what callers need of the functions, read at each switch; returns the function that removes it. */
   addNeeds(needs: () => FunctionNeeds): () => void {
     // A wrapper: the same function registered twice is two registrations, removed one by one.
     const entry = () => needs();

@@ -4,11 +4,7 @@ export interface PromiseHolder<T> {
   rejectPromise: (error: unknown) => void;
 }
 
-/**
- * A new promise whose settling functions are written onto `holder`. One executor serves every promise
- * (it runs synchronously inside the constructor): `new Promise((resolve, reject) => …)` would make a
- * closure per promise, and the decision path makes one promise per request.
- */
+/** A new promise whose settling functions are written onto `holder`: one executor for all, no closure each. */
 export function openPromise<T>(holder: PromiseHolder<T>): Promise<T> {
   const promise = new Promise<T>(capture);
   holder.resolvePromise = captured.resolve;

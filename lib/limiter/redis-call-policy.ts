@@ -7,11 +7,7 @@ import { DeadlineQueue } from './deadline-queue';
 import { openPromise, unset } from './open-promise';
 import { timeoutError } from './with-timeout';
 
-/**
- * One call to Redis as the policy makes it: how to send it (again, for a retry: the same arguments,
- * so the same request id), how to recover a failure the runner can repair, how to read the reply, and
- * whom to tell how it ended. A decision is its own call; a batch is one call for several.
- */
+/** One call to Redis: how to send it (a retry resends the same arguments), recover, read and settle it. */
 export interface RedisCall<T> {
   send(): Promise<unknown>;
   /** After `send` failed: the reply once the cause is repaired (a library reloaded), or undefined. */
@@ -22,10 +18,7 @@ export interface RedisCall<T> {
   reject(error: unknown): void;
 }
 
-/**
- * The policy's own state of one call in flight: its attempts, its deadline, whether it is over. Made
- * per call by the policy (never by the call), with the reply's two callbacks bound once.
- */
+/** The policy's own state of one call in flight: attempts, deadline, whether it is over. */
 class PolicedCall<T> {
   attempts = 0;
   /** The current attempt's number in the deadline queue. */
@@ -84,13 +77,9 @@ class PlainCall<T> implements RedisCall<T> {
 }
 
 /**
- * How every call to Redis is made: never to a connection that is down (ioredis would queue it until
- * it reconnects), never for much longer than `timeoutMs` per attempt (between 1 and 1.25 × `timeoutMs`:
- * one timer serves every call), at most `retries` more attempts after a timeout or a dropped
- * connection, and not at all while the circuit breaker is open. The attempt is sent again as is, so a
- * retry carries the same arguments — the same request id — and a write whose outcome was unknown can
- * never count twice; for the same reason, a reply to the timed-out attempt that comes while its retry
- * is in flight answers the call.
+ * How every call to Redis is made: never to a connection that is down, at most about `timeoutMs` per
+ * attempt, `retries` more attempts after a timeout or a dropped connection, none while the breaker is
+ * open. A retry resends the same request id, so a write whose outcome was unknown never counts twice.
  */
 export class RedisCallPolicy {
   readonly deadlines: DeadlineQueue;
@@ -106,11 +95,7 @@ export class RedisCallPolicy {
     this.deadlines = new DeadlineQueue(timeoutMs);
   }
 
-  /**
-   * Makes `call` under the policy; `routeKey` (a key of the call) picks the node's circuit breaker,
-   * and a failure counts there as `decisions` failures (a batch carries several). The call is told
-   * how it ended.
-   */
+  /** Makes `call`; `routeKey` picks the node's breaker, where a failure counts `decisions` times (a batch). */
   call<T>(call: RedisCall<T>, routeKey: string | undefined, decisions = 1): void {
     const policed = new PolicedCall(this, call, this.breakers.for(routeKey), decisions);
     this.inFlight++;
@@ -174,10 +159,7 @@ export class RedisCallPolicy {
     call.resolve(parsed);
   }
 
-  /**
-   * An error, or the deadline (an unanswered error): settles the call unless it is already, after
-   * the call's own recovery (a library reloaded) when it has one for this error.
-   */
+  /** An error or the deadline: settles the call unless it is already, after its own recovery if it has one. */
   failed(policed: PolicedCall<unknown>, error: unknown): void {
     if (policed.settled) {
       // An error reply that came after the deadline is an answer too.

@@ -1,21 +1,14 @@
+import type { Cluster, Redis } from 'ioredis';
 import type { CanarySplit } from '../core/function-selection';
-import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
-import type { RedisConnection } from '../core/redis-connection';
 import type { LimiterLogger } from './degraded-mode-log';
 import type { DegradedMode } from './degraded-stretch';
-import type { LimiterBackend } from '../core/limiter-backend';
+import type { MemoryBackend } from '../memory/memory-backend';
 import type { SlidingLimitRule } from '../core/limit-rule';
 import type { RateLimitDecision } from '../core/decisions';
 import type { LimiterErrorKind } from '../core/call-metrics';
 
-/** Where the limiter takes "now" from. */
-export type ClockSource =
-  /** `Date.now()` of this process (default). */
-  | 'local'
-  /** The Redis server's `TIME`, read inside the function: one clock for every gateway. */
-  | 'server'
-  /** A function returning epoch milliseconds; use it to control time in tests. */
-  | (() => number);
+/** Where the limiter takes "now" from: see {@link SlidingWindowLimiterOptions.clock}. */
+export type ClockSource = NonNullable<SlidingWindowLimiterOptions['clock']>;
 
 /** What a decision does when Redis cannot make it (timeout, connection down, circuit open, error reply). */
 export type RedisErrorPolicy =
@@ -30,25 +23,15 @@ export type RedisErrorPolicy =
 export interface DecisionOptions {
   /** Overrides the limiter's `onRedisError` for this call (e.g. `deny` on a money-moving endpoint). */
   onRedisError?: RedisErrorPolicy;
-  /**
-   * What this request weighs: a whole number from 1 (the default) to the smallest limit it is
-   * checked against. It is admitted only if every limit has `cost` left; `count` and `remaining`
-   * are in the same units. A cost other than 1 needs `sliding_allow_v2`.
-   */
+  /** What this request weighs, from 1 (default) to the smallest limit. Another than 1 needs `sliding_allow_v2`. */
   cost?: number;
-  /**
-   * Names of the limits, one per rule and in the same order, handed to decision listeners
-   * ({@link SlidingWindowLimiter.onDecision}) so that metrics and traces can say which limit decided.
-   * The Nest guard sets them (the `@SlidingLimit` names); the limiter itself does not use them.
-   */
+  /** Names of the limits, one per rule, for decision listeners ({@link SlidingWindowLimiter.onDecision}). */
   limitNames?: readonly string[];
 }
 
 /**
- * One decision, as {@link SlidingWindowLimiter.onDecision} listeners receive it after `consume` or
- * `consumeAll` has decided (by Redis, the block cache, the failure policy or the insurance limiter).
- * It holds no key: keys are identities (IP addresses, user ids) that metrics and traces should not
- * carry. A listener must not keep it: the arrays may be the caller's.
+ * One decision, as {@link SlidingWindowLimiter.onDecision} listeners receive it. It holds no key (keys
+ * are identities metrics should not carry); a listener must not keep it: the arrays may be the caller's.
  */
 export interface DecisionEvent {
   /** The function that decided, or that would have when Redis could not (e.g. `sliding_allow_v2`). */
@@ -63,18 +46,11 @@ export interface DecisionEvent {
   readonly cost: number;
   /** 0 when allowed; otherwise the longest wait among the full limits, ms. */
   readonly retryAfterMs: number;
-  /**
-   * How long the call to Redis took, ms (a failed call's time when the decision is degraded);
-   * undefined when no call was made (a rejection by the local block cache).
-   */
+  /** How long the call to Redis took, ms; undefined when none was made (the local block cache refused). */
   readonly latencyMs: number | undefined;
   /** Set when Redis did not decide: see {@link RateLimitDecision.degraded}. */
   readonly degraded: RateLimitDecision['degraded'];
-  /**
-   * Why Redis did not decide, when `degraded` is set: the failure's kind as the error counters count it
-   * (`timeout`, `connection`, `function_not_loaded`, `clock_skew`, `redis` for an error reply such as
-   * OOM, `other`).
-   */
+  /** Why Redis did not decide, when `degraded` is set, as the error counters count it. */
   readonly degradedCause: LimiterErrorKind | undefined;
   /** Whether the local block cache rejected the request without a Redis call. */
   readonly blockedLocally: boolean;
@@ -94,24 +70,15 @@ export interface StartupFailure {
 
 /** What {@link SlidingWindowLimiter.status} reports: whether the limiter has started, and whether Redis decides. */
 export interface LimiterStatus {
-  /**
-   * Whether start-up (the functions loaded or verified on every master) has finished. Until it has,
-   * decisions are made by `onRedisError`.
-   */
+  /** Whether the functions are loaded or verified on every master; until then `onRedisError` decides. */
   started: boolean;
-  /**
-   * Set while start-up has failed and is tried again in the background (every second, and whenever
-   * the connection is ready): since when, how many attempts, and why the latest failed.
-   */
+  /** Set while start-up has failed and is retried in the background. */
   startup?: StartupFailure;
   /** Set while decisions are made without Redis: the stretch of them, its latest recent enough. */
   degraded?: DegradedMode;
 }
 
-/**
- * What callers of a limiter need of the function versions it calls, by who needs it (names for the
- * message, e.g. routes `Controller.handler`); see {@link SlidingWindowLimiter.addFunctionNeeds}.
- */
+/** What callers need of the function versions, by who needs it (e.g. routes); see `addFunctionNeeds`. */
 export interface FunctionNeeds {
   /** Who decides requests with a cost other than 1 (`sliding_allow_v2`). */
   weighted?: readonly string[];
@@ -126,79 +93,64 @@ export type DecisionListener = (event: DecisionEvent) => void;
 
 /** Options of {@link SlidingWindowLimiter}. */
 export interface SlidingWindowLimiterOptions {
-  /** The ioredis connection to use. The limiter never closes it. Required unless `backend` is given. */
-  client?: RedisConnection;
-  /**
-   * Advanced: where decisions run instead of `client`, e.g. the in-memory backend of
-   * `RateLimitTestingModule`. Default: Redis through `client`.
-   */
-  backend?: LimiterBackend;
-  /**
-   * The active function name, e.g. `sliding_allow_v2`. Default: `DEFAULT_FUNCTION_NAME`
-   * (`sliding_allow_v2`). Switching between shipped versions needs no code change.
-   */
+  /** The ioredis `Redis` or `Cluster`, which the limiter never closes. Required unless `backend` is given. */
+  client?: Redis | Cluster;
+  /** Decisions in this process's memory instead of Redis (tests, a single instance). */
+  backend?: MemoryBackend;
+  /** The active function name. Default `sliding_allow_v2` (`DEFAULT_FUNCTION_NAME`). */
   functionName?: string;
   /** Sends a sticky share of keys to a candidate function. Default: none. */
   canary?: CanarySplit;
   /** Prefix of every key the limiter writes. Default `rl:`. */
   keyPrefix?: string;
-  /** Default `auto`. */
-  loadFunctions?: LoadFunctionsPolicy;
-  /** Default `auto`. */
-  mode?: ExecutionMode;
-  /** Default `local`. */
-  clock?: ClockSource;
   /**
-   * How far (ms) a caller's clock may lag behind the newest entry of a key before v2 refuses the
-   * call with a {@link ClockSkewError}. Default 1000. Ignored by v1, whose contract has no such check.
+   * `auto` (default) loads the bundled library where it is missing, and again after a "Function not
+   * found"; `verify` fails start-up naming what is missing and how to load it; `off` trusts the servers.
    */
+  loadFunctions?: 'auto' | 'verify' | 'off';
+  /** How the Lua runs: `function` (FCALL), `script` (EVALSHA: Redis 5, 6), `auto` (default: functions on Redis 7+). */
+  mode?: 'auto' | 'function' | 'script';
+  /**
+   * Where "now" comes from: `local` (default) `Date.now()`; `server`, Redis' `TIME` (one clock for
+   * every gateway); or a function returning epoch milliseconds (tests).
+   */
+  clock?: 'local' | 'server' | (() => number);
+  /** How far (ms) a caller's clock may lag behind a key's newest entry before v2 refuses the call. Default 1000. */
   maxClockSkewMs?: number;
   /**
-   * How long one call to Redis may take before it counts as failed, ms. Default 250 (a call times out
-   * between 1 and 1.25 × `timeoutMs`: one timer serves every call). A timed-out call is retried once
-   * with the same request id; a call to a disconnected client fails at once.
+   * How long one call to Redis may take before it counts as failed, ms (up to 1.25 × it). Default 250.
+   * A timed-out call is retried once with the same request id.
    */
   timeoutMs?: number;
   /**
-   * Local block cache: after a rejection, further requests for the same key and limit are rejected
-   * in-process, without a Redis call, until the moment a slot can free (v2 reports it exactly; v1,
-   * the server clock and stacked limits never use the cache). `false` turns it off; `{ maxEntries }` bounds it (default
-   * 10,000). Exact as long as entries leave only by expiry or by this limiter's `reset`: a reset by
-   * another instance, or a manual DEL, is not seen until the cached time passes.
+   * After a rejection, requests for the same key and limit are rejected in-process until a slot can
+   * free (v2, single limits). A reset by another instance is not seen until then. `false` turns it
+   * off; `{ maxEntries }` bounds it (default 10,000).
    */
   blockCache?: boolean | { maxEntries: number };
   /**
-   * Batching: while calls to Redis are in flight, the decisions that arrive meanwhile go together, as
-   * one call of the version's batch function (v2's `sliding_allow_many_v2`) per cluster slot, up to
-   * `maxSize` decisions per call (default 16). Each is decided exactly as on its own, in arrival order;
-   * a quiet process sends every decision at once. Under load it saves about half the client
-   * CPU and a fifth of the Redis time per decision. `false` sends one call per decision. Default on.
+   * While calls are in flight, decisions that arrive meanwhile go together as one call of the batch
+   * function per cluster slot, up to `maxSize` (default 16), each decided exactly as on its own.
+   * `false` sends one call per decision. Default on.
    */
   batch?: boolean | { maxSize: number };
   /** What a decision does when Redis cannot make it. Default `allow` (fail open). */
   onRedisError?: RedisErrorPolicy;
   /**
-   * An in-memory limiter with the same sliding-window semantics (the package's reference model) that
-   * makes the decisions which would otherwise fail open, while Redis cannot. Per process: N instances
-   * admit up to N × the limit between them. `{ maxKeys }` bounds its memory (default 100,000 keys,
-   * least recently used forgotten first). Default off.
+   * An in-memory limiter that makes the decisions which would otherwise fail open, while Redis cannot.
+   * Per process: N instances admit up to N × the limit. `{ maxKeys }` bounds it (default 100,000). Default off.
    */
   insurance?: boolean | { maxKeys?: number };
   /**
-   * Read per-key overrides (raise, lower, exempt or block one key at runtime; see
-   * `SlidingWindowLimiter.overrides`) in each decision, in the same call: versions with overrides
-   * (`sliding_allow_v2`) then read one more key per limit, in the limited key's slot.
-   * While it is on, the local block cache keeps no rejection (an override set by another process
-   * must apply to the very next request). Default `true`; `false` ignores overrides.
+   * Read per-key overrides (`SlidingWindowLimiter.overrides`) in each decision: one more key per limit
+   * on `sliding_allow_v2`, and no local block cache. Default `true`; `false` ignores overrides.
    */
   keyOverrides?: boolean;
   /** Where degraded mode is reported (once per interval, never per request). Default Nest's `Logger`. */
   logger?: LimiterLogger;
   /**
-   * Records in Redis, every `intervalMs` (default 15 s) and at once after {@link SlidingWindowLimiter.use},
-   * which functions this instance calls and its counters, under `<keyPrefix>__nsl:instance:<instanceId>`
-   * with a TTL of three intervals: what `npx nestjs-sliding-limit functions status` shows and what
-   * `functions delete` checks. Default on (when a `client` is given); `false` turns it off.
+   * Records in Redis every `intervalMs` (default 15 s) which functions this instance calls, with its
+   * counters: what `functions status` shows and `functions delete` checks. Default on with a `client`.
    */
   report?: boolean | { intervalMs?: number; instanceId?: string };
 }

@@ -3,11 +3,6 @@ import { messageOf } from '../redis/reply';
 import type { LimiterLogger } from './degraded-mode-log';
 import type { FunctionRouting } from './function-routing';
 
-/*
- * What start-up says, once per event: the messages are the user's only view of a limiter that has
- * not started, or of a server that lost its functions, so each names what happened and what follows.
- */
-
 /** Start-up failed (or was waited for in vain) for the first time; decisions now follow onRedisError. */
 export function logStartupFailed(logger: LimiterLogger, cause: unknown, retryMs: number): void {
   logger.warn(
@@ -24,11 +19,7 @@ export function logStarted(logger: LimiterLogger, afterMs: number, attempts: num
   );
 }
 
-/**
- * A server had lost a library and a call loaded it again. Expected under `auto`; under `verify` the
- * operator loads the functions, so a server that lost them is news they need (a restart without
- * persistence, a FUNCTION FLUSH): said at warning level, with what to do.
- */
+/** A server had lost a library and a call loaded it again: news under `verify`, where the operator loads them. */
 export function logReload(logger: LimiterLogger, { libraryName, functionName, nodes, policy }: LibraryReload): void {
   const where = nodes.join(', ');
   if (policy !== 'verify') {

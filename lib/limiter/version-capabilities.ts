@@ -4,10 +4,7 @@ import type { SlidingLimitRule } from '../core/limit-rule';
 import { DEFAULT_FUNCTION_NAME } from '../redis/function-versions';
 import type { FunctionNeeds } from './sliding-window-limiter.interfaces';
 
-/**
- * What a request asks of a version that is not full (v1): a cost other than 1, `precisionMs`, a
- * shadow limit (which v1 would enforce: never a quiet change to allow). Empty when none.
- */
+/** What a request asks that only a full version (v2) does: a cost, `precisionMs`, a shadow limit. */
 function describeAsked(rules: readonly SlidingLimitRule[], cost: number): string[] {
   const asked: string[] = [];
   if (cost !== 1) asked.push(`a cost (${cost})`);
@@ -41,11 +38,7 @@ export function unsupported(
   );
 }
 
-/**
- * What `needs` asks of `contract` that it cannot do, one line per need naming who needs it: the
- * reasons a switch to it is refused. `role` names the option it would become (`functionName`,
- * `canary.functionName`).
- */
+/** Why a switch to `contract` (as `role`) is refused: what `needs` asks that it cannot do, naming who needs it. */
 export function describeUnmetNeeds(contract: FunctionContract, role: string, needs: FunctionNeeds): string[] {
   if (contract.full) return [];
   const unmet: [readonly string[] | undefined, string][] = [

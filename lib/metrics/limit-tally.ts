@@ -1,19 +1,12 @@
-import type { FallbackKind } from '../core/call-metrics';
-import type { RateLimitDecision } from '../core/decisions';
-import type { OverrideAction } from '../core/key-overrides';
+import type { DecisionEvent, OverrideAction, RateLimitDecision, SlidingWindowLimiter } from 'nestjs-sliding-limit';
 import type { LimitMode } from '../core/limit-rule';
-import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
-import type { DecisionEvent } from '../limiter/sliding-window-limiter.interfaces';
+import type { FallbackKind } from 'nestjs-sliding-limit';
 
 /** The `limit` label of a decision made without limit names (`consume` / `consumeAll` called directly). */
 export const UNNAMED_LIMIT_LABEL = '_unnamed';
 /** The `limit` label of every name past {@link MAX_LIMIT_NAMES}. */
 export const OTHER_LIMITS_LABEL = '_other';
-/**
- * Distinct limit names counted one by one, per limiter. Names come from `@SlidingLimit` decorators,
- * a few dozen at most; a caller passing request-derived names to `limitNames` would otherwise grow
- * the series without bound, so the names past this one are counted together.
- */
+/** Limit names counted one by one per limiter; the rest together (request-derived names must not grow series). */
 export const MAX_LIMIT_NAMES = 1000;
 
 /** What one limit (by name and mode) said, counted since the tally started. */
@@ -36,11 +29,7 @@ export interface LimitCounts {
 /** A label value and its count: one series of a per-limit counter. */
 export type LabelledCount = readonly [label: string, count: number];
 
-/**
- * What a limit said, as `[outcome, count]` pairs for the `outcome` label of both exports:
- * `allowed`, `rejected`, and `would_reject` for a shadow limit only (a full enforced limit refuses,
- * so it has none: no series that could only ever read 0).
- */
+/** What a limit said, as `[outcome, count]` pairs (`would_reject` for a shadow limit only). */
 export function outcomesOf(counts: LimitCounts): LabelledCount[] {
   const outcomes: LabelledCount[] = [
     ['allowed', counts.allowed],
@@ -50,11 +39,7 @@ export function outcomesOf(counts: LimitCounts): LabelledCount[] {
   return outcomes;
 }
 
-/**
- * Counts a limiter's decisions per limit name and mode (names, never keys) for the Prometheus and
- * OpenTelemetry exports, which read {@link LimitTally.snapshot} when they are scraped or collected.
- * It is a decision listener: each decision costs a map lookup and an increment per limit.
- */
+/** Counts a limiter's decisions per limit name and mode (never keys) for the exports, as a decision listener. */
 export class LimitTally {
   /** One map per mode, so that a decision finds its counts without building a composite key. */
   private readonly byMode: Readonly<Record<LimitMode, Map<string, LimitCounts>>> = {
@@ -145,12 +130,7 @@ export interface LimitTallyLease {
   release(): void;
 }
 
-/**
- * The tally of `limiter`'s decisions, shared by the exports that use it (Prometheus and OpenTelemetry
- * together subscribe one listener, not two). It listens while at least one export holds it; when the
- * last one releases it, it stops, and the next export starts from zero (a counter reset, which both
- * Prometheus and OpenTelemetry consumers handle).
- */
+/** The tally of `limiter`'s decisions, shared by its exports: it listens while one holds it, then starts from zero. */
 export function leaseLimitTally(limiter: SlidingWindowLimiter): LimitTallyLease {
   let subscription = subscriptions.get(limiter);
   if (!subscription) {

@@ -1,17 +1,14 @@
 import type * as PromClient from 'prom-client';
-import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { loadOptionalPeer } from '../core/optional-peer';
 import { describeValue } from '../core/value-checks';
-import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
 import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
-import type { FunctionCallMetrics } from '../core/call-metrics';
 import { DEGRADED_WINDOW_MS } from '../limiter/degraded-stretch';
 import { leaseLimitTally, outcomesOf, type LabelledCount, type LimitCounts } from './limit-tally';
+import type { SlidingWindowLimiter } from 'nestjs-sliding-limit';
+import type { FunctionCallMetrics } from '../core/call-metrics';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 
-/**
- * The parts of a prom-client `Registry` this export needs. Structural, so that these declarations
- * compile for users who do not install prom-client; any prom-client 15 `Registry` fits.
- */
+/** What this export needs of a prom-client `Registry`, structural so the types never require prom-client. */
 export interface PrometheusRegistry {
   registerMetric(metric: never): void;
   removeSingleMetric(name: string): void;
@@ -37,11 +34,7 @@ export interface PrometheusExport {
 /** Default prefix of the metric names. */
 export const DEFAULT_PROMETHEUS_PREFIX = 'sliding_limit_';
 
-/*
- * The limiter keeps 90 buckets growing by ~19%; Prometheus gets every 4th bound, so buckets double
- * (10 µs … 42 s, 23 bounds plus +Inf). The bounds coincide with the limiter's, so the cumulative
- * counts are exact, at a quarter of the series.
- */
+// Every 4th bound of the limiter's histogram: exact cumulative counts at a quarter of the series.
 const EXPORTED_BOUND_INDEXES = LATENCY_BUCKETS_MS.map((_, i) => i).filter(
   (i) => i % 4 === 0 && Number.isFinite(LATENCY_BUCKETS_MS[i]),
 );
@@ -50,32 +43,9 @@ const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) =>
 );
 
 /**
- * Exports a limiter's metrics to Prometheus through prom-client (an optional peer dependency:
- * `npm i prom-client`). The per-function collectors read `limiter.metrics` when Prometheus scrapes,
- * so calls pay nothing for them:
- *
- * - `sliding_limit_calls_total{function}`: decisions asked of Redis, failed ones included
- * - `sliding_limit_decisions_total{function,outcome="allowed"|"rejected"}`
- * - `sliding_limit_errors_total{function,kind}`: failed calls by kind (`timeout`, `connection`, …)
- * - `sliding_limit_blocked_locally_total{function}`: rejections answered by the local block cache
- *   (included in the rejected decisions)
- * - `sliding_limit_degraded_decisions_total{function,kind}`: decisions made without Redis after a
- *   failed call (`allow` / `deny` by the `onRedisError` policy, `insurance`); also exported under its
- *   former name `sliding_limit_fallbacks_total` (deprecated, removed in 1.0)
- * - `sliding_limit_degraded`: a gauge, 1 while the limiter decides without Redis (a degraded decision
- *   in the last 10 s), else 0
- * - `sliding_limit_call_duration_seconds{function}`: a histogram of call latency
- *
- * and per limit, by the `@SlidingLimit` name and its mode (`enforced` / `shadow`), never a key:
- *
- * - `sliding_limit_limit_decisions_total{limit,mode,outcome="allowed"|"rejected"|"would_reject"}`:
- *   whether the limit had room, was full (the request refused) or, a shadow limit, was full while the
- *   request was admitted
- * - `sliding_limit_limit_degraded_decisions_total{limit,mode,kind}`: decisions made without Redis
- * - `sliding_limit_limit_overrides_total{limit,mode,override="limit"|"exempt"|"block"}`: decisions in
- *   which a per-key override applied
- *
- * The per-limit counters are kept by a decision listener (a map lookup per limit per decision).
+ * Exports a limiter's metrics to Prometheus through prom-client (an optional peer: `npm i prom-client`):
+ * calls, decisions, errors, local blocks, degraded decisions and latency per function, read at scrape
+ * time, and decisions per `@SlidingLimit` name and mode (never a key). docs/metrics.md lists them.
  * One limiter per registry and prefix: a second registration under the same names throws.
  * @throws RateLimitConfigError when prom-client is not installed or the options are invalid
  */
@@ -236,12 +206,8 @@ export function registerPrometheusMetrics(
 }
 
 /*
- * prom-client's Histogram can only be fed one observation at a time, and the limiter already holds
- * the bucket counts. Replaying them per scrape would cost O(calls); a Summary of quantile gauges
- * could not be aggregated across instances. So this subclass keeps prom-client's Histogram (its
- * name, help, type, aggregator and registration) and replaces only the values it reports with the
- * limiter's counts. prom-client 15's registry formats a metric through `getForPromString()` when
- * it has one and `get()` otherwise: both are overridden, and the test pins the output.
+ * prom-client's Histogram takes one observation at a time, but the limiter holds the bucket counts:
+ * this subclass reports those instead (both `get()` and `getForPromString()`; the test pins the output).
  */
 function precomputedHistogramClass(prom: typeof PromClient) {
   type Label = 'function' | 'le';

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { RateLimitRequest } from '../nest/rate-limit-key';
+import type { RateLimitRequest } from 'nestjs-sliding-limit';
 
 /**
  * What the key templates, key functions and cost functions of a message or event handler see in

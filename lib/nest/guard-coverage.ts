@@ -17,12 +17,9 @@ interface GlobalGuards {
 }
 
 /**
- * Says, at start-up, which `@SlidingLimit` handlers no guard of the package will run for, so that a
- * limit that counts nothing is seen: with `global: false`, the handlers without
- * `@UseGuards(SlidingLimitGuard)` (unless a guard of the package is global all the same); in any
- * case, the gateway handlers without a guard of their own, since Nest runs no global guard for
- * WebSocket gateways. Limits that come only from `defaultLimit` are not listed: with `global:
- * false` that option applies where a guard was added, by design.
+ * Says at start-up which `@SlidingLimit` handlers no guard of the package runs for: with `global:
+ * false`, those without `@UseGuards`; always, gateway handlers without a guard of their own (Nest runs
+ * no global guard for gateways). Limits from `defaultLimit` alone are not listed.
  */
 @Injectable()
 export class GuardCoverageCheck implements OnApplicationBootstrap {
@@ -83,11 +80,7 @@ export class GuardCoverageCheck implements OnApplicationBootstrap {
     return found;
   }
 
-  /**
-   * Whether a global guard (`APP_GUARD` or `app.useGlobalGuards`) is one of the package's. Nest keeps
-   * them in its container's application config, which it does not provide for injection; when that
-   * cannot be read, the answer is yes, so that the check never warns about a limited handler.
-   */
+  /** Whether a global guard is one of the package's; yes when Nest's application config cannot be read. */
   private hasGlobalGuard(): boolean {
     const config = (this.moduleRef as unknown as { container?: { applicationConfig?: Partial<GlobalGuards> } })
       .container?.applicationConfig;

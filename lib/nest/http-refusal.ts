@@ -9,11 +9,7 @@ import { tooManyRequestsBody } from './rate-limit-error-body';
 import type { RateLimitErrorBodyStyle } from './rate-limit.options';
 import { TooManyRequestsException } from './too-many-requests.exception';
 
-/**
- * The `HttpException` that answers a refusal over HTTP (and any transport whose guard does not say
- * otherwise): a {@link TooManyRequestsException} with its body in the module's style, a 503, a 400 or
- * a 403, each with the refusal's message.
- */
+/** The `HttpException` of a refusal: a {@link TooManyRequestsException} in the module's style, a 503, 400 or 403. */
 export function httpRefusal(refusal: RateLimitErrorPayload, errorBody: RateLimitErrorBodyStyle): HttpException {
   switch (refusal.code) {
     case 'TOO_MANY_REQUESTS': {

@@ -13,10 +13,7 @@ export interface KeySource {
   tracker(): string | undefined;
 }
 
-/**
- * A key compiled once at bootstrap. Resolves to the identity part of the Redis key (without prefix and
- * limit namespace), or to undefined when not even the client IP is known.
- */
+/** A key compiled at bootstrap: resolves to the key's identity part, or undefined without even an IP. */
 export type CompiledKey = (source: KeySource) => string | undefined | Promise<string | undefined>;
 
 interface KeyPart {
@@ -51,13 +48,9 @@ export function describeKeyProblems(key: unknown, label: string): string[] {
 }
 
 /**
- * Compiles a valid key (checked with {@link describeKeyProblems}) into a fast extractor.
- *
- * Template parts render as `label:value` — `ip:10.0.0.1`, `user:10086`, `body.phone:13800000000` — so
- * `name: 'login', key: 'ip'` gives `rl:login:{ip:10.0.0.1}` (the articles' key, with the identity as a cluster hash tag). A part the request lacks
- * renders as `no-<label>` and the client IP is appended (`no-user:ip:10.0.0.1`): an anonymous request
- * to a per-user limit is counted per IP in its own namespace, never in a bucket shared by everyone and
- * never in a real user's bucket. When the IP itself is unknown the key resolves to undefined.
+ * Compiles a valid key into a fast extractor. Parts render as `label:value` (`ip:10.0.0.1`); a part
+ * the request lacks renders as `no-<label>` with the client IP appended (`no-user:ip:10.0.0.1`), never
+ * a shared bucket. Without an IP the key resolves to undefined.
  */
 export function compileKey(key: RateLimitKey): CompiledKey {
   if (typeof key === 'function') {
@@ -103,12 +96,7 @@ export function compileKey(key: RateLimitKey): CompiledKey {
   };
 }
 
-/**
- * Whether any caller can name someone else's key: a template that reads a request value the caller
- * chooses freely (a body, query or route parameter) and nothing that identifies the caller (ip, user,
- * a header such as an API key). The ready usage endpoint leaves such limits out by default. A key
- * function cannot be read, and counts as the caller's own.
- */
+/** Whether any caller can name someone else's key: a template reading only values the caller chooses. */
 export function isNamedByCaller(key: RateLimitKey): boolean {
   if (typeof key === 'function') return false;
   const kinds = key.split('+').map((part) => part.trim().split(':')[0]);
@@ -190,10 +178,7 @@ function headerValue(value: unknown): unknown {
 
 type PathReader = (root: unknown) => unknown;
 
-/**
- * A reader of `a.b.c`, split once at bootstrap. Reads own properties only: a request must not reach
- * `constructor` or `__proto__` of anything.
- */
+/** A reader of `a.b.c`, split once; own properties only (never `constructor` or `__proto__`). */
 function pathReader(path: string): PathReader {
   const steps = path.split('.');
   if (steps.length === 1) return (root) => ownProperty(root, path);

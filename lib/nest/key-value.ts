@@ -4,23 +4,16 @@ import { createHash } from 'node:crypto';
 const MAX_VERBATIM_LENGTH = 128;
 
 /**
- * Characters a request-derived value may not carry into a key as they are: anything outside printable
- * ASCII (unreadable in redis-cli, unbounded in bytes), `{` `}` (a cluster hash tag would let a client
- * choose the slot), `:` (the separator between key parts: `user "a:param.id:b"` must not read as two
- * parts) and `%` itself (so the encoding is reversible and cannot collide with input).
+ * Characters a request value may not carry into a key: non-printable ASCII, `{` `}` (a client would
+ * choose the slot), `:` (the part separator) and `%` itself (so the encoding cannot collide).
  */
 const UNSAFE = /[^\x21-\x7e]|[%{}:]/gu;
 /** The same class without the global flag: a test keeps no `lastIndex` state between calls. */
 const HAS_UNSAFE = new RegExp(UNSAFE.source, 'u');
 
 /**
- * Turns a request-derived value into a key segment, or undefined when there is none. Only strings,
- * finite numbers and booleans count: an object or array in a body field is "missing", not a bucket
- * named "[object Object]" shared by every such request.
- *
- * The segment is injective: distinct values give distinct segments. Values are percent-encoded;
- * encodings over 128 characters are replaced by `%sha256.<hex>`, which no encoded value can equal
- * (a literal `%` is always encoded as `%25`). Every segment is thus at most 128 characters.
+ * A request value as a key segment, or undefined when there is none (only strings, finite numbers and
+ * booleans count). Injective: percent-encoded, and over 128 characters `%sha256.<hex>`.
  */
 export function toKeySegment(value: unknown): string | undefined {
   let text: string;

@@ -1,9 +1,6 @@
 import { describeValue } from '../core/value-checks';
 
-/**
- * A limit name ends up in a Redis key and, quoted, in the IETF `RateLimit-Policy` header, so it is
- * kept to characters that need no escaping in either and cannot open a cluster hash tag.
- */
+/** A limit name goes into a Redis key and the `RateLimit-Policy` header: characters neither must escape. */
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /** Problems of a limit `name`, naming the option as `label`; empty when valid. */

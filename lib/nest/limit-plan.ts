@@ -1,12 +1,8 @@
 import type { ExecutionContext, Type } from '@nestjs/common';
 import type { DecisionOptions, RedisErrorPolicy } from '../limiter/sliding-window-limiter.interfaces';
 import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from './rate-limit.constants';
-import {
-  describeLimitProblems,
-  type ResolvedRateLimitOptions,
-  type SlidingLimitCandidate,
-  type SlidingLimitOptions,
-} from './rate-limit.options';
+import type { ResolvedRateLimitOptions } from './rate-limit.options';
+import { describeLimitProblems, type SlidingLimitCandidate, type SlidingLimitOptions } from './sliding-limit.options';
 import { type RateLimitKey } from './rate-limit-key';
 import type { SlidingLimitRule } from '../core/limit-rule';
 import { compileKey, isNamedByCaller, type CompiledKey } from './key-template';
@@ -33,10 +29,7 @@ export interface CompiledPolicy {
 
 /** One limit of a handler, ready to be applied to a request. */
 export interface CompiledLimit {
-  /**
-   * Namespace of the limit's Redis keys and its IETF policy name: the limit's `name`, or
-   * `Controller.handler:<windowMs>` for an unnamed limit (which therefore counts per route).
-   */
+  /** The keys' namespace and policy name: `name`, or `Controller.handler:<windowMs>` (counted per route). */
   readonly name: string;
   /** The decorator's limit; with a policy, the fallback (undefined when it gives none). */
   readonly limit: number | undefined;
@@ -48,23 +41,21 @@ export interface CompiledLimit {
   readonly mode?: 'shadow';
   /** Set when the limit opts out of per-key overrides. */
   readonly overrides?: false;
+  /** @internal */
   readonly key: CompiledKey;
-  /** Index of the limit's policy in {@link HandlerPlan.policies}. */
+  /** Index of the limit's policy in {@link HandlerPlan.policies}. @internal */
   readonly policy?: number;
-  /** The name the policy's `limits` know this limit by (a candidate's is its limit's). */
+  /** The name the policy's `limits` know this limit by (a candidate's is its limit's). @internal */
   readonly policyLimitName?: string;
-  /** Values that win over the policy's: a candidate's own. */
+  /** Values that win over the policy's: a candidate's own. @internal */
   readonly fixed?: PolicyLimitValues;
-  /** Set when the decorator gave the limit a name (unnamed limits are named after their route). */
+  /** Set when the decorator gave the limit a name (unnamed limits are named after their route). @internal */
   readonly named?: true;
-  /**
-   * Set when its key is a template, which reads the request while the key is resolved and never
-   * after (a key function may read it after an await).
-   */
+  /** Set when its key is a template, which reads the request only while the key is resolved. @internal */
   readonly keyReadAtOnce?: true;
-  /** Set when any caller can name the limit's keys (see `isNamedByCaller`): not the caller's own usage. */
+  /** Set when any caller can name the limit's keys (see `isNamedByCaller`): not the caller's own usage. @internal */
   readonly namedByCaller?: true;
-  /** The name `RateLimit-Policy` gives it under a policy: the tier's own, or `<tier>.<limit>` when several share it. */
+  /** Its `RateLimit-Policy` name under a policy: the tier's, or `<tier>.<limit>` when several share it. @internal */
   readonly tierNamed?: 'alone' | 'shared';
 }
 
@@ -74,25 +65,19 @@ export interface HandlerPlan {
   readonly route: string;
   /** The limits to enforce; empty when the handler is not limited or is skipped. */
   readonly limits: readonly CompiledLimit[];
-  /** `RateLimit-Policy` value (IETF draft), the same for every request of the handler. */
+  /** `RateLimit-Policy` value (IETF draft), the same for every request of the handler. @internal */
   readonly policyHeader: string;
-  /** The strictest `onRedisError` among the limits, or undefined for the module's. */
+  /** The strictest `onRedisError` among the limits, or undefined for the module's. @internal */
   readonly onRedisError?: RedisErrorPolicy;
-  /**
-   * What the guard passes to `consumeAll` for every request, built once: `{ onRedisError, cost,
-   * limitNames }` (absent when the handler has no limits).
-   */
+  /** What the guard passes to `consumeAll` for every request, built once. @internal */
   readonly decisionOptions?: DecisionOptions;
-  /** Prices each request when the route's cost is a function (a static cost is in `decisionOptions`). */
+  /** Prices each request when the route's cost is a function (a static cost is in `decisionOptions`). @internal */
   readonly costFunction?: RateLimitCostFunction;
-  /** The policies its limits use, each resolved once per request; absent when none does. */
+  /** The policies its limits use, each resolved once per request; absent when none does. @internal */
   readonly policies?: readonly CompiledPolicy[];
-  /** Whether one of its limits is a shadow limit (or a candidate). */
+  /** Whether one of its limits is a shadow limit (or a candidate). @internal */
   readonly hasShadow?: boolean;
-  /**
-   * Its limits' rules as the limiter takes them, made once and shared by every request; absent when
-   * a policy gives values (they are then made per request).
-   */
+  /** Its limits' rules, made once; absent when a policy gives values per request. @internal */
   readonly rules?: readonly SlidingLimitRule[];
 }
 
@@ -127,11 +112,7 @@ export function hasRateLimitMetadata(target: object): boolean {
   );
 }
 
-/**
- * Merges class and handler limits (a handler limit replaces the class limit of the same name),
- * falls back to the module's `defaultLimit`, validates and compiles. Problems name
- * `Controller.handler`, so a bad decorator is found at bootstrap, not at the first request.
- */
+/** Merges class and handler limits, falls back to `defaultLimit`, validates and compiles them. */
 export function buildHandlerPlan(
   controller: Type,
   handler: RouteHandler,
@@ -258,10 +239,7 @@ export function buildHandlerPlan(
   return { plan, problems: [] };
 }
 
-/**
- * The rule of a limit, what the limiter reads and nothing else. A limit whose values a policy gives
- * has no `limit` or `windowMs` here: the guard sets them per request, or refuses.
- */
+/** The rule of a limit as the limiter reads it (without `limit`, `windowMs` when a policy gives them). */
 export function ruleOf(limit: CompiledLimit): SlidingLimitRule {
   const rule: SlidingLimitRule = { limit: limit.limit as number, windowMs: limit.windowMs as number };
   if (limit.precisionMs !== undefined) rule.precisionMs = limit.precisionMs;

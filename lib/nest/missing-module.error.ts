@@ -1,9 +1,6 @@
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 
-/**
- * The error of a guard created where `RateLimitModule` cannot be injected: the application does not
- * import it, or imports it with `isGlobal: false` in another module than the guard's.
- */
+/** The error of a guard where `RateLimitModule` cannot be injected (not imported, or not global). */
 export function missingModuleError(guard: string): RateLimitConfigError {
   return new RateLimitConfigError(
     [

@@ -18,16 +18,9 @@ class NeverThrown {}
 const checked = new WeakSet<ModulesContainer>();
 
 /**
- * Says, at start-up, that an application carries `@SlidingLimit` but does not import
- * `RateLimitModule`: without the module no guard exists, and the limits would count nothing in
- * silence.
- *
- * Nothing of the package runs in such an application but the decorator itself, so the decorator
- * makes Nest create this check: it lists the class as an exception filter of the decorated class,
- * which Nest instantiates (with its dependencies) in the class's module and whose
- * `onApplicationBootstrap` it calls. An exception filter, because it is the one enhancer Nest never
- * calls on the way of a request: it is looked at only when an exception is thrown, and this one
- * catches nothing (`NeverThrown`), so every exception goes on to the filters it would have reached.
+ * Says at start-up that an application carries `@SlidingLimit` without importing `RateLimitModule`
+ * (its limits would count nothing). The decorator lists it as an exception filter, the one enhancer
+ * Nest instantiates but never calls on a request's way; it catches nothing (`NeverThrown`).
  */
 @Catch(NeverThrown)
 @Injectable()

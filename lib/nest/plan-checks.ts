@@ -3,19 +3,11 @@ import type { FunctionNeeds } from '../limiter/sliding-window-limiter.interfaces
 import { DEFAULT_FUNCTION_NAME, findFunctionContract } from '../redis/function-versions';
 import { hasValues, type HandlerPlan } from './limit-plan';
 
-/**
- * Entries a sorted set keeps in Redis' compact listpack encoding (`zset-max-listpack-entries`,
- * default 128); past it a key costs about 100 to 115 bytes per entry (measured with ~11-byte members:
- * 3.1 KB at 128 entries, 15.6 KB at 129, 100 KB at 1,000, 1.1 MB at 10,000).
- */
+/** Entries a sorted set keeps in Redis' compact listpack encoding (`zset-max-listpack-entries` default). */
 const LISTPACK_ENTRIES = 128;
 const BYTES_PER_ENTRY = 100;
 
-/**
- * What the plans need that the configured function versions cannot do: a cost, `precisionMs` or a
- * shadow limit on `sliding_allow_v1`. Checked at bootstrap, so the application does not start with
- * limits its functions would refuse at the first request.
- */
+/** What the plans need that the configured versions cannot do (a cost, `precisionMs` or a shadow limit on v1). */
 export function describeVersionProblems(plans: readonly HandlerPlan[], settings: LimiterSettings): string[] {
   const functionName = settings.functionName ?? DEFAULT_FUNCTION_NAME;
   const canary = settings.canary && settings.canary.percent > 0 ? settings.canary.functionName : undefined;
@@ -68,10 +60,7 @@ function isBucketedPlan(plan: HandlerPlan): boolean {
   return plan.limits.some((limit) => limit.precisionMs !== undefined);
 }
 
-/**
- * One line per log limit past the compact encoding (limit above 128), naming its memory per key and
- * the option that bounds it; each limit name once.
- */
+/** One line per log limit past the compact encoding (limit above 128), naming what bounds it. */
 export function describeBigLogs(plans: readonly HandlerPlan[]): string[] {
   const seen = new Set<string>();
   const lines: string[] = [];
@@ -94,11 +83,7 @@ export function describeBigLogs(plans: readonly HandlerPlan[]): string[] {
 /** Windows shorter than this are probably seconds written where milliseconds are meant (`windowMs: 60`). */
 export const SHORT_WINDOW_MS = 1000;
 
-/**
- * One line per limit whose window is under a second, naming the handlers that use it and the window
- * in milliseconds the number would be as seconds: `windowMs: 60` limits per 60 ms, and nothing
- * else would tell. A warning, not an error: a window that short can be meant.
- */
+/** One warning per limit whose window is under a second (`windowMs: 60` is 60 ms, maybe meant as seconds). */
 export function describeShortWindows(plans: readonly HandlerPlan[]): string[] {
   const routesByLimit = new Map<string, { windowMs: number; named: boolean; routes: string[] }>();
   for (const plan of plans) {

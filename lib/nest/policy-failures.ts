@@ -1,8 +1,4 @@
-/**
- * Says when a route's policy fails — once, until it answers again — so a failing plan lookup is
- * neither a line per request nor silent. What the request got instead (the limit's own values, or a
- * 503) is part of the line.
- */
+/** Says when a route's policy fails, once until it answers again, and what the request got instead. */
 export class PolicyFailures {
   /** `route policy` pairs whose failure has been logged and that have not answered since. */
   private readonly failing = new Set<string>();

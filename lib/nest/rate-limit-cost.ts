@@ -4,11 +4,8 @@ import { describeValue, isWholeNumberIn } from '../core/value-checks';
 import type { RateLimitRequest } from './rate-limit-key';
 
 /**
- * Prices a request from its contents (e.g. the rows an export asks for). Return a whole number from
- * 1 to the route's smallest limit (and at most 10,000 where a limit is a log); a throw or any other
- * value answers 400 without counting anything.
- * Declared with a method so that a function taking your own request type (Express `Request`,
- * Fastify `FastifyRequest`) is accepted.
+ * Prices a request from its contents: a whole number from 1 to the route's smallest limit (at most
+ * 10,000 for a log); a throw or any other value answers 400. A method, so your own request type fits.
  */
 export type RateLimitCostFunction = {
   bivarianceHack(request: RateLimitRequest, context: ExecutionContext): number | Promise<number>;
@@ -31,10 +28,7 @@ export function describeCostOptionProblems(
   return ceiling === undefined ? [] : [`${label} ${ceiling}`];
 }
 
-/**
- * Why a priced request cannot be decided (the price is not a whole number from 1, or more than its
- * route's limits take), or undefined when `cost` is a valid price.
- */
+/** Why a price cannot be decided (not a whole number from 1, or over the route's limits), or undefined. */
 export function describeRuntimeCostProblem(cost: unknown, limits: readonly SlidingLimitRule[]): string | undefined {
   if (!isWholeNumberIn(cost, 1, MAX_BUCKETED_LIMIT)) return `its cost function returned ${describeValue(cost)}`;
   const ceiling = describeCostCeiling(cost, limits);

@@ -5,11 +5,7 @@ import type { RateLimitErrorBodyStyle } from './rate-limit.options';
 /** Content type of an RFC 9457 problem details body. */
 export const PROBLEM_JSON = 'application/problem+json';
 
-/**
- * The body of a 429 in the configured style. `nest` is the string message, which
- * {@link TooManyRequestsException} turns into `{ statusCode, message, error }`; `problem` is an
- * RFC 9457 object (TooManyRequestsFilter sets its content type).
- */
+/** The body of a 429 in the configured style: Nest's `{ statusCode, message, error }` or an RFC 9457 problem. */
 export function tooManyRequestsBody(
   style: RateLimitErrorBodyStyle,
   details: TooManyRequestsDetails,

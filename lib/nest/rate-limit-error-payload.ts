@@ -26,20 +26,15 @@ export interface RateLimitErrorPayload {
   /** Names of the limits that were full (429 only); shadow limits refuse nothing and are never among them. */
   limits?: string[];
   /**
-   * The limits that were full as the caller's own, in `RateLimit-Policy` form (429 only): the name a
-   * policy gave the caller's tier (or the limit's name), the limit that applied to the caller (a
-   * tier's, a per-key override's) and the window in seconds — `"free.api-minute";q=3;w=60`. What the
-   * headers say over HTTP, for transports that have none.
+   * The full limits as the caller's own, in `RateLimit-Policy` form (429 only): `"free.api-minute";q=3;w=60`,
+   * for transports without headers.
    */
   policy?: string;
   /** WebSockets: the message (event) refused, so a client tells which of its messages it answers. */
   event?: string;
 }
 
-/**
- * The 429: which limits were full and when to retry. `named` is what the caller's limits are called
- * (its tier, when a policy made them); the plan's own limits by default.
- */
+/** The 429: which limits were full and when to retry; `named`: the caller's names for its limits. */
 export function tooManyRequestsPayload(
   decision: MultiRateLimitDecision,
   plan: HandlerPlan,

@@ -2,12 +2,7 @@ import { ServerResponse } from 'node:http';
 import type { MultiRateLimitDecision, RateLimitDecision } from '../core/decisions';
 import type { RateLimitHeaderStyle } from './rate-limit.options';
 
-/**
- * The names of the headers the guard sends, in lowercase: header names are case-insensitive, HTTP/2
- * and Fastify send them lowercased anyway, and Node's `setHeader` lowercases every name it is given —
- * a new string per header and request unless it is lowercase already (about 1,900 instructions per
- * header on Node 20, measured with callgrind).
- */
+/** The headers the guard sends, lowercase: Node's `setHeader` would make a lowercase copy per header and request. */
 export const HEADER = {
   limit: 'x-ratelimit-limit',
   remaining: 'x-ratelimit-remaining',
@@ -49,10 +44,7 @@ export function policyEntry(name: string, limit: number, windowMs: number | unde
     : `"${name}";q=${limit};w=${Math.max(1, toWholeSeconds(windowMs))}`;
 }
 
-/**
- * The limit X-RateLimit-* describe when several apply: the fewest remaining, then the longest reset.
- * Shadow limits refuse nothing and are left out; undefined when every limit is a shadow limit.
- */
+/** The limit X-RateLimit-* describe: the fewest remaining, then the longest reset (shadow limits left out). */
 export function mostRestrictive(decisions: readonly RateLimitDecision[]): RateLimitDecision | undefined {
   let worst: RateLimitDecision | undefined;
   for (const d of decisions) {
@@ -63,10 +55,7 @@ export function mostRestrictive(decisions: readonly RateLimitDecision[]): RateLi
   return worst;
 }
 
-/**
- * `RateLimit-Policy` of one request: `policyHeader` (the plan's, made once) when every enforced
- * limit applied as configured, otherwise made with the limits that applied (a tier's, an override's).
- */
+/** `RateLimit-Policy` of one request: the plan's, unless a tier or an override changed a limit. */
 function requestPolicy(
   limits: readonly NamedRule[],
   policyHeader: string,
@@ -100,13 +89,9 @@ function shadowHeaderValue(limits: readonly NamedRule[], decisions: readonly Rat
 export type HeaderWriter = (response: unknown, name: string, value: string) => void;
 
 /**
- * Writes the headers of one decision on `response`, each as it is made, telling each caller its own
- * limits: `X-RateLimit-Limit` and `RateLimit-Policy`'s `q` are the limits that applied (a tier's, a
- * per-key override's), and `limits[i].name` is what the draft's fields call limit `i` (a policy's
- * tier, e.g. `"free"`). Shadow limits refuse nothing and stay out of them (`x-ratelimit-shadow`
- * reports them when `withShadow`). `X-RateLimit-Reset` and the draft's `t` are whole seconds until
- * the window is empty again (a delta, not a timestamp, so client clocks do not matter); `Retry-After`
- * (sent on refusal whatever the style) is when one more request fits.
+ * Writes the headers of one decision on `response`, each caller's own limits (a tier's, an override's).
+ * Shadow limits stay out (`x-ratelimit-shadow` when `withShadow`). Resets are seconds from now;
+ * `Retry-After` (on refusal, whatever the style) is when one more request fits.
  */
 export function writeRateLimitHeaders(
   writer: HeaderWriter,
@@ -172,10 +157,7 @@ function isHeadersSent(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'ERR_HTTP_HEADERS_SENT';
 }
 
-/**
- * Sets a header on an Express response or a Fastify reply; does nothing for anything else (no
- * response in GraphQL/WebSocket/RPC contexts) or once the response has been sent.
- */
+/** Sets a header on an Express response or a Fastify reply, if any and not sent yet. */
 export function setResponseHeader(response: unknown, name: string, value: string): void {
   const sink = sinkOf(response);
   if (sink === undefined) return;
@@ -187,15 +169,9 @@ export function setResponseHeader(response: unknown, name: string, value: string
 }
 
 /**
- * How headers are set on `response`, or undefined when they cannot be (no response, or one sent).
- * An Express response is a Node `ServerResponse`, told apart by `instanceof`, which walks the
- * prototype chain without looking a property up: Express swaps the prototype of every response, so
- * each property read on one misses V8's inline caches — about 2,000 instructions per read on Node 20
- * (callgrind). Nothing is read on it: Node's `setHeader` is called directly (Express's `header()`
- * would only add a charset to Content-Type on top), and its own check tells a response whose head is
- * gone already (`ERR_HTTP_HEADERS_SENT`, which the writers ignore) rather than reading `headersSent`
- * first: a guard runs before the handler, so that is rare. A Fastify reply has `header()` only; other
- * responses with `setHeader` (HTTP/2 compatibility) use it.
+ * How headers are set on `response`, or undefined when they cannot be. An Express response is told
+ * apart by `instanceof` and nothing is read on it (Express swaps its prototype, so every property read
+ * misses V8's caches); a Fastify reply has `header()`, others `setHeader`.
  */
 function sinkOf(response: unknown): HeaderSink | undefined {
   if (typeof response !== 'object' || response === null) return undefined;

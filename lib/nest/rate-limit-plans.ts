@@ -19,10 +19,8 @@ import {
 import { isPolicyClass, type RateLimitPolicy, type RateLimitPolicyRef } from './rate-limit-policy';
 
 /**
- * The per-handler plans of the guard. Built for every controller (and every provider carrying
- * `@SlidingLimit`, i.e. resolvers and gateways) when the module initialises, so bad decorator
- * arguments fail `app.init()` with one error listing each `Controller.handler` — and a request
- * only looks its plan up.
+ * The per-handler plans of the guard, built for every controller and provider carrying `@SlidingLimit`
+ * when the module initialises: bad decorator arguments fail `app.init()`, and a request only looks up.
  */
 @Injectable()
 export class SlidingLimitPlans implements OnModuleInit {
@@ -32,12 +30,18 @@ export class SlidingLimitPlans implements OnModuleInit {
   /** Every plan built, in order: what the routes need of the limiter's functions is read from them. */
   private readonly built: HandlerPlan[] = [];
 
+  /** @internal The module's options, as validated. */
+  readonly options: ResolvedRateLimitOptions;
+
+  /** @internal */
   constructor(
-    @Inject(RATE_LIMIT_OPTIONS) readonly options: ResolvedRateLimitOptions,
+    @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly moduleRef: ModuleRef,
-  ) {}
+  ) {
+    this.options = options;
+  }
 
   /** Policies by class or function, each compiled once: an injectable is looked up in Nest's container. */
   private readonly policies = new Map<RateLimitPolicyRef, CompiledPolicy | string>();
@@ -84,10 +88,7 @@ export class SlidingLimitPlans implements OnModuleInit {
     for (const line of [...describeShortWindows(plans), ...describeBigLogs(plans)]) this.logger.warn(line);
   }
 
-  /**
-   * The plan of a handler. Handlers that were not discovered at start-up (a class Nest does not list,
-   * e.g. created by a third-party module) get theirs built and cached on first use.
-   */
+  /** The plan of a handler, built on first use for one not discovered at start-up. @internal */
   get(controller: Type, handler: RouteHandler): HandlerPlan {
     const cached = this.plans.get(controller)?.get(handler);
     if (cached) return cached;
@@ -97,12 +98,12 @@ export class SlidingLimitPlans implements OnModuleInit {
     return result.plan;
   }
 
-  /** Every plan built so far (each discovered handler's, at bootstrap), in order. */
+  /** @internal Every plan built so far (each discovered handler's, at bootstrap), in order. */
   all(): readonly HandlerPlan[] {
     return this.built;
   }
 
-  /** What the routes need of the limiter's functions (a cost, precisionMs), by route. */
+  /** @internal What the routes need of the limiter's functions (a cost, precisionMs), by route. */
   functionNeeds(): FunctionNeeds {
     return functionNeedsOf(this.built);
   }
@@ -115,10 +116,7 @@ export class SlidingLimitPlans implements OnModuleInit {
   }
 }
 
-/**
- * The classes whose handlers get a plan: every controller (the module's `defaultLimit` may apply to
- * any route), and every other provider carrying rate-limit metadata (resolvers, gateways).
- */
+/** The classes whose handlers get a plan: every controller, and providers carrying rate-limit metadata. */
 export function classesToPlan(discovery: DiscoveryService, scanner: MetadataScanner): Set<Type> {
   const classes = new Set<Type>();
   for (const wrapper of discovery.getControllers()) {

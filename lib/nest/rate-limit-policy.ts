@@ -1,5 +1,4 @@
 import type { ExecutionContext, Type } from '@nestjs/common';
-import { describeRuleProblems, type LimitMode } from '../core/limit-rule';
 import { describeValue, isWholeNumberIn } from '../core/value-checks';
 import { MAX_BUCKETED_LIMIT } from '../core/limit-rule';
 import type { RateLimitRequest } from './rate-limit-key';
@@ -14,7 +13,7 @@ export interface PolicyLimitValues {
   /** The bounded-memory window's sub-window, ms (see `@SlidingLimit`'s `precisionMs`). */
   precisionMs?: number;
   /** `shadow`: count and report, never refuse. */
-  mode?: LimitMode;
+  mode?: 'enforced' | 'shadow';
 }
 
 /**
@@ -28,25 +27,19 @@ export interface PolicyLimitValues {
  */
 export interface RateLimitPolicyResult extends PolicyLimitValues {
   /**
-   * The tier, e.g. `free` or `pro`: what `RateLimit-Policy` calls the caller's limit
-   * (`"free";q=1000;w=3600`). 1 to 64 letters, digits, `_`, `-` or `.`. Not part of the Redis key:
-   * a caller moved to another tier keeps its history.
+   * The tier, e.g. `free`: what `RateLimit-Policy` calls the caller's limit. 1 to 64 letters, digits,
+   * `_`, `-` or `.`; not part of the Redis key, so a caller moved to another tier keeps its history.
    */
   name: string;
-  /**
-   * Values of single limits, by their `@SlidingLimit` name: over the values above, for that limit. A
-   * candidate's entry (`'<name>.candidate'`, or its own name) is over its decorator values: a trial
-   * limit per tier.
-   */
+  /** Values of single limits by their `@SlidingLimit` name (a candidate's: `'<name>.candidate'`), over those above. */
   limits?: Readonly<Record<string, PolicyLimitValues>>;
   /** What the request weighs, when the policy says (over the route's `cost`). */
   cost?: number;
 }
 
 /**
- * Decides the limits of a request from the caller — its plan, its tenant, its account — and is
- * resolved once per request, for all the limits of the route that use it. Make it an injectable
- * provider (singleton scope) and name its class in `@SlidingLimit({ policy })`:
+ * Decides the limits of a request from the caller (its plan, its tenant), once per request. Make it an
+ * injectable provider and name its class in `@SlidingLimit({ policy })`:
  *
  * ```ts
  * @Injectable()
@@ -59,19 +52,14 @@ export interface RateLimitPolicyResult extends PolicyLimitValues {
  * }
  * ```
  *
- * A policy that throws, or answers something that is not a valid limit, never crashes the request
- * and never lets it through silently: the limit falls back to the `@SlidingLimit`'s own `limit` and
- * `windowMs` when it has them, and is answered 503 otherwise — logged once per route until the policy
- * answers again.
+ * A policy that throws or answers no valid limit falls back to the `@SlidingLimit`'s own values, or
+ * answers 503 without them; logged once per route until it answers again.
  */
 export interface RateLimitPolicy {
   resolve(request: RateLimitRequest, context: ExecutionContext): RateLimitPolicyResult | Promise<RateLimitPolicyResult>;
 }
 
-/**
- * A policy as a plain function of the request (no dependencies to inject). Declared with a method so
- * that a function taking your own request type (Express `Request`, Fastify `FastifyRequest`) is accepted.
- */
+/** A policy as a plain function of the request; a method, so your own request type fits. */
 export type RateLimitPolicyFunction = {
   bivarianceHack(
     request: RateLimitRequest,
@@ -100,10 +88,7 @@ export function describePolicyRefProblems(ref: unknown, label: string): string[]
 
 const VALUE_NAMES = ['limit', 'windowMs', 'precisionMs', 'mode'];
 
-/**
- * Why a policy's answer cannot be used, or undefined when it can. Checks the shape only: the limits
- * it makes are checked as rules when they are built.
- */
+/** Why a policy's answer cannot be used (its shape only), or undefined when it can. */
 export function describePolicyResultProblem(result: unknown): string | undefined {
   if (typeof result !== 'object' || result === null) return `it answered ${describeValue(result)}, not an object`;
   const { name, limits, cost } = result as RateLimitPolicyResult;
@@ -114,12 +99,6 @@ export function describePolicyResultProblem(result: unknown): string | undefined
   if (limits !== undefined && (typeof limits !== 'object' || limits === null))
     return `its limits must be an object keyed by limit name, got ${describeValue(limits)}`;
   return undefined;
-}
-
-/** The values of a rule made from a policy's answer: `rule` is checked whole, `label` names it. */
-export function describePolicyRuleProblem(rule: object, label: string): string | undefined {
-  const problems = describeRuleProblems(rule, label);
-  return problems.length > 0 ? problems[0] : undefined;
 }
 
 /** Picks the limit values from `source` (a policy answer or one of its `limits`), skipping undefined. */

@@ -8,11 +8,9 @@ import { RateLimitUsage, type RateLimitUsageReport } from './rate-limit-usage';
 export const DEFAULT_USAGE_PATH = 'rate_limit';
 
 /**
- * The ready usage endpoint (`GET /rate_limit`), added by `RateLimitModule.forRoot({ …, usage: true })`:
- * the caller's named limits, as {@link RateLimitUsage} reports them. It counts against no limit (a
- * client polling its quota must not use it up), and reads only — `FCALL_RO`. Without `names` it
- * reports the limits keyed by the caller's identity and leaves out (saying so at start-up) those whose
- * keys any caller can name.
+ * The ready usage endpoint (`GET /rate_limit`, the module's `usage` option): the caller's named limits
+ * as {@link RateLimitUsage} reports them, counted against none. Without `names`, only the limits keyed
+ * by the caller's identity.
  */
 export function usageController(path: string = DEFAULT_USAGE_PATH, names?: readonly string[]): Type {
   @Controller(path)
@@ -21,10 +19,7 @@ export function usageController(path: string = DEFAULT_USAGE_PATH, names?: reado
 
     constructor(private readonly usage: RateLimitUsage) {}
 
-    /**
-     * Without `usage.names`, the names to report are the callers' own, chosen once the plans are
-     * built (module init) and said at start-up when some are left out.
-     */
+    /** Without `usage.names`: the callers' own limits, chosen once the plans are built. */
     onApplicationBootstrap(): void {
       const { names: own, leftOut } = this.usage.callersOwnNames();
       if (names) {

@@ -39,22 +39,14 @@ export interface RateLimitUsageReport {
 export interface RateLimitUsageOptions {
   /** Only these limit names (default: every named limit of the application's routes). */
   names?: readonly string[];
-  /**
-   * The context keys and policies are resolved in. Default: one made for the request (class
-   * `RateLimitUsage`, handler `of`, type `http`).
-   */
+  /** The context keys and policies are resolved in; default: one made for the request. */
   context?: ExecutionContext;
 }
 
 /**
- * How much of each named limit a caller has left — GitHub's `GET /rate_limit` — resolved exactly as
- * the guard resolves a request (its keys and policies, the same hooks) and read with the version's
- * read-only function (`FCALL_RO`, per-key overrides included): it consumes nothing, and what it says
- * equals the headers of the caller's next response would before that response's own request.
- *
- * A caller only ever sees its own keys, as long as the keys of the limits reported are the caller's
- * identity (an API key, `user`): do not report limits keyed on something a caller can name freely
- * (a query parameter), or anyone can read anyone's usage. See docs/limits-as-data.md.
+ * How much of each named limit a caller has left (GitHub's `GET /rate_limit`), resolved as the guard
+ * resolves a request and read with `FCALL_RO`: it consumes nothing. Report only limits keyed by the
+ * caller's identity, or anyone can read anyone's usage (docs/limits-as-data.md).
  */
 @Injectable()
 export class RateLimitUsage {
@@ -64,11 +56,7 @@ export class RateLimitUsage {
     private readonly limiter: SlidingWindowLimiter,
   ) {}
 
-  /**
-   * The named limits whose keys are the caller's own, and those left out because any caller can name
-   * their keys (a body, query or route value with nothing identifying the caller: see the safety note
-   * above). What the ready endpoint reports unless told its `names`.
-   */
+  /** The named limits keyed by the caller's own identity, and those left out because any caller can name their keys. */
   callersOwnNames(): { names: string[]; leftOut: string[] } {
     const names = new Set<string>();
     const leftOut = new Set<string>();

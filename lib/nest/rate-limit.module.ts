@@ -2,6 +2,7 @@ import {
   Inject,
   Logger,
   Module,
+  type DynamicModule,
   type CanActivate,
   type OnApplicationShutdown,
   type OnModuleInit,
@@ -12,7 +13,11 @@ import { closeRateLimitConnection, createRateLimitConnection, type RateLimitConn
 import { SlidingLimitPlans } from './rate-limit-plans';
 import { TooManyRequestsFilter } from './too-many-requests.filter';
 import { RATE_LIMIT_CONNECTION, RATE_LIMIT_OPTIONS, RATE_LIMIT_RAW_OPTIONS } from './rate-limit.constants';
-import { ConfigurableRateLimitModule } from './rate-limit.module-definition';
+import {
+  ConfigurableRateLimitModule,
+  type RateLimitModuleAsyncOptions,
+  type RateLimitModuleForRootOptions,
+} from './rate-limit.module-definition';
 import { resolveRateLimitOptions, type ResolvedRateLimitOptions } from './rate-limit.options';
 import { SlidingLimitGuard } from './sliding-limit.guard';
 import { GuardCoverageCheck } from './guard-coverage';
@@ -30,11 +35,8 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
  * RateLimitModule.forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (c) => ({ … }) })
  * ```
  *
- * Provides {@link SlidingWindowLimiter} (for limits decided in code) and {@link SlidingLimitGuard}.
- * Module options are validated when the module is created (`NestFactory.create`, `compile()`), and
- * `@SlidingLimit` arguments and the limiter's start-up (functions loaded or verified) during
- * `app.init()`: bad configuration fails start-up, not the first request. A connection the module
- * opened is closed on application shutdown; a `client` passed in is never closed.
+ * Provides {@link SlidingWindowLimiter} and {@link SlidingLimitGuard}. Bad options or `@SlidingLimit`
+ * arguments fail start-up, not the first request. A `client` passed in is never closed.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -73,24 +75,30 @@ const LET_THROUGH: CanActivate = { canActivate: () => true };
     RATE_LIMIT_CONNECTION,
   ],
 })
-export class RateLimitModule extends ConfigurableRateLimitModule implements OnModuleInit, OnApplicationShutdown {
+export class RateLimitModule implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('RateLimitModule');
 
+  /** @internal */
   constructor(
     private readonly limiter: SlidingWindowLimiter,
     @Inject(RATE_LIMIT_CONNECTION) private readonly connection: RateLimitConnection,
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
     private readonly plans: SlidingLimitPlans,
-  ) {
-    super();
+  ) {}
+
+  /** The module with its options given here. */
+  static forRoot(options: RateLimitModuleForRootOptions): DynamicModule {
+    return { ...ConfigurableRateLimitModule.forRoot(options), module: RateLimitModule };
+  }
+
+  /** The module with its options from a factory or an options class (`useFactory`, `useClass`, `useExisting`). */
+  static forRootAsync(options: RateLimitModuleAsyncOptions): DynamicModule {
+    return { ...ConfigurableRateLimitModule.forRootAsync(options), module: RateLimitModule };
   }
 
   /**
-   * Runs after the providers' hooks (decorator validation), so `loadFunctions: 'verify'` fails
-   * `app.init()`. A Redis that does not answer at start-up stops the application only under
-   * `verify`: otherwise it starts, decisions follow `onRedisError` at once (the limiter logs it, and
-   * its status and the health check say so), and start-up finishes in the background once Redis
-   * answers — a rate limiter must not keep an application down.
+   * Starts the limiter: `loadFunctions: 'verify'` fails `app.init()`; otherwise a silent Redis never
+   * keeps the application down (decisions follow `onRedisError` until start-up finishes).
    */
   async onModuleInit(): Promise<void> {
     if (this.options.store === 'memory') {

@@ -4,11 +4,7 @@ import type { HandlerPlan } from './limit-plan';
 import { retryAfterSeconds } from './rate-limit-headers';
 import { refusedNames } from './rate-limit-error-payload';
 
-/**
- * Where `@EventPattern` / `@MessagePattern` mark a handler as an event or a message handler, and the
- * mark of an event handler (`PatternHandler.EVENT`): neither is exported by @nestjs/microservices'
- * index, and the event test in test/microservices pins both.
- */
+/** @nestjs/microservices' handler-type metadata and its event mark, not exported (test/microservices pins both). */
 const HANDLER_TYPE_METADATA = 'microservices:handler_type';
 const EVENT_HANDLER = 2;
 
@@ -19,10 +15,7 @@ export function isEventCall(context: ExecutionContext): boolean {
   );
 }
 
-/**
- * The line of one refusal: the handler, its transport, the full limits and when to retry. Never the
- * key: it holds the client's address or identity.
- */
+/** The line of one refusal: the handler, its transport, the full limits and when to retry; never the key. */
 export function refusalLine(context: ExecutionContext, decision: MultiRateLimitDecision, plan: HandlerPlan): string {
   // A shadow limit (a candidate) that would have refused refused nothing: not named here.
   const full = refusedNames(decision, plan);

@@ -10,11 +10,7 @@ export interface Unpriced {
   readonly unpriced: string;
 }
 
-/**
- * Prices the requests of a guard's routes whose cost is not static: by the route's cost function, or
- * as a policy answered. A request that cannot be priced is refused; the reason (which may quote the
- * function's error) goes to the log once per route, never to the client.
- */
+/** Prices requests whose cost is not static; one that cannot be priced is refused, the reason logged once per route. */
 export class RequestCosts {
   private readonly warned = new WeakSet<HandlerPlan>();
 

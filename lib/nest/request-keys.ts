@@ -14,11 +14,7 @@ export interface KeyHooks {
   ): string | Promise<string>;
 }
 
-/**
- * What a request's key is read from, its tracker the guard's `getTracker`. A template reads it while
- * the key is resolved and never after, so one source serves every template key, pointed at each
- * request in turn; a key function may read it after an await, so it gets one of its own.
- */
+/** What a request's key is read from: one shared source for template keys, one each for a key function. */
 class RequestKeySource implements KeySource {
   constructor(
     private readonly hooks: KeyHooks,
@@ -47,10 +43,7 @@ export class RequestKeys {
 
   constructor(private readonly hooks: KeyHooks) {}
 
-  /**
-   * The identity `limit`'s key reads from the request: a template's at once, a key function's
-   * possibly later; undefined when there is none (no key value and no client address).
-   */
+  /** The identity `limit`'s key reads from the request, or undefined when there is none. */
   identityOf(
     limit: CompiledLimit,
     request: RateLimitRequest,
@@ -65,11 +58,7 @@ export class RequestKeys {
     return limit.key(source);
   }
 
-  /**
-   * The keys of a request's limits (without the limiter's prefix), from limit `from` on; a promise
-   * only when a key function returned one. Keys resolve one after the other, the next only once the
-   * previous one has.
-   */
+  /** The keys of a request's limits from limit `from` on; a promise only when a key function gave one. */
   of(
     plan: HandlerPlan,
     request: RateLimitRequest,

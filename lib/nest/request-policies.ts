@@ -8,10 +8,7 @@ import type { NamedRule } from './rate-limit-headers';
 import type { RateLimitRequest } from './rate-limit-key';
 import { describePolicyResultProblem, policyValuesOf, type RateLimitPolicyResult } from './rate-limit-policy';
 
-/**
- * The limits of one request as a policy made them: the keyed rules, what the headers call each (the
- * caller's tier), and the cost when the policy gave one.
- */
+/** The limits of one request as a policy made them: keyed rules, their names, the policy's cost. */
 export interface RequestLimits {
   readonly rules: KeyedSlidingLimitRule[];
   /** Per rule, its name in the headers, limit and window. */
@@ -30,10 +27,7 @@ export function keyedRules(plan: HandlerPlan, keys: readonly string[]): KeyedSli
   return rules;
 }
 
-/**
- * Resolves the policies of a guard's routes, each once per request, and says (once, until it answers
- * again) when one fails and what its limits do instead.
- */
+/** Resolves the routes' policies once per request, and says when one fails (once, until it answers again). */
 export class RequestPolicies {
   private readonly failures: PolicyFailures;
 
@@ -41,11 +35,7 @@ export class RequestPolicies {
     this.failures = new PolicyFailures(warn);
   }
 
-  /**
-   * A request's limits with its policies' values over the decorator's, for its `keys`. Undefined
-   * when a policy failed for a limit that has no values of its own (the request is then answered as
-   * Redis' `deny`: a 503).
-   */
+  /** A request's limits with its policies' values; undefined when a policy failed for a limit without values. */
   async limitsOf(
     plan: HandlerPlan,
     request: RateLimitRequest,

@@ -1,18 +1,14 @@
 import { SetMetadata } from '@nestjs/common';
 import { SKIP_RATE_LIMIT_METADATA, SLIDING_LIMIT_METADATA } from './rate-limit.constants';
-import type { SlidingLimitOptions } from './rate-limit.options';
+import type { SlidingLimitOptions } from './sliding-limit.options';
 import { requestModulePresenceCheck } from './module-presence';
 
 /**
  * Limits a handler, or every handler of a controller, to `limit` requests per `windowMs` for each `key`.
  *
- * Stack several to enforce them all (`1 per minute` and `10 per day` per phone number): they are
- * checked in one atomic Redis call, so a request rejected by any of them is counted by none.
+ * Stack several to enforce them all in one atomic call: a request rejected by any is counted by none.
  * Class and handler limits both apply; a handler limit with the same `name` replaces the class one.
- *
- * Arguments are validated when the application bootstraps (`app.init()` / `app.listen()`), and a bad
- * one fails start-up naming the controller and handler. The application must import
- * `RateLimitModule`: without it nothing is limited, and a warning at start-up says so.
+ * Arguments are validated at bootstrap; the application must import `RateLimitModule`.
  *
  * @example
  * ```ts

@@ -39,19 +39,13 @@ const UNRESOLVED: MultiRateLimitDecision = {
 };
 
 /**
- * The plans a call has been counted for, marked on the call's ExecutionContext, which Nest makes once
- * per call and hands to every guard of the handler in turn: a guard registered globally and again
- * with @UseGuards (a separate instance) counts a request once. A mark on Nest's own plain object,
- * not on the request (whose prototype Express swaps) nor in a table that grows per request.
+ * The plans a call has been counted for, marked on its ExecutionContext (one per call, shared by its
+ * guards): a guard registered globally and again with @UseGuards counts a request once.
  */
 const COUNTED = Symbol('SlidingLimitGuard.counted');
 type CountedMark = { [COUNTED]?: HandlerPlan | Set<HandlerPlan> };
 
-/**
- * Plans a guard has limited outside HTTP (a ready transport guard, or any subclass whose
- * getRequestResponse answers there), shared by every guard instance: the plain guard stays quiet
- * about a handler that another guard limits.
- */
+/** Plans some guard limited outside HTTP: the plain guard stays quiet about them. */
 const limitedOutsideHttp = new WeakSet<HandlerPlan>();
 
 /** The ready guard of each non-HTTP context type, named in the warning of the plain guard. */
@@ -71,10 +65,7 @@ export interface RateLimitHttpContext {
   response?: unknown;
 }
 
-/**
- * A request's decision on its way back to the guard, which applies it (headers, or the refusal): the
- * limiter hands it over as soon as it is made, and the request's promise settles with the answer.
- */
+/** Hands a request's decision back to the guard as soon as it is made, to apply it. */
 class Admission implements DecisionReceiver {
   constructor(
     private readonly guard: SlidingLimitGuard,
@@ -92,15 +83,10 @@ class Admission implements DecisionReceiver {
  * Enforces `@SlidingLimit` (and the module's `defaultLimit`). Registered for every route when the
  * module option `global` is true; otherwise use `@UseGuards(SlidingLimitGuard)`.
  *
- * All limits of a handler are decided in one atomic Redis call: a request refused by any is counted
- * by none. Admitted requests get rate-limit headers; refused ones a {@link TooManyRequestsException}
- * with `Retry-After`. The guard calls the limiter through an entry of its own, so a wrapper around
- * the limiter's `consumeAll` does not see its decisions: observe them with `limiter.onDecision`.
- *
- * Outside HTTP (GraphQL, WebSockets, microservices) it never touches a response and, unless a
- * subclass overrides {@link SlidingLimitGuard.getRequestResponse}, lets the call through. The ready
- * guards of the `graphql`, `websockets` and `microservices` entry points adapt it; a guard of your own
- * overrides the same hooks (see docs/nest.md).
+ * All limits of a handler are decided in one atomic call. Admitted requests get rate-limit headers;
+ * refused ones a {@link TooManyRequestsException}. Observe decisions with `limiter.onDecision` (the
+ * guard bypasses `consumeAll`). Outside HTTP it lets calls through unless a subclass overrides
+ * {@link SlidingLimitGuard.getRequestResponse}, as the ready guards of the entry points do.
  */
 @Injectable()
 export class SlidingLimitGuard implements CanActivate {
@@ -120,11 +106,7 @@ export class SlidingLimitGuard implements CanActivate {
   private readonly warnedUnsupported = new WeakSet<HandlerPlan>();
   private readonly metUnsupported = new WeakSet<HandlerPlan>();
 
-  /**
-   * Both come from `RateLimitModule`. They are optional for Nest so that a guard used where the
-   * module is not imported fails with an error that names the module, not with Nest's generic
-   * "can't resolve dependencies".
-   */
+  /** Both come from `RateLimitModule`; optional, so that without it the error names the module. */
   constructor(@Optional() limiter?: SlidingWindowLimiter, @Optional() plans?: SlidingLimitPlans) {
     if (!limiter || !plans) throw missingModuleError(new.target.name);
     this.limiter = limiter;
@@ -149,22 +131,13 @@ export class SlidingLimitGuard implements CanActivate {
     }
   }
 
-  /**
-   * Enforces the plan unless this request has already been counted for it (a guard registered
-   * globally and again with `@UseGuards`). Override where one request carries several calls that
-   * must each count, as a GraphQL operation does.
-   */
+  /** Enforces the plan unless this request was counted for it; override where calls must each count (GraphQL). */
   protected enforceOnce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
     if (this.alreadyCounted(context as ExecutionContext & CountedMark, plan)) return ALLOWED;
     return this.enforce(context, plan, http);
   }
 
-  /**
-   * The request's whole decision: its keys, its cost, one call of the limiter for every limit of the
-   * plan, then headers or the refusal. True when admitted; a refusal otherwise. Counts every time it
-   * is called. With template keys and a static cost (the common case) it adds no promise of its own:
-   * the limiter hands the decision to the guard as soon as it is read.
-   */
+  /** The request's whole decision: keys, cost, one limiter call, headers or the refusal. True when admitted. */
   protected enforce(context: ExecutionContext, plan: HandlerPlan, http: RateLimitHttpContext): Promise<boolean> {
     if (plan.policies || plan.costFunction || !plan.rules) return this.enforceResolved(context, plan, http);
     const keys = this.keys.of(plan, http.request, context);
@@ -194,11 +167,7 @@ export class SlidingLimitGuard implements CanActivate {
     return this.apply(context, plan, http.response, decision, limits.named);
   }
 
-  /**
-   * The limits of one request, exactly as the guard decides them: keys resolved (the protected
-   * hooks included), each of the route's policies resolved once, their values over the decorator's.
-   * Undefined when a policy failed for a limit that has no values of its own. Used by `RateLimitUsage`.
-   */
+  /** The limits of one request exactly as the guard decides them (for `RateLimitUsage`). @internal */
   resolveLimits(
     plan: HandlerPlan,
     request: RateLimitRequest,
@@ -207,11 +176,7 @@ export class SlidingLimitGuard implements CanActivate {
     return this.policies.limitsOf(plan, request, context, this.keys.of(plan, request, context));
   }
 
-  /**
-   * Applies a decision: headers (when the call has a response), the shadow report, and the refusal.
-   * True when admitted. `named`: the request's limits as the headers name them, when a policy made them.
-   * @internal
-   */
+  /** Applies a decision: headers, the shadow report, and the refusal. True when admitted. @internal */
   apply(
     context: ExecutionContext,
     plan: HandlerPlan,
@@ -249,36 +214,24 @@ export class SlidingLimitGuard implements CanActivate {
     return this.refuse(context, plan, tooManyRequestsPayload(decision, plan, named));
   }
 
-  /**
-   * The request and response of an HTTP call; undefined in other contexts. On Fastify the request
-   * takes the `user` a middleware set on the raw request, so key and cost functions see `req.user`
-   * as on Express. Override to limit GraphQL (`GqlExecutionContext.create(context).getContext().req`)
-   * or WebSockets (the client).
-   */
+  /** The request and response of an HTTP call (Fastify: with the raw request's `user`), else undefined. */
   protected getRequestResponse(context: ExecutionContext): RateLimitHttpContext | undefined {
     if (context.getType() !== 'http') return undefined;
-    // What switchToHttp().getRequest() / getResponse() read, without the three closures switchToHttp
-    // assigns onto the context on every call.
+    // switchToHttp() would assign three closures onto the context per call.
     const request = context.getArgByIndex<RateLimitRequest | undefined>(0);
     if (typeof request !== 'object' || request === null) return undefined;
     adoptRawUser(request);
     return { request, response: context.getArgByIndex<unknown>(1) };
   }
 
-  /**
-   * The client identity behind the `ip` key part and the fallback of missing parts: `req.ip`, which
-   * Express and Fastify derive from `X-Forwarded-For` only when the app trusts the proxy.
-   */
+  /** The client identity behind the `ip` key part: `req.ip` (from `X-Forwarded-For` only behind a trusted proxy). */
   protected getTracker(request: RateLimitRequest, _context: ExecutionContext): string | undefined {
     return typeof request.ip === 'string' && request.ip.length > 0 ? request.ip : undefined;
   }
 
   /**
-   * The Redis key of one limit for this request, without the limiter's prefix: `<name>:{<identity>}`.
-   * The identity is a cluster hash tag, so stacked limits of one client share a slot and are decided
-   * in one atomic call on Redis Cluster too; request values can never open a tag of their own
-   * (braces are percent-encoded). No identity at all (no key value and no client IP) is refused:
-   * safer than counting everyone in one bucket.
+   * The Redis key of one limit for this request, without the prefix: `<name>:{<identity>}` (a hash tag,
+   * so one client's limits share a slot). A request with no identity at all is refused.
    */
   protected resolveKey(
     limit: CompiledLimit,
@@ -301,12 +254,7 @@ export class SlidingLimitGuard implements CanActivate {
     return identity === undefined ? this.refuse(context, plan, unidentifiedPayload(plan)) : limitKey(limit, identity);
   }
 
-  /**
-   * Refuses the call: throws what its transport answers with. Over HTTP a `TooManyRequestsException`
-   * (429), or a 503, 400 or 403 (`refusal.code` tells which); override to answer other transports
-   * (the ready guards throw a GraphQL error, a `WsException`, an `RpcException`) or otherwise. The
-   * refusal is logged before, at the module's `refusalLogLevel`.
-   */
+  /** Refuses the call: over HTTP a 429 (or 503, 400, 403 by `refusal.code`); override for other transports. */
   protected refuse(_context: ExecutionContext, _plan: HandlerPlan, refusal: RateLimitErrorPayload): never {
     throw httpRefusal(refusal, this.plans.options.errorBody);
   }
@@ -329,10 +277,7 @@ export class SlidingLimitGuard implements CanActivate {
     return false;
   }
 
-  /**
-   * Says once per handler that a call went through unlimited, unless another guard limits it. Global
-   * guards run before a handler's own, so the first call cannot tell: the warning waits for the second.
-   */
+  /** Says once per handler that a call went through unlimited (at the second call, once other guards have run). */
   private warnUnsupported(context: ExecutionContext, plan: HandlerPlan): void {
     if (this.warnedUnsupported.has(plan) || limitedOutsideHttp.has(plan)) return;
     if (!this.metUnsupported.has(plan)) {
@@ -343,11 +288,7 @@ export class SlidingLimitGuard implements CanActivate {
     this.logger.warn(this.describeUnlimited(context, plan));
   }
 
-  /**
-   * The warning logged (once per handler) when calls of a limited handler went through because
-   * {@link SlidingLimitGuard.getRequestResponse} found nothing to limit them by. Override to name the
-   * remedy that fits a subclass.
-   */
+  /** The warning when a limited handler's calls went through unlimited; override to name a subclass's remedy. */
   protected describeUnlimited(context: ExecutionContext, plan: HandlerPlan): string {
     const type = context.getType();
     const remedy = READY_GUARDS[type] ? `use ${READY_GUARDS[type]}` : 'subclass it and override getRequestResponse';

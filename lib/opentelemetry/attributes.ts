@@ -1,9 +1,4 @@
-/*
- * Names of the OpenTelemetry instruments and attributes, under one `rate_limit.` namespace (lower
- * case, dot-separated namespaces, snake_case words, as the OpenTelemetry naming rules ask). `error.type`
- * is the general attribute OpenTelemetry defines for the class of an error. No name carries a key:
- * keys are identities (IP addresses, user ids), which metrics and traces should not hold.
- */
+// OpenTelemetry names under `rate_limit.` (its naming rules), and `error.type`. None carries a key (an identity).
 
 /** Name of the meter the instruments are created on (the instrumentation scope). */
 export const OTEL_METER_NAME = 'nestjs-sliding-limit';
@@ -22,10 +17,7 @@ export const OTEL_METRIC_NAMES = {
   degradedDecisions: 'rate_limit.degraded_decisions',
   /** Histogram, seconds: latency of the calls to Redis that decided (degraded ones: the failed call). */
   callDuration: 'rate_limit.call.duration',
-  /**
-   * Counter: Redis decisions per limit (`rate_limit.limit.name`, `rate_limit.limit.mode`) by what the
-   * limit said, `rate_limit.outcome`: `allowed`, `rejected` or (a shadow limit) `would_reject`.
-   */
+  /** Counter: Redis decisions per limit name and mode by what it said (`allowed`, `rejected`, `would_reject`). */
   limitDecisions: 'rate_limit.limit.decisions',
   /** Counter: decisions made without Redis per limit, by `rate_limit.degraded`. */
   limitDegradedDecisions: 'rate_limit.limit.degraded_decisions',

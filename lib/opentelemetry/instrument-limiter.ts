@@ -10,12 +10,9 @@ import {
   type MeterProvider,
   type ObservableCounter,
 } from '@opentelemetry/api';
-import type { FunctionCallMetrics } from '../core/call-metrics';
-import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
 import { describeValue } from '../core/value-checks';
-import type { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
-import type { DecisionEvent } from '../limiter/sliding-window-limiter.interfaces';
+import type { SlidingWindowLimiter } from 'nestjs-sliding-limit';
 import { leaseLimitTally, outcomesOf, type LabelledCount, type LimitCounts } from '../metrics/limit-tally';
 import {
   OTEL_ATTRIBUTES as A,
@@ -24,21 +21,19 @@ import {
   OTEL_REJECTION_EVENT,
   versionOf,
 } from './attributes';
+import type { DecisionEvent } from 'nestjs-sliding-limit';
+import type { FunctionCallMetrics } from '../core/call-metrics';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 
 /** Options of {@link instrumentLimiter}. */
 export interface LimiterInstrumentationOptions {
-  /**
-   * Where the instruments are created, on a meter named `nestjs-sliding-limit`. Default: the global
-   * `MeterProvider` (`metrics.getMeterProvider()`, the one the OpenTelemetry SDK registers).
-   */
+  /** Where the instruments are created. Default: the global `MeterProvider`. */
   meterProvider?: MeterProvider;
   /** Export the counters and the latency histogram. Default `true`. */
   metrics?: boolean;
   /**
-   * Record each decision on the active span (`trace.getActiveSpan()`) as `rate_limit.*` attributes,
-   * and add a `rate_limit.rejected` event on a rejection (`{ rejectionEvent: false }` leaves it out).
-   * No span is created, and none is needed: without an active recording span nothing happens.
-   * Default `true`.
+   * Record each decision on the active span as `rate_limit.*` attributes, with a `rate_limit.rejected`
+   * event on a rejection unless `{ rejectionEvent: false }`. No span is created. Default `true`.
    */
   spans?: boolean | { rejectionEvent?: boolean };
 }
@@ -58,25 +53,10 @@ const BOUNDS_SECONDS = LATENCY_BUCKETS_MS.filter((ms, i) => i % 4 === 0 && Numbe
 );
 
 /**
- * Exports a limiter's decisions to OpenTelemetry (`@opentelemetry/api`, an optional peer dependency):
- *
- * - counters, read from `limiter.metrics` when the SDK collects (decisions pay nothing for them):
- *   `rate_limit.calls`, `rate_limit.decisions{rate_limit.outcome}`, `rate_limit.errors{error.type}`,
- *   `rate_limit.blocked_locally`, `rate_limit.degraded_decisions{rate_limit.degraded}`, each per
- *   `rate_limit.function.name` and `rate_limit.function.version`;
- * - counters per limit, by `rate_limit.limit.name` (the `@SlidingLimit` name, never a key) and
- *   `rate_limit.limit.mode` (`enforced` / `shadow`): `rate_limit.limit.decisions{rate_limit.outcome}`
- *   (`allowed`, `rejected`, `would_reject`), `rate_limit.limit.degraded_decisions{rate_limit.degraded}`,
- *   `rate_limit.limit.overrides{rate_limit.override}`, counted by a decision listener shared with the
- *   Prometheus export and read when the SDK collects;
- * - the histogram `rate_limit.call.duration` (seconds), recorded per decision through
- *   `SlidingWindowLimiter.onDecision`: OpenTelemetry has no asynchronous histogram;
- * - the decision on the active span: `rate_limit.allowed`, `rate_limit.limit_names`,
- *   `rate_limit.function.name` / `.version`, `rate_limit.degraded` (and `error.type`: why Redis did
- *   not decide), `rate_limit.cost`,
- *   `rate_limit.remaining`, `rate_limit.retry_after_ms` — never a key.
- *
- * One limiter per meter provider: two would report the same series.
+ * Exports a limiter's decisions to OpenTelemetry (`@opentelemetry/api`, an optional peer): counters per
+ * function and per limit name (read when the SDK collects), the histogram `rate_limit.call.duration`,
+ * and each decision on the active span; never a key. docs/metrics.md lists them. One limiter per meter
+ * provider: two would report the same series.
  * @throws RateLimitConfigError when the arguments are invalid
  */
 export function instrumentLimiter(

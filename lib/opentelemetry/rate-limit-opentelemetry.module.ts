@@ -1,5 +1,5 @@
 import {
-  ConfigurableModuleBuilder,
+  type ConfigurableModuleAsyncOptions,
   type DynamicModule,
   Inject,
   Injectable,
@@ -7,47 +7,40 @@ import {
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
-import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
-import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import { SlidingWindowLimiter } from 'nestjs-sliding-limit';
 import {
   describeInstrumentationOptionProblems,
   instrumentLimiter,
   type LimiterInstrumentation,
   type LimiterInstrumentationOptions,
 } from './instrument-limiter';
+import { exportModuleDefinition } from '../nest/export-module';
 
-export const {
-  ConfigurableModuleClass: ConfigurableOpenTelemetryModule,
-  MODULE_OPTIONS_TOKEN: OPENTELEMETRY_OPTIONS,
-  OPTIONS_TYPE: OPENTELEMETRY_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: OPENTELEMETRY_ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<LimiterInstrumentationOptions>({ moduleName: 'RateLimitOpenTelemetry' })
-  .setClassMethodName('forRoot')
-  .setFactoryMethodName('createOpenTelemetryOptions')
-  .build();
+const definition = exportModuleDefinition<LimiterInstrumentationOptions, 'createOpenTelemetryOptions'>(
+  'RateLimitOpenTelemetry',
+  'createOpenTelemetryOptions',
+  describeInstrumentationOptionProblems,
+);
 
 /** Arguments of `RateLimitOpenTelemetryModule.forRoot`. */
-export type RateLimitOpenTelemetryForRootOptions = typeof OPENTELEMETRY_OPTIONS_TYPE;
+export type RateLimitOpenTelemetryForRootOptions = LimiterInstrumentationOptions;
 /** Arguments of `RateLimitOpenTelemetryModule.forRootAsync` (`useFactory`, `useClass` or `useExisting`). */
-export type RateLimitOpenTelemetryAsyncOptions = typeof OPENTELEMETRY_ASYNC_OPTIONS_TYPE;
+export type RateLimitOpenTelemetryAsyncOptions = ConfigurableModuleAsyncOptions<
+  LimiterInstrumentationOptions,
+  'createOpenTelemetryOptions'
+>;
 
-/**
- * Instruments the application's limiter when the module initialises and stops when it is
- * destroyed (`app.close()`), so a later application in the same process starts clean.
- */
+/** Instruments the application's limiter on module init, and stops on destroy (`app.close()`). */
 @Injectable()
 export class RateLimitInstrumentation implements OnModuleInit, OnModuleDestroy {
-  private instrumentation?: LimiterInstrumentation;
   private readonly options: LimiterInstrumentationOptions;
+  private instrumentation?: LimiterInstrumentation;
 
   constructor(
     private readonly limiter: SlidingWindowLimiter,
-    @Inject(OPENTELEMETRY_OPTIONS) options: LimiterInstrumentationOptions | undefined,
+    @Inject(definition.OPTIONS) options: LimiterInstrumentationOptions | undefined,
   ) {
-    // Validated when the provider is created, at bootstrap, every problem with its option's name.
-    const problems = describeInstrumentationOptionProblems(options ?? {});
-    if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitOpenTelemetryModule');
-    this.options = options ?? {};
+    this.options = definition.checked(options);
   }
 
   /** Starts recording: the counters, the histogram and the span attributes. */
@@ -63,18 +56,22 @@ export class RateLimitInstrumentation implements OnModuleInit, OnModuleDestroy {
 }
 
 /**
- * Exports the decisions of the application's `SlidingWindowLimiter` (from `RateLimitModule`, global by
- * default) to OpenTelemetry, as {@link instrumentLimiter} does: counters and a latency histogram on the
- * global meter provider (or `meterProvider`), and each decision on the active span.
+ * Exports the decisions of the application's `SlidingWindowLimiter` to OpenTelemetry, as
+ * {@link instrumentLimiter} does.
  *
  * ```ts
  * imports: [RateLimitModule.forRoot({ redis: 'redis://127.0.0.1:6379' }), RateLimitOpenTelemetryModule.forRoot()]
  * ```
  */
 @Module({ providers: [RateLimitInstrumentation] })
-export class RateLimitOpenTelemetryModule extends ConfigurableOpenTelemetryModule {
+export class RateLimitOpenTelemetryModule {
   /** Every option has a default: `forRoot()` is enough. */
-  static override forRoot(options: RateLimitOpenTelemetryForRootOptions = {}): DynamicModule {
-    return super.forRoot(options);
+  static forRoot(options: RateLimitOpenTelemetryForRootOptions = {}): DynamicModule {
+    return definition.forRoot(RateLimitOpenTelemetryModule, options);
+  }
+
+  /** The options from a factory or an options class (`useFactory`, `useClass`, `useExisting`). */
+  static forRootAsync(options: RateLimitOpenTelemetryAsyncOptions): DynamicModule {
+    return definition.forRootAsync(RateLimitOpenTelemetryModule, options);
   }
 }

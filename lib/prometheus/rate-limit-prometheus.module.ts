@@ -1,5 +1,5 @@
 import {
-  ConfigurableModuleBuilder,
+  type ConfigurableModuleAsyncOptions,
   type DynamicModule,
   Inject,
   Injectable,
@@ -7,25 +7,24 @@ import {
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
-import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { describeValue } from '../core/value-checks';
-import { SlidingWindowLimiter } from '../limiter/sliding-window.limiter';
+import { SlidingWindowLimiter } from 'nestjs-sliding-limit';
 import { registerPrometheusMetrics, type PrometheusExport, type PrometheusExportOptions } from '../metrics/prometheus';
+import { exportModuleDefinition } from '../nest/export-module';
 
-export const {
-  ConfigurableModuleClass: ConfigurablePrometheusModule,
-  MODULE_OPTIONS_TOKEN: PROMETHEUS_OPTIONS,
-  OPTIONS_TYPE: PROMETHEUS_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: PROMETHEUS_ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<PrometheusExportOptions>({ moduleName: 'RateLimitPrometheus' })
-  .setClassMethodName('forRoot')
-  .setFactoryMethodName('createPrometheusOptions')
-  .build();
+const definition = exportModuleDefinition<PrometheusExportOptions, 'createPrometheusOptions'>(
+  'RateLimitPrometheus',
+  'createPrometheusOptions',
+  describePrometheusOptionProblems,
+);
 
 /** Arguments of `RateLimitPrometheusModule.forRoot`: `{ registry?, prefix? }`. */
-export type RateLimitPrometheusForRootOptions = typeof PROMETHEUS_OPTIONS_TYPE;
+export type RateLimitPrometheusForRootOptions = PrometheusExportOptions;
 /** Arguments of `RateLimitPrometheusModule.forRootAsync` (`useFactory`, `useClass` or `useExisting`). */
-export type RateLimitPrometheusAsyncOptions = typeof PROMETHEUS_ASYNC_OPTIONS_TYPE;
+export type RateLimitPrometheusAsyncOptions = ConfigurableModuleAsyncOptions<
+  PrometheusExportOptions,
+  'createPrometheusOptions'
+>;
 
 const PREFIX = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 
@@ -50,24 +49,17 @@ function describePrometheusOptionProblems(options: unknown): string[] {
   return problems;
 }
 
-/**
- * Registers the limiter's metrics when the module initialises and removes them when it is destroyed
- * (`app.close()`), so that a new application in the same process (tests, hot reload) can register
- * them again.
- */
+/** Registers the limiter's metrics on module init and removes them on destroy (`app.close()`). */
 @Injectable()
 export class RateLimitPrometheusExport implements OnModuleInit, OnModuleDestroy {
-  private exported?: PrometheusExport;
   private readonly options: PrometheusExportOptions;
+  private exported?: PrometheusExport;
 
   constructor(
     private readonly limiter: SlidingWindowLimiter,
-    @Inject(PROMETHEUS_OPTIONS) options: PrometheusExportOptions | undefined,
+    @Inject(definition.OPTIONS) options: PrometheusExportOptions | undefined,
   ) {
-    // Validated when the provider is created, at bootstrap, every problem with its option's name.
-    const problems = describePrometheusOptionProblems(options ?? {});
-    if (problems.length > 0) throw new RateLimitConfigError(problems, 'RateLimitPrometheusModule');
-    this.options = options ?? {};
+    this.options = definition.checked(options);
   }
 
   /** The metric names registered, empty before init and after destroy. */
@@ -75,12 +67,10 @@ export class RateLimitPrometheusExport implements OnModuleInit, OnModuleDestroy 
     return this.exported?.names ?? [];
   }
 
-  /** Registers the metrics (prom-client is loaded here, on first use). */
   onModuleInit(): void {
     this.exported ??= registerPrometheusMetrics(this.limiter, this.options);
   }
 
-  /** Removes the metrics from the registry. */
   onModuleDestroy(): void {
     this.exported?.unregister();
     this.exported = undefined;
@@ -88,20 +78,23 @@ export class RateLimitPrometheusExport implements OnModuleInit, OnModuleDestroy 
 }
 
 /**
- * Exports the metrics of the application's `SlidingWindowLimiter` (from `RateLimitModule`, global by
- * default) to Prometheus, as {@link registerPrometheusMetrics} does: on prom-client's global
- * `register` unless `registry` says otherwise, under `prefix` (default `sliding_limit_`). prom-client is
- * an optional peer dependency: `npm i prom-client`. Serving `/metrics` stays the application's choice
- * (a controller, or `@willsoto/nestjs-prometheus`): see docs/metrics.md.
+ * Exports the metrics of the application's `SlidingWindowLimiter` to Prometheus, as
+ * {@link registerPrometheusMetrics} does (prom-client's global `register` unless `registry` is given).
+ * Serving `/metrics` stays the application's choice: see docs/metrics.md.
  *
  * ```ts
  * imports: [RateLimitModule.forRoot({ redis: 'redis://127.0.0.1:6379' }), RateLimitPrometheusModule.forRoot()]
  * ```
  */
 @Module({ providers: [RateLimitPrometheusExport], exports: [RateLimitPrometheusExport] })
-export class RateLimitPrometheusModule extends ConfigurablePrometheusModule {
+export class RateLimitPrometheusModule {
   /** Every option has a default: `forRoot()` is enough. */
-  static override forRoot(options: RateLimitPrometheusForRootOptions = {}): DynamicModule {
-    return super.forRoot(options);
+  static forRoot(options: RateLimitPrometheusForRootOptions = {}): DynamicModule {
+    return definition.forRoot(RateLimitPrometheusModule, options);
+  }
+
+  /** The options from a factory or an options class (`useFactory`, `useClass`, `useExisting`). */
+  static forRootAsync(options: RateLimitPrometheusAsyncOptions): DynamicModule {
+    return definition.forRootAsync(RateLimitPrometheusModule, options);
   }
 }

@@ -2,11 +2,7 @@ import type { Redis } from 'ioredis';
 import type { RedisConnection } from '../core/redis-connection';
 import { isCluster, nodeAddress } from './redis-nodes';
 
-/*
- * Commands the package prints for an operator (`npx nestjs-sliding-limit functions load v2 …`) name
- * the server they are meant for: without it the CLI would use REDIS_URL or 127.0.0.1:6379, another
- * server. A password is never printed: `***` stands in for it, for the operator to fill in.
- */
+// Commands printed for an operator name the server they are meant for, with `***` for a password.
 
 /** A URL reaching `node` as a message may show it: `rediss://` with TLS, the user, `***` for a password. */
 export function shownNodeUrl(node: Redis): string {

@@ -1,10 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 
-/**
- * Closes a connection this package opened: QUIT when it is ready (waiting for the socket to end,
- * since QUIT resolves on its reply), a hard disconnect otherwise — QUIT would first wait for a
- * connection that may never come — or when QUIT fails.
- */
+/** Closes a connection this package opened: QUIT when ready (waiting for the socket to end), else a disconnect. */
 export async function closeConnection(connection: Redis | Cluster): Promise<void> {
   if (connection.status === 'end') return;
   if (connection.status !== 'ready') {

@@ -14,10 +14,7 @@ import { masterNodes, nodeAddress } from './redis-nodes';
 
 type LibraryState = 'loaded' | 'missing' | 'different';
 
-/**
- * The shell commands that load a bundled library by hand on `connection`'s servers, for error
- * messages: the CLI with the flags that reach them, or redis-cli on each master.
- */
+/** The shell commands that load a bundled library by hand on `connection`'s servers, for messages. */
 export function loadCommandFor(contract: FunctionContract, connection: RedisConnection): string {
   const file = `node_modules/nestjs-sliding-limit/dist/redis/lua/${contract.sourceFile}`;
   const redisCli = redisCliTargets(connection).map((cli) => `${cli} -x FUNCTION LOAD < ${file}`);
@@ -27,10 +24,7 @@ export function loadCommandFor(contract: FunctionContract, connection: RedisConn
   );
 }
 
-/**
- * Makes sure a library version is present on every master, following the `loadFunctions` policy.
- * Never uses FUNCTION LOAD REPLACE: a library of the same name with other code is reported.
- */
+/** Makes sure a library version is on every master, per `loadFunctions`; never FUNCTION LOAD REPLACE. */
 export class FunctionLoader {
   private readonly source: string;
 
@@ -41,12 +35,7 @@ export class FunctionLoader {
     this.source = readLibrarySource(contract.sourceFile);
   }
 
-  /**
-   * Checks every master; loads the library where missing (`auto`) or fails naming the nodes
-   * (`verify`); `off` trusts the server. A master that cannot run functions at all (FUNCTION renamed
-   * or disabled, no Lua engine) fails with FunctionsUnavailableError, which names the fix.
-   * @returns the masters it loaded the library on (host:port): none when every master had it
-   */
+  /** Checks every master per policy (`auto` loads, `verify` fails, `off` trusts); returns where it loaded. */
   async prepare(policy: LoadFunctionsPolicy): Promise<string[]> {
     if (policy === 'off') return [];
     const nodes = await masterNodes(this.connection);

@@ -12,14 +12,7 @@ import { isFunctionNotFound } from './reply';
 /** Reloads (each followed by a retry) one call may wait for before it reports the function missing. */
 const MAX_RELOADS = 2;
 
-/**
- * Runs the library as Redis Functions (FCALL / FCALL_RO). A "Function not found" (Redis restarted
- * empty, FUNCTION FLUSH, a new master) reloads the library and retries with the same arguments, so
- * the same request id: a retry can never count twice. It reloads under `loadFunctions: 'auto'` and
- * under `'verify'`, where start-up has verified that the servers run exactly this bundled library:
- * loading it again restores what was verified, never another version. Under `'off'` (trust the
- * server, whose code was never checked) nothing is loaded.
- */
+/** Runs the library as Redis Functions; a "Function not found" reloads it (not under `off`) and retries. */
 export class FunctionRunner implements LuaRunner {
   readonly mode = 'function';
   private readonly loader: FunctionLoader;
@@ -64,10 +57,7 @@ export class FunctionRunner implements LuaRunner {
       : undefined;
   }
 
-  /**
-   * When the function is missing: reload and retry, twice at most — a second FUNCTION FLUSH can land
-   * between a reload and its retry; else (and always under `off`) fail, naming the node and the fix.
-   */
+  /** When the function is missing: reload and retry, twice at most; else (always under `off`) fail with the fix. */
   private async reloadAndRetry(
     functionName: string,
     keyCount: number,

@@ -4,13 +4,7 @@ import { nodeAddress } from './redis-nodes';
 import { isEngineNotFound, isUnknownCommand, messageOf, toRecord } from './reply';
 import { readServerInfo } from './server-info';
 
-/**
- * Tells why a node cannot run Redis Functions. With `failure` (a FUNCTION command that failed),
- * reads it: an unknown FUNCTION command or a missing Lua engine. Without, asks FUNCTION STATS, whose
- * `engines` lists the engines a server can load libraries with. Returns the error to throw, or
- * undefined when functions are available — or when the node cannot tell (any other failure, such as
- * an ACL refusing FUNCTION STATS, is left to the commands that follow).
- */
+/** Why a node cannot run Redis Functions (from `failure`, else FUNCTION STATS), or undefined. */
 export async function functionsUnavailableOn(
   node: Redis,
   failure?: unknown,

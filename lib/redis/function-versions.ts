@@ -7,12 +7,7 @@ import { V2_CONTRACT } from './contracts/v2.contract';
 /** Every library version this package ships, oldest first. */
 export const FUNCTION_VERSIONS: readonly FunctionContract[] = [V1_CONTRACT, V2_CONTRACT];
 
-/**
- * The function called when no `functionName` is configured, by every part of the package: the
- * limiter on Redis, `RateLimitModule` (`store: 'memory'` included), `RateLimitTestingModule` and the
- * sample. The newest version that takes every limit the decorators can describe (costs and
- * bounded-memory windows); a new version becomes the default here, and only here.
- */
+/** The function called when no `functionName` is configured, everywhere in the package: set here only. */
 export const DEFAULT_FUNCTION_NAME = V2_CONTRACT.allowFunction;
 
 /** Names `functionName` accepts. */

@@ -1,10 +1,7 @@
 import type { Redis } from 'ioredis';
 import { LoadedLibrary, parseFunctionList } from './reply';
 
-/**
- * The libraries of one node, sorted by name; only `libraryName` when given. With their code unless
- * `withCode` is false (a health probe needs the names only, not kilobytes of Lua per node).
- */
+/** The libraries of one node by name (only `libraryName` when given), with code unless `withCode` is false. */
 export async function librariesOf(node: Redis, libraryName?: string, withCode = true): Promise<LoadedLibrary[]> {
   const args = [...(libraryName === undefined ? [] : ['LIBRARYNAME', libraryName]), ...(withCode ? ['WITHCODE'] : [])];
   const reply = await node.call('FUNCTION', 'LIST', ...args);

@@ -32,8 +32,7 @@ export interface OverridesStoreOptions {
 const SCAN_COUNT = 1000;
 
 /**
- * Per-key overrides in Redis, which `sliding_allow_v2` reads in the same call as each limited key:
- * one hash per key, in the key's cluster slot (see `override-keys.ts`), expiring by its own TTL.
+ * Per-key overrides in Redis, read by `sliding_allow_v2` in the same call: a hash in each key's slot.
  *
  * ```ts
  * const overrides = new RedisOverridesStore(redis, { keyPrefix: 'rl:' });

@@ -8,12 +8,7 @@ interface SharedReadyListener {
 
 const sharedByClient = new WeakMap<RedisConnection, SharedReadyListener>();
 
-/**
- * Calls `callback` each time `client` becomes ready; returns the function that stops it. Every
- * limiter on a client shares one `ready` listener: a user's client may carry any number of limiters
- * without tripping Node's listener-leak warning (more than 10 listeners of one event), and once
- * the last one stops, the client has no listener of ours left.
- */
+/** Calls `callback` each time `client` is ready; returns the stop. One shared listener per client (no leak warning). */
 export function onClientReady(client: RedisConnection, callback: () => void): () => void {
   let shared = sharedByClient.get(client);
   if (!shared) {

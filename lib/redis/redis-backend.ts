@@ -13,10 +13,7 @@ import { onClientReady } from './ready-listeners';
 import { ScriptRunner } from './script-runner';
 import { hasFunctionsByVersion, readServerInfo } from './server-info';
 
-/**
- * Decisions on a Redis server or cluster: Redis Functions on Redis ≥ 7 and Valkey, scripts below (or
- * as configured).
- */
+/** Decisions on a Redis server or cluster: Functions on Redis ≥ 7 and Valkey, scripts below. */
 export class RedisBackend implements LimiterBackend {
   readonly commands: KeyCommands;
   readonly clustered: boolean;
@@ -36,10 +33,7 @@ export class RedisBackend implements LimiterBackend {
     this.clustered = isCluster(client);
   }
 
-  /**
-   * Ready, or never connected yet (`lazyConnect`: the first command connects). While ioredis
-   * reconnects, a command would wait in its offline queue; the limiter fails fast instead.
-   */
+  /** Ready, or never connected (lazy); while ioredis reconnects the limiter fails fast rather than queue. */
   isConnected(): boolean {
     const { status } = this.client;
     return status === 'ready' || status === 'wait';

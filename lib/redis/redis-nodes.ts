@@ -6,10 +6,7 @@ export function isCluster(connection: RedisConnection): connection is Cluster {
   return (connection as { isCluster?: boolean }).isCluster === true;
 }
 
-/**
- * The clients of every master. Functions and scripts live per node, and a command sent through
- * a Cluster reaches one node only, so anything that loads or checks them goes through this list.
- */
+/** The clients of every master: what loads or checks functions must reach each (a Cluster sends to one). */
 export async function masterNodes(connection: RedisConnection): Promise<Redis[]> {
   if (!isCluster(connection)) return [connection];
   if (connection.status !== 'ready') {

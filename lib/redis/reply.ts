@@ -1,11 +1,6 @@
 import { UnexpectedReplyError } from '../core/errors/unexpected-reply.error';
 
-/*
- * Replies are parsed here so that every shape a user's client may produce is accepted:
- * RESP2, RESP3 with ioredis' legacy mapping (maps as flat arrays, doubles as strings),
- * RESP3 with `replyMapping: 'resp3'` (maps as objects, doubles as numbers), verbatim strings
- * as String objects, and `stringNumbers: true` (integers as strings).
- */
+// Every reply shape a user's client may produce is accepted: RESP2, RESP3 mapped or not, `stringNumbers`.
 
 /** Reads an integer that may arrive as a number, a numeric string or a bigint. */
 export function toInteger(value: unknown, command: string, reply: unknown): number {

@@ -8,14 +8,7 @@ import type { LuaRunner } from '../core/lua-runner';
 import { masterNodes, nodeAddress } from './redis-nodes';
 import { isNoScript, toInteger } from './reply';
 
-/**
- * Runs the same Lua as scripts, for servers without Redis Functions: EVALSHA, and on NOSCRIPT
- * (restart, SCRIPT FLUSH, failover to a node that never saw it) EVAL of the full text, which
- * also puts it back in that node's cache.
- *
- * EVALSHA/EVAL are called directly rather than through ioredis' defineCommand so that the
- * limiter never adds methods to a client the application owns.
- */
+/** Runs the Lua as scripts (EVALSHA, then EVAL on NOSCRIPT), never adding methods to the application's client. */
 export class ScriptRunner implements LuaRunner {
   readonly mode = 'script';
   private readonly scripts = new Map<string, LuaScript>();

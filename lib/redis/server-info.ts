@@ -4,9 +4,7 @@ import type { ServerIdentity } from '../core/server-identity';
 import { toText } from './reply';
 
 /**
- * The server's identity from an `INFO` or `INFO server` reply — a string, a verbatim string (RESP3)
- * or a buffer. Valkey reports `redis_version:7.2.4` (the Redis release it is compatible with) beside
- * `server_name:valkey` and `valkey_version`; only the latter two tell it from Redis.
+ * The server's identity from an `INFO` reply (Valkey also reports a compatible `redis_version`).
  * @throws UnexpectedReplyError when the reply names no version
  */
 export function parseServerInfo(info: unknown): ServerIdentity {
@@ -35,10 +33,7 @@ export function majorVersionOf(server: ServerIdentity): number {
   return Number.parseInt(server.version, 10);
 }
 
-/**
- * Whether the server's version has Redis Functions: Redis 7 and newer, and every Valkey (forked from
- * Redis 7.2). Whether they are enabled is another question: see function-support.ts.
- */
+/** Whether the server's version has Redis Functions (Redis 7+, every Valkey); enabled is another question. */
 export function hasFunctionsByVersion(server: ServerIdentity): boolean {
   return server.name === 'valkey' || majorVersionOf(server) >= 7;
 }

@@ -1,20 +1,14 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
-import { MemoryBackend } from '../memory/memory-backend';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_RAW_OPTIONS } from '../nest/rate-limit.constants';
-import { RateLimitModule } from '../nest/rate-limit.module';
-import type { RateLimitModuleForRootOptions } from '../nest/rate-limit.module-definition';
 import { resolveRateLimitOptions, type ResolvedRateLimitOptions } from '../nest/rate-limit.options';
 import { TestClock } from './test-clock';
+import { MemoryBackend, RateLimitModule, type RateLimitModuleForRootOptions } from 'nestjs-sliding-limit';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 
 /** What an application's options say about where limits are kept and on which clock: what a test replaces. */
 const STORE_OPTIONS = new Set(['redis', 'client', 'backend', 'store', 'clock']);
 
-/**
- * `builder` with a `compile()` that fails when the override was never applied: the tested module
- * does not import `RateLimitModule`, so the test would run with no limit at all. An object over the
- * builder (its prototype) rather than a change of the caller's builder.
- */
+/** `builder` (as a prototype) with a `compile()` that fails when the tested module imports no `RateLimitModule`. */
 function failingWhenNotApplied<B extends CompilableTestingModule>(builder: B, applied: () => boolean): B {
   const checked = Object.create(builder) as B;
   checked.compile = async (...args: never[]): Promise<unknown> => {
@@ -34,12 +28,7 @@ function failingWhenNotApplied<B extends CompilableTestingModule>(builder: B, ap
   return checked;
 }
 
-/**
- * An application's options with its store and clock replaced by the test's and `testOptions` laid
- * over them: every other option (functionName, global, headers, keyPrefix, errorBody, key,
- * defaultLimit, …) is the application's. Anything but an object is passed on for the module's own
- * checks to report.
- */
+/** An application's options with the test's store, clock and `testOptions` over them (a non-object as it is). */
 function onTestStore(appOptions: unknown, testOptions: object, backend: MemoryBackend, clock: TestClock): unknown {
   if (typeof appOptions !== 'object' || appOptions === null) return appOptions;
   const kept = Object.entries(appOptions).filter(([name]) => !STORE_OPTIONS.has(name));
@@ -72,10 +61,7 @@ export interface CompilableTestingModule {
 
 /** What {@link RateLimitTestingModule.override} gives back: the builder, and the test's clock and store. */
 export interface RateLimitTestingOverride<B> {
-  /**
-   * The builder, with the application's store replaced; go on with `.compile()`, which fails when
-   * the tested module does not import `RateLimitModule` (nothing would be limited).
-   */
+  /** The builder, with the store replaced; its `.compile()` fails when no `RateLimitModule` is imported. */
   builder: B;
   /** The clock the limits run on; `advance()` it instead of waiting. */
   clock: TestClock;
@@ -100,26 +86,20 @@ export interface RateLimitTestingOverride<B> {
  * app.get(MemoryBackend).keys(); // ['rl:login:{ip:127.0.0.1}']
  * ```
  *
- * Provides (and exports) the {@link TestClock} and the {@link MemoryBackend}, besides everything
- * `RateLimitModule` provides. Each `forRoot()` call starts with an empty store and its own clock.
+ * Also provides the {@link TestClock} and the `MemoryBackend`; each `forRoot()` starts empty.
  */
 @Module({})
 export class RateLimitTestingModule {
   /**
-   * Tests a whole application whose `AppModule` imports `RateLimitModule.forRoot(…)` or
-   * `forRootAsync(…)`: runs it on the application's own options (whatever provides them: a
-   * `ConfigService` factory, a class) with only the store and the clock replaced — the in-memory store
-   * and a {@link TestClock} — so no Redis connection is ever opened, even by a test that forgets
-   * `app.close()`. (`overrideModule(RateLimitModule)` cannot do this: Nest matches a module to
-   * override by identity, and `forRoot()` returns a new object.)
+   * Tests a whole application that imports `RateLimitModule`: its own options, with only the store
+   * and the clock replaced (in memory, a {@link TestClock}), so no Redis connection is ever opened.
    *
    * ```ts
    * const { builder, clock } = RateLimitTestingModule.override(Test.createTestingModule({ imports: [AppModule] }));
    * const app = (await builder.compile()).createNestApplication();
    * ```
    *
-   * `options` (those of {@link RateLimitTestingModule.forRoot}: headers, defaultLimit, …) are laid
-   * over the application's, for a test that wants something else.
+   * `options` (those of {@link RateLimitTestingModule.forRoot}) are laid over the application's.
    */
   static override<B extends CompilableTestingModule>(
     builder: OverridableTestingModule<B>,

@@ -1,13 +1,11 @@
-import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 import { describeValue } from '../core/value-checks';
+import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 
 /** Where a {@link TestClock} starts unless told otherwise: 2025-01-01T00:00:00Z. */
 export const DEFAULT_TEST_START_TIME = Date.UTC(2025, 0, 1);
 
 /**
- * A clock the test moves by hand, in epoch milliseconds. `RateLimitTestingModule` gives it to the
- * limiter and to the in-memory store, and provides it (inject it by its class, or `app.get(TestClock)`)
- * to move time:
+ * A clock the test moves by hand, in epoch milliseconds, provided by `RateLimitTestingModule`:
  *
  * ```ts
  * const clock = app.get(TestClock);
@@ -37,11 +35,7 @@ export class TestClock {
     return this.current;
   }
 
-  /**
-   * Sets the time, forwards or back. Going back plays a caller whose clock lags: with
-   * `sliding_allow_v2` or later, more than `maxClockSkewMs` behind a key's newest entry is refused
-   * (`ClockSkewError`, or the `onRedisError` policy). Keys that have expired stay expired.
-   */
+  /** Sets the time, forwards or back (a lagging caller: v2 refuses one more than `maxClockSkewMs` behind a key). */
   set(ms: number): void {
     this.current = checked(ms, 'TestClock.set');
   }

@@ -11,14 +11,8 @@ interface PlainWebSocket {
 const OPEN = 1;
 
 /**
- * Nest's default WebSocket exception filter, made to reach clients of `@nestjs/platform-ws` too.
- *
- * `BaseWsExceptionFilter` answers an exception with `client.emit('exception', error)`: on a socket.io
- * socket that sends an event, but a `ws` WebSocket is a Node EventEmitter, so `emit` only calls
- * listeners in the server and the client is told nothing. For those clients this filter sends the
- * same object as a message in the `WsAdapter`'s format, `{"event":"exception","data":<error>}`;
- * socket.io clients get exactly what the base filter sends them.
- *
+ * Nest's default WebSocket exception filter, made to reach `@nestjs/platform-ws` clients too (a `ws`
+ * socket's `emit` tells the client nothing): they get `{"event":"exception","data":<error>}`.
  * Register it with `@UseFilters(new WsClientExceptionFilter())` on a gateway.
  */
 @Catch()

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { RateLimitRequest } from '../nest/rate-limit-key';
+import type { RateLimitRequest } from 'nestjs-sliding-limit';
 
 /**
  * What the key templates, key functions and cost functions of a gateway handler see in place of an
@@ -48,11 +48,7 @@ export interface UpgradeRequestLike {
 /** Upgrade requests kept per `ws` client: the socket does not keep it itself. */
 const upgradeRequests = new WeakMap<object, UpgradeRequestLike>();
 
-/**
- * Keeps the upgrade request of a `ws` (`@nestjs/platform-ws`) client, so its headers and query reach
- * the keys. Call it from the gateway's `handleConnection(client, request)`. Not needed for socket.io,
- * whose socket carries its handshake; without it a `ws` client still has its address (`ip`).
- */
+/** Keeps a `ws` client's upgrade request, so its headers and query reach the keys: call it from `handleConnection`. */
 export function rememberUpgradeRequest(client: object, request: UpgradeRequestLike): void {
   upgradeRequests.set(client, request);
 }

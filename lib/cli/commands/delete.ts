@@ -1,6 +1,3 @@
-import type { Redis } from 'ioredis';
-import { isUnanswered } from '../../redis/error-kind';
-import { nodeAddress } from '../../redis/redis-nodes';
 import type { Command } from '../command';
 import { CliError, ExitCode } from '../exit-codes';
 import { formatTable, plural } from '../format';
@@ -8,10 +5,11 @@ import { readInstanceReports } from '../instance-reports';
 import { functionNamesOf } from '../../redis/function-versions';
 import { librariesOf } from '../../redis/loaded-libraries';
 import { isLibraryNotFound } from '../../redis/reply';
+import { failureOf, onEveryMaster, resultTable } from '../on-every-master';
 import { requireLibraryArgument } from '../version-arg';
 
 /** A live instance that still calls a function of the library. */
-export interface Caller {
+interface Caller {
   instanceId: string;
   host: string;
   pid: number;
@@ -21,12 +19,7 @@ export interface Caller {
   as: 'functionName' | 'canary';
 }
 
-/**
- * `functions delete <version>`: FUNCTION DELETE on every master, refused while a live instance
- * report names one of the library's functions as its stable function or its canary (unless
- * `--force`). Callers must be switched first: an instance that still calls a deleted function
- * fails ("Function not found"), or, with `loadFunctions: 'auto'`, quietly loads it back.
- */
+/** `functions delete <version>`: FUNCTION DELETE on every master; refused while live instances call it. */
 export const deleteCommand: Command = async ({ options, masters, suggest }) => {
   const { library, contract } = requireLibraryArgument(options.args[0]);
 
@@ -79,34 +72,23 @@ export const deleteCommand: Command = async ({ options, masters, suggest }) => {
     };
   }
 
-  const deleteOn = async (
-    node: Redis,
-  ): Promise<{ node: string; result: 'deleted' | 'absent' | 'failed'; error?: string }> => {
-    const address = nodeAddress(node);
+  const nodes = await onEveryMaster(masters, async (node) => {
     try {
       await node.call('FUNCTION', 'DELETE', library);
-      return { node: address, result: 'deleted' };
+      return 'deleted';
     } catch (error) {
-      if (isUnanswered(error)) throw error;
-      if (isLibraryNotFound(error)) return { node: address, result: 'absent' };
-      return { node: address, result: 'failed', error: (error as Error).message };
+      if (isLibraryNotFound(error)) return 'absent';
+      throw error;
     }
-  };
-  const nodes = await Promise.all(masters.map(deleteOn));
-  const failed = nodes.filter((n) => n.result === 'failed');
-  let text = formatTable(nodes.map((n) => [n.node, n.result, n.error ?? '']));
+  });
+  const error = failureOf('FUNCTION DELETE', nodes);
+  let text = resultTable(nodes);
   if (callers.length > 0)
     text += `Deleted with --force while ${plural(callers.length, 'caller')} remained:\n${callerLines}`;
-  text +=
-    failed.length > 0
-      ? ''
-      : nodes.some((n) => n.result === 'deleted')
-        ? `${library} is deleted on every master.\n`
-        : `${library} was not loaded on any master; nothing to delete.\n`;
-  return {
-    exitCode: failed.length === 0 ? ExitCode.Ok : ExitCode.Failed,
-    json: { ...json, refused: false, nodes },
-    text,
-    error: failed.length === 0 ? undefined : `FUNCTION DELETE failed on ${failed.map((n) => n.node).join(', ')}`,
-  };
+  if (!error) {
+    text += nodes.some((n) => n.result === 'deleted')
+      ? `${library} is deleted on every master.\n`
+      : `${library} was not loaded on any master; nothing to delete.\n`;
+  }
+  return { exitCode: error ? ExitCode.Failed : ExitCode.Ok, json: { ...json, refused: false, nodes }, text, error };
 };

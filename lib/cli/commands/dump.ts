@@ -5,11 +5,7 @@ import type { Command } from '../command';
 import { CliError, ExitCode } from '../exit-codes';
 import { librariesOf } from '../../redis/loaded-libraries';
 
-/**
- * `functions dump <file>`: FUNCTION DUMP to a file, as raw bytes (the payload is binary and is
- * never decoded as text). On a cluster the masters must hold the same libraries, so that one file
- * restores the same set everywhere; `functions list` shows where they differ.
- */
+/** `functions dump <file>`: FUNCTION DUMP to a file, as bytes; the masters must hold the same libraries. */
 export const dumpCommand: Command = async ({ options, masters, suggest }) => {
   const file = resolve(options.args[0]);
   const libraries = await Promise.all(masters.map((node) => librariesOf(node)));

@@ -7,7 +7,7 @@ import { ExitCode } from '../exit-codes';
 import { formatTable, listSome, plural } from '../format';
 import { readInstanceReports } from '../instance-reports';
 import { librariesOf } from '../../redis/loaded-libraries';
-import { bundledContractOf, bundledSource } from '../libraries';
+import { bundledContractOf, bundledSource, libraryOf } from '../libraries';
 
 /** A difference `list` flags. */
 export interface ListProblem {
@@ -27,12 +27,9 @@ interface ListedNode {
 }
 
 /**
- * `functions list`: the libraries and functions of every master. Flags a library a live instance
- * calls (from the instance reports) that a master lacks — after a FUNCTION FLUSH or a restart
- * without persistence no master may hold it, and nothing else would tell —, a master that lacks a
- * library another master has, a shipped library whose code is not the bundled code, and another
- * library whose code differs between masters. Exit code 1 when anything is flagged, so a deploy
- * script can use it as a check.
+ * `functions list`: the libraries of every master, flagging (exit code 1) a library live instances call
+ * that a master lacks, a master lacking a library another has, and code that differs from the bundled
+ * code or between masters.
  */
 export const listCommand: Command = async ({ masters, servers, suggest }) => {
   const [nodes, { reports }] = await Promise.all([
@@ -68,7 +65,7 @@ export const listCommand: Command = async ({ masters, servers, suggest }) => {
     if (contract) {
       const source = bundledSource(contract);
       for (const holder of holders) {
-        if (libraryOf(holder.libraries, name).code === source) continue;
+        if (libraryOf(holder.libraries, name)?.code === source) continue;
         problems.push({
           kind: 'differs-from-bundled',
           node: holder.node,
@@ -79,7 +76,7 @@ export const listCommand: Command = async ({ masters, servers, suggest }) => {
         });
       }
     } else {
-      const codes = new Set(holders.map((holder) => libraryOf(holder.libraries, name).code));
+      const codes = new Set(holders.map((holder) => libraryOf(holder.libraries, name)?.code));
       if (codes.size > 1) {
         for (const holder of holders) {
           problems.push({
@@ -144,10 +141,7 @@ export const listCommand: Command = async ({ masters, servers, suggest }) => {
   };
 };
 
-/**
- * A problem for each master lacking a function that live instances call: the shipped library that
- * registers it, or, for a function this package does not ship, any library registering it.
- */
+/** A problem for each master lacking a function live instances call (its shipped library, or any that registers it). */
 function calledButMissing(
   nodes: readonly ListedNode[],
   called: readonly CalledFunction[],
@@ -187,8 +181,4 @@ function calledButMissing(
 function describeCalled({ functionName, version, callers }: CalledFunction): string {
   const ids = callers.map((caller) => `${caller.instanceId}${caller.canary ? ' canary' : ''}`);
   return `${functionName} (${version ?? 'not shipped'}: ${listSome(ids)})`;
-}
-
-function libraryOf(libraries: readonly LoadedLibrary[], name: string): LoadedLibrary {
-  return libraries.find((library) => library.name === name) as LoadedLibrary;
 }

@@ -3,11 +3,11 @@ import type { Command } from '../command';
 import { ExitCode } from '../exit-codes';
 import { formatAge, formatRate, formatTable, plural, rateOf } from '../format';
 import { FoundReport, readInstanceReports } from '../instance-reports';
-import { nameFunction, type NamedFunction } from '../libraries';
+import { functionEntries, type NamedFunction } from '../libraries';
 import { DEFAULT_REPORT_INTERVAL_MS, REPORT_TTL_INTERVALS } from '../../core/instance-report';
 
 /** What the live instances do with one function name, summed over their reports. */
-export interface FunctionStatus extends NamedFunction {
+interface FunctionStatus extends NamedFunction {
   /** Instances calling it as their stable function. */
   stable: string[];
   /** Instances sending it a canary share. */
@@ -29,10 +29,7 @@ export interface FunctionStatus extends NamedFunction {
   latencyMs: { p99: number; max: number };
 }
 
-/**
- * `functions status`: which function versions live instances call, from the reports they write
- * (InstanceReporter). Counters are per instance since it started, summed here.
- */
+/** `functions status`: which function versions live instances call, their counters summed from their reports. */
 export const statusCommand: Command = async ({ options, masters }) => {
   const { reports, unreadable } = await readInstanceReports(masters, options.prefix);
   const functions = summarize(reports);
@@ -91,37 +88,30 @@ export const statusCommand: Command = async ({ options, masters }) => {
 };
 
 /** Sums the reports per function name: every function an instance selects or has called. */
-export function summarize(reports: readonly FoundReport[]): FunctionStatus[] {
-  const byName = new Map<string, FunctionStatus>();
-  const entry = (functionName: string): FunctionStatus => {
-    let status = byName.get(functionName);
-    if (!status) {
-      status = {
-        ...nameFunction(functionName),
-        stable: [],
-        canary: [],
-        calls: 0,
-        allowed: 0,
-        rejected: 0,
-        blockedLocally: 0,
-        errors: {},
-        errorCount: 0,
-        fallbacks: {},
-        rejectionRate: null,
-        errorRate: null,
-        latencyMs: { p99: 0, max: 0 },
-      };
-      byName.set(functionName, status);
-    }
-    return status;
-  };
-
+function summarize(reports: readonly FoundReport[]): FunctionStatus[] {
+  const entries = functionEntries<FunctionStatus>((named) => ({
+    ...named,
+    stable: [],
+    canary: [],
+    calls: 0,
+    allowed: 0,
+    rejected: 0,
+    blockedLocally: 0,
+    errors: {},
+    errorCount: 0,
+    fallbacks: {},
+    rejectionRate: null,
+    errorRate: null,
+    latencyMs: { p99: 0, max: 0 },
+  }));
   for (const { report } of reports) {
-    entry(report.functionName).stable.push(report.instanceId);
+    entries.of(report.functionName).stable.push(report.instanceId);
     if (report.canary)
-      entry(report.canary.functionName).canary.push({ instanceId: report.instanceId, percent: report.canary.percent });
+      entries
+        .of(report.canary.functionName)
+        .canary.push({ instanceId: report.instanceId, percent: report.canary.percent });
     for (const m of report.functions) {
-      const status = entry(m.functionName);
+      const status = entries.of(m.functionName);
       status.calls += m.calls;
       status.allowed += m.allowed;
       status.rejected += m.rejected;
@@ -136,7 +126,7 @@ export function summarize(reports: readonly FoundReport[]): FunctionStatus[] {
       status.latencyMs.max = Math.max(status.latencyMs.max, m.latencyMs.max);
     }
   }
-  const statuses = [...byName.values()].sort((a, b) => a.functionName.localeCompare(b.functionName));
+  const statuses = entries.sorted();
   for (const status of statuses) {
     status.rejectionRate = rateOf(status.rejected, status.allowed + status.rejected);
     status.errorRate = rateOf(status.errorCount, status.calls);

@@ -1,19 +1,15 @@
 import type { RedisConnection } from '../../core/redis-connection';
 import { isCluster } from '../../redis/redis-nodes';
-import { plural } from '../format';
+import { listSome, plural } from '../format';
 import type { DoctorNode, DoctorNodes } from './doctor-nodes';
 import type { FindingInput } from './findings';
 import { integerOf, parseClusterNodes, parseClusterSlots, parseInfoFields, parseInfoList } from './replies';
 
-/** Redis Cluster's slot count. */
-export const CLUSTER_SLOTS = 16384;
+const CLUSTER_SLOTS = 16384;
 /** A replica whose last contact with its master is older than this, in seconds, is lagging. */
-export const REPLICA_LAG_WARNING_S = 10;
+const REPLICA_LAG_WARNING_S = 10;
 
-/**
- * Cluster and replication: on a cluster, every slot served and cluster_state ok on every master,
- * no node flagged as failing; everywhere, every replica's link up and recent.
- */
+/** Cluster and replication: every slot served, no node failing; every replica's link up and recent. */
 export async function checkCluster(connection: RedisConnection, found: DoctorNodes): Promise<FindingInput[]> {
   const findings: FindingInput[] = [];
   const masters = found.nodes.filter((node) => node.role === 'master');
@@ -120,14 +116,9 @@ async function checkReplication(found: DoctorNodes): Promise<FindingInput[]> {
           action: 'wait for the sync to finish; if it repeats, check the replica log and repl-backlog-size',
         });
       } else if (lag !== undefined && lag > REPLICA_LAG_WARNING_S) {
-        findings.push({
-          severity: 'warning',
-          code: 'replica-lagging',
-          node: replicaAddress,
-          summary: `${node.address} last heard from its replica ${replicaAddress} ${lag} s ago`,
-          meaning: 'a lagging replica would lose recent requests on failover: limits under-count for a window',
-          action: 'check the network and the load of the replica',
-        });
+        findings.push(
+          lagging(replicaAddress, `${node.address} last heard from its replica ${replicaAddress} ${lag} s ago`),
+        );
       }
     }
   }
@@ -146,14 +137,7 @@ async function checkReplication(found: DoctorNodes): Promise<FindingInput[]> {
         action: 'check the replica log, its masterauth and the network to its master',
       });
     } else if (lastIo !== undefined && lastIo > REPLICA_LAG_WARNING_S) {
-      findings.push({
-        severity: 'warning',
-        code: 'replica-lagging',
-        node: node.address,
-        summary: `replica ${node.address}: last contact with its master ${lastIo} s ago`,
-        meaning: 'a lagging replica would lose recent requests on failover: limits under-count for a window',
-        action: 'check the network and the load of the replica',
-      });
+      findings.push(lagging(node.address, `replica ${node.address}: last contact with its master ${lastIo} s ago`));
     }
   }
   if (!findings.some((f) => f.severity !== 'ok')) {
@@ -175,6 +159,17 @@ async function checkReplication(found: DoctorNodes): Promise<FindingInput[]> {
   return findings;
 }
 
+function lagging(node: string, summary: string): FindingInput {
+  return {
+    severity: 'warning',
+    code: 'replica-lagging',
+    node,
+    summary,
+    meaning: 'a lagging replica would lose recent requests on failover: limits under-count for a window',
+    action: 'check the network and the load of the replica',
+  };
+}
+
 function missingRanges(covered: ReadonlySet<number>): string {
   const ranges: string[] = [];
   let start = -1;
@@ -186,7 +181,5 @@ function missingRanges(covered: ReadonlySet<number>): string {
       start = -1;
     }
   }
-  return ranges.length > 5
-    ? `${ranges.slice(0, 5).join(', ')} and ${ranges.length - 5} more ranges`
-    : ranges.join(', ');
+  return listSome(ranges);
 }

@@ -21,11 +21,7 @@ export interface DoctorNodes {
   close(): void;
 }
 
-/**
- * Every master and its replicas. On a cluster, the replicas ioredis knows from the slot map; on a
- * standalone Redis, the replicas its INFO replication lists, reached with the master's connection
- * options (user, password, TLS) at the address the replica announces.
- */
+/** Every master and its replicas: from the slot map on a cluster, else from INFO replication. */
 export async function findNodes(connection: RedisConnection, masters: readonly Redis[]): Promise<DoctorNodes> {
   const nodes: DoctorNode[] = masters.map((client) => ({ client, address: nodeAddress(client), role: 'master' }));
   const unreachable: DoctorNodes['unreachable'] = [];

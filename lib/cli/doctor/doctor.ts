@@ -12,12 +12,7 @@ import { checkMemory } from './memory-check';
 import { renderFindings } from './render';
 import { checkSlowness } from './slowness-check';
 
-/**
- * `doctor`: the after-launch checks on every node — the functions live instances call, memory and
- * eviction, a sample of the limiter's keys, slow calls and latency, cluster slots and replication.
- * Reads only (SCAN, never KEYS; no CONFIG SET). Exit code 0 when every finding is ok, 1 with
- * warnings, 2 with problems.
- */
+/** `doctor`: the after-launch checks on every node, reading only. Exit code 0 all ok, 1 warnings, 2 problems. */
 export const doctorCommand: Command = async ({ options, connection, masters, servers, suggest }) => {
   const found = await findNodes(connection, masters);
   try {

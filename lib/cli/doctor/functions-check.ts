@@ -1,19 +1,15 @@
 import type { FunctionContract } from '../../core/function-contract';
 import { FUNCTION_VERSIONS, functionNamesOf } from '../../redis/function-versions';
 import { librariesOf } from '../../redis/loaded-libraries';
-import type { LoadedLibrary } from '../../redis/reply';
+
 import { plural } from '../format';
 import { calledFunctions, type CalledFunction } from '../called-functions';
 import type { FoundReport } from '../instance-reports';
-import { bundledSource } from '../libraries';
+import { bundledContractOf, bundledSource, libraryOf } from '../libraries';
 import type { DoctorNode } from './doctor-nodes';
 import type { FindingInput } from './findings';
 
-/**
- * Functions: every node (masters and replicas) holds the libraries the live instances call, with
- * the bundled code. Without live reports, the shipped libraries loaded on any node are the ones
- * expected everywhere. A shipped library no instance calls is checked too, as a warning.
- */
+/** Functions: every node holds the libraries live instances call (or those loaded anywhere), as bundled. */
 export async function checkFunctions(
   nodes: readonly DoctorNode[],
   reports: readonly FoundReport[],
@@ -111,7 +107,7 @@ export async function checkFunctions(
       });
     }
   }
-  if (called.length === 0 && !loaded.some((l) => l.libraries.some((lib) => shipped(lib.name)))) {
+  if (called.length === 0 && !loaded.some((l) => l.libraries.some((lib) => bundledContractOf(lib.name)))) {
     findings.push({
       severity: 'ok',
       code: 'no-libraries',
@@ -139,12 +135,4 @@ function describeCalled(called: CalledFunction): string {
     .filter(Boolean)
     .join(', ');
   return `${called.functionName} (${version}: ${counts})`;
-}
-
-function libraryOf(libraries: readonly LoadedLibrary[], name: string): LoadedLibrary | undefined {
-  return libraries.find((library) => library.name === name);
-}
-
-function shipped(libraryName: string): boolean {
-  return FUNCTION_VERSIONS.some((contract) => contract.libraryName === libraryName);
 }

@@ -1,21 +1,14 @@
 import type { Redis } from 'ioredis';
 import { INSTANCE_REPORT_KEY_PART } from '../../core/instance-report';
 import { toText } from '../../redis/reply';
-import { plural } from '../format';
+import { listSome, plural } from '../format';
 import type { DoctorNode } from './doctor-nodes';
 import { type FindingInput, formatBytes } from './findings';
 import { integerOf } from './replies';
 
-/**
- * Bytes of a bounded-memory key (rate_limit_v2 with precisionMs: 1-minute sub-windows of a 1-hour
- * window), whatever its limit: measured at 712–840 B from 100 to 100,000 requests per hour
- * (docs/performance.md, "Bounded-memory window and cost"). The larger figure, to promise no more.
- */
-export const BOUNDED_KEY_BYTES = 840;
-/** How many of the biggest keys the doctor names. */
-export const BIGGEST_KEYS = 5;
-/** How many keys a finding names at most. */
-const NAMED_KEYS = 5;
+/** Bytes of a bounded-memory key of a 1-hour window, whatever its limit (docs/performance.md). */
+const BOUNDED_KEY_BYTES = 840;
+const BIGGEST_KEYS = 5;
 
 /** One sampled key. */
 export interface SampledKey {
@@ -31,11 +24,8 @@ export interface SampledKey {
   entries: number | null;
 }
 
-/**
- * Samples up to `sample` keys under `prefix` on one node with SCAN (never KEYS), leaving out the
- * instance reports, and reads each key's type, TTL, size and encoding in pipelines.
- */
-export async function sampleKeys(node: Redis, prefix: string, sample: number): Promise<SampledKey[]> {
+/** Samples up to `sample` keys under `prefix` with SCAN (not the reports), with their type, TTL, size and encoding. */
+async function sampleKeys(node: Redis, prefix: string, sample: number): Promise<SampledKey[]> {
   const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
   const keys: string[] = [];
   let cursor = '0';
@@ -190,6 +180,5 @@ export function judgeKeys(
 }
 
 function names(keys: readonly SampledKey[]): string {
-  const shown = keys.slice(0, NAMED_KEYS).map((k) => k.key);
-  return keys.length > NAMED_KEYS ? `${shown.join(', ')} and ${keys.length - NAMED_KEYS} more` : shown.join(', ');
+  return listSome(keys.map((k) => k.key));
 }

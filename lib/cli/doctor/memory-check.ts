@@ -3,13 +3,9 @@ import type { DoctorNode } from './doctor-nodes';
 import { type FindingInput, formatBytes } from './findings';
 import { integerOf, parseConfigGet, parseInfoFields } from './replies';
 
-/**
- * Share of maxmemory in use from which a noeviction Redis is worth a look (a warning): below it,
- * noeviction with maxmemory is the recommended configuration for a limiter.
- */
-export const NOEVICTION_WARNING_SHARE = 0.75;
-/** Share of maxmemory in use from which a noeviction Redis is a problem: OOM errors are close. */
-export const NOEVICTION_PROBLEM_SHARE = 0.9;
+/** Shares of maxmemory in use from which a noeviction Redis (the configuration to have) is a warning, a problem. */
+const NOEVICTION_WARNING_SHARE = 0.75;
+const NOEVICTION_PROBLEM_SHARE = 0.9;
 
 /** What an evicting policy family (`allkeys-*`, `volatile-*`) does to a limiter's keys. */
 const EVICTION_MEANINGS: Readonly<Record<string, string>> = {
@@ -19,7 +15,7 @@ const EVICTION_MEANINGS: Readonly<Record<string, string>> = {
 };
 
 /** What one master says about its memory. */
-export interface MemorySettings {
+interface MemorySettings {
   maxmemoryBytes: number;
   policy: string;
   usedBytes: number;
@@ -28,7 +24,7 @@ export interface MemorySettings {
 }
 
 /** maxmemory and maxmemory-policy by CONFIG GET, else from INFO memory; used_memory from INFO memory. */
-export async function readMemorySettings(node: DoctorNode): Promise<MemorySettings> {
+async function readMemorySettings(node: DoctorNode): Promise<MemorySettings> {
   const info = parseInfoFields(await node.client.info('memory'));
   const usedBytes = integerOf(info.get('used_memory')) ?? 0;
   try {
@@ -48,11 +44,7 @@ export async function readMemorySettings(node: DoctorNode): Promise<MemorySettin
   }
 }
 
-/**
- * Memory: maxmemory and the eviction policy of every master, and what the policy means for a
- * limiter. Replicas follow their master's writes (and ignore maxmemory by default); they are not
- * checked here.
- */
+/** Memory: maxmemory and the eviction policy of every master (replicas ignore maxmemory by default). */
 export async function checkMemory(nodes: readonly DoctorNode[]): Promise<FindingInput[]> {
   const masters = nodes.filter((node) => node.role === 'master');
   const settings = await Promise.all(masters.map(readMemorySettings));
@@ -100,12 +92,7 @@ export function judgeMemory(address: string, settings: MemorySettings): FindingI
   };
 }
 
-/**
- * noeviction with maxmemory: nothing is evicted, so the limiter's counts stay exact, and writes fail
- * with OOM only when memory is full. With room to spare it is the configuration to have (ok, and
- * where the advice for an evicting policy leads); a warning when it fills, a problem when it is
- * nearly full or over maxmemory (which happens when maxmemory is set below the memory in use).
- */
+/** noeviction with maxmemory keeps counts exact until memory is full: ok with room, else a warning or a problem. */
 function judgeNoeviction(
   base: Pick<FindingInput, 'node' | 'details'>,
   share: number,

@@ -11,10 +11,7 @@ const TITLES: Record<CheckName, string> = {
   cluster: 'Cluster and replication',
 };
 
-/**
- * The text report: one section per check, findings grouped by node (the deployment as a whole
- * first), each with its severity, what it means and what to do; then the totals and the exit code.
- */
+/** The text report: a section per check, findings by node (the whole deployment first), then the totals. */
 export function renderFindings(header: string, findings: readonly Finding[], exitCode: number): string {
   let text = `${header}\n`;
   for (const check of CHECKS) {

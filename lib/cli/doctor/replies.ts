@@ -1,11 +1,7 @@
 import { UnexpectedReplyError } from '../../core/errors/unexpected-reply.error';
 import { toInteger, toRecord, toText } from '../../redis/reply';
 
-/*
- * Parsers of the replies the doctor reads. Each accepts every shape ioredis gives: RESP2, RESP3
- * with the legacy mapping (maps as flat arrays) and RESP3 with `replyMapping: 'resp3'` (maps as
- * objects), strings or buffers, verbatim strings, integers as numbers or strings.
- */
+// Parsers of the replies the doctor reads, in every shape ioredis gives (RESP2, RESP3 mapped or not, buffers).
 
 /** The `field:value` lines of an INFO reply (any section), or of CLUSTER INFO. */
 export function parseInfoFields(reply: unknown): Map<string, string> {
@@ -45,79 +41,69 @@ export function integerOf(value: unknown): number | undefined {
   }
 }
 
-/** One SLOWLOG GET entry. */
-export interface SlowlogEntry {
-  id: number;
-  /** When it ran, Unix seconds. */
-  timestamp: number;
-  durationUs: number;
-  args: string[];
-  client: string;
+/** The entries of an array reply, each an array that `isEntry` accepts, read by `read` (`int` reads an integer). */
+function parseEntries<T>(
+  reply: unknown,
+  command: string,
+  isEntry: (entry: unknown[]) => boolean,
+  read: (entry: unknown[], int: (value: unknown) => number) => T,
+): T[] {
+  if (!Array.isArray(reply)) throw new UnexpectedReplyError(command, reply);
+  const int = (value: unknown) => toInteger(value, command, reply);
+  return reply.map((entry: unknown) => {
+    if (!Array.isArray(entry) || !isEntry(entry)) throw new UnexpectedReplyError(command, reply);
+    return read(entry, int);
+  });
 }
 
-/** SLOWLOG GET: an array of `[id, timestamp, microseconds, [args…], client, name]`. */
-export function parseSlowlog(reply: unknown): SlowlogEntry[] {
-  if (!Array.isArray(reply)) throw new UnexpectedReplyError('SLOWLOG GET', reply);
-  return reply.map((entry: unknown) => {
-    if (!Array.isArray(entry) || entry.length < 4 || !Array.isArray(entry[3]))
-      throw new UnexpectedReplyError('SLOWLOG GET', reply);
-    return {
-      id: toInteger(entry[0], 'SLOWLOG GET', reply),
-      timestamp: toInteger(entry[1], 'SLOWLOG GET', reply),
-      durationUs: toInteger(entry[2], 'SLOWLOG GET', reply),
+/** SLOWLOG GET: `[id, timestamp (Unix s), microseconds, [args…], client, name]` each. */
+export function parseSlowlog(reply: unknown) {
+  return parseEntries(
+    reply,
+    'SLOWLOG GET',
+    (entry) => entry.length >= 4 && Array.isArray(entry[3]),
+    (entry, int) => ({
+      id: int(entry[0]),
+      timestamp: int(entry[1]),
+      durationUs: int(entry[2]),
       args: (entry[3] as unknown[]).map(toText),
       client: entry[4] === undefined ? '' : toText(entry[4]),
-    };
-  });
+    }),
+  );
 }
+export type SlowlogEntry = ReturnType<typeof parseSlowlog>[number];
 
-/** One LATENCY LATEST event. */
-export interface LatencyEvent {
-  event: string;
-  /** Unix seconds of the latest spike. */
-  timestamp: number;
-  latestMs: number;
-  maxMs: number;
-}
-
-/** LATENCY LATEST: an array of `[event, timestamp, latest ms, max ms]`. */
-export function parseLatencyLatest(reply: unknown): LatencyEvent[] {
-  if (!Array.isArray(reply)) throw new UnexpectedReplyError('LATENCY LATEST', reply);
-  return reply.map((entry: unknown) => {
-    if (!Array.isArray(entry) || entry.length < 4) throw new UnexpectedReplyError('LATENCY LATEST', reply);
-    return {
+/** LATENCY LATEST: `[event, timestamp (Unix s) of the latest spike, latest ms, max ms]` each. */
+export function parseLatencyLatest(reply: unknown) {
+  return parseEntries(
+    reply,
+    'LATENCY LATEST',
+    (entry) => entry.length >= 4,
+    (entry, int) => ({
       event: toText(entry[0]),
-      timestamp: toInteger(entry[1], 'LATENCY LATEST', reply),
-      latestMs: toInteger(entry[2], 'LATENCY LATEST', reply),
-      maxMs: toInteger(entry[3], 'LATENCY LATEST', reply),
-    };
-  });
+      timestamp: int(entry[1]),
+      latestMs: int(entry[2]),
+      maxMs: int(entry[3]),
+    }),
+  );
 }
+export type LatencyEvent = ReturnType<typeof parseLatencyLatest>[number];
 
-/** One range of CLUSTER SLOTS, with the address of the master serving it. */
-export interface SlotRange {
-  from: number;
-  to: number;
-  master: string;
-}
-
-/** CLUSTER SLOTS: `[[from, to, [host, port, id, …], replicas…], …]`. */
-export function parseClusterSlots(reply: unknown): SlotRange[] {
-  if (!Array.isArray(reply)) throw new UnexpectedReplyError('CLUSTER SLOTS', reply);
-  return reply.map((entry: unknown) => {
-    if (!Array.isArray(entry) || entry.length < 3 || !Array.isArray(entry[2]))
-      throw new UnexpectedReplyError('CLUSTER SLOTS', reply);
-    const master = entry[2] as unknown[];
-    return {
-      from: toInteger(entry[0], 'CLUSTER SLOTS', reply),
-      to: toInteger(entry[1], 'CLUSTER SLOTS', reply),
-      master: `${toText(master[0])}:${toText(master[1])}`,
-    };
-  });
+/** CLUSTER SLOTS: `[from, to, [host, port, id, …], replicas…]` each, as a range and its master's address. */
+export function parseClusterSlots(reply: unknown) {
+  return parseEntries(
+    reply,
+    'CLUSTER SLOTS',
+    (entry) => entry.length >= 3 && Array.isArray(entry[2]),
+    (entry, int) => {
+      const [host, port] = entry[2] as unknown[];
+      return { from: int(entry[0]), to: int(entry[1]), master: `${toText(host)}:${toText(port)}` };
+    },
+  );
 }
 
 /** One line of CLUSTER NODES. */
-export interface ClusterNodeLine {
+interface ClusterNodeLine {
   id: string;
   /** host:port, without the cluster bus port. */
   address: string;

@@ -13,19 +13,18 @@ import {
   type SlowlogEntry,
 } from './replies';
 
-/** SLOWLOG entries read per node (the log keeps 128 by default). */
-export const SLOWLOG_ENTRIES = 128;
-/** busy-reply-threshold when CONFIG GET is refused: the server's default, ms. */
-export const DEFAULT_BUSY_THRESHOLD_MS = 5000;
-/** A package function call slower than this is a warning: a normal call takes tens of microseconds. */
-export const SLOW_CALL_WARNING_US = 1000;
-/** Share of busy-reply-threshold from which a call is a problem: close to BUSY errors. */
-export const BUSY_PROBLEM_SHARE = 0.5;
-/** Share of busy-reply-threshold from which a call is a warning. */
-export const BUSY_WARNING_SHARE = 0.1;
+/** SLOWLOG entries read per node (what the log keeps by default). */
+const SLOWLOG_ENTRIES = 128;
+/** busy-reply-threshold's default, ms, assumed when CONFIG GET is refused. */
+const DEFAULT_BUSY_THRESHOLD_MS = 5000;
+/** A call slower than this is a warning (a normal one takes tens of µs), as is one at this share of the threshold. */
+const SLOW_CALL_WARNING_US = 1000;
+const BUSY_WARNING_SHARE = 0.1;
+/** From this share of busy-reply-threshold, a call is a problem: BUSY errors are close. */
+const BUSY_PROBLEM_SHARE = 0.5;
 
 /** A SLOWLOG entry of one of the package's functions. */
-export interface SlowCall {
+interface SlowCall {
   functionName: string;
   command: string;
   durationUs: number;
@@ -49,7 +48,7 @@ function scriptShasOfFunctions(): Map<string, string> {
 const FUNCTION_NAMES = new Set(FUNCTION_VERSIONS.flatMap(functionNamesOf));
 
 /** The entries that call one of the package's functions: FCALL, FCALL_RO, or EVALSHA of its scripts. */
-export function slowCallsOf(entries: readonly SlowlogEntry[]): SlowCall[] {
+function slowCallsOf(entries: readonly SlowlogEntry[]): SlowCall[] {
   const calls: SlowCall[] = [];
   for (const entry of entries) {
     const [command = '', target = '', numKeys = '0', firstKey] = entry.args;
@@ -81,34 +80,23 @@ export interface SlownessSettings {
 }
 
 async function readSettings(node: DoctorNode): Promise<SlownessSettings> {
+  const names = ['busy-reply-threshold', 'lua-time-limit', 'slowlog-log-slower-than', 'latency-monitor-threshold'];
+  let config: Record<string, string> = {};
+  let configRefused: string | undefined;
   try {
-    const config = parseConfigGet(
-      await node.client.call(
-        'CONFIG',
-        'GET',
-        'busy-reply-threshold',
-        'lua-time-limit',
-        'slowlog-log-slower-than',
-        'latency-monitor-threshold',
-      ),
-    );
-    const busy = integerOf(config['busy-reply-threshold']);
-    const lua = integerOf(config['lua-time-limit']);
-    return {
-      busyThresholdMs: busy ?? lua ?? DEFAULT_BUSY_THRESHOLD_MS,
-      busySetting: busy !== undefined ? 'busy-reply-threshold' : lua !== undefined ? 'lua-time-limit' : 'default',
-      slowlogSlowerThanUs: integerOf(config['slowlog-log-slower-than']) ?? null,
-      latencyMonitorThresholdMs: integerOf(config['latency-monitor-threshold']) ?? null,
-    };
+    config = parseConfigGet(await node.client.call('CONFIG', 'GET', ...names));
   } catch (error) {
-    return {
-      busyThresholdMs: DEFAULT_BUSY_THRESHOLD_MS,
-      busySetting: 'default',
-      slowlogSlowerThanUs: null,
-      latencyMonitorThresholdMs: null,
-      configRefused: messageOf(error).split('\n')[0],
-    };
+    configRefused = messageOf(error).split('\n')[0];
   }
+  const busy = integerOf(config['busy-reply-threshold']);
+  const lua = integerOf(config['lua-time-limit']);
+  return {
+    busyThresholdMs: busy ?? lua ?? DEFAULT_BUSY_THRESHOLD_MS,
+    busySetting: busy !== undefined ? 'busy-reply-threshold' : lua !== undefined ? 'lua-time-limit' : 'default',
+    slowlogSlowerThanUs: integerOf(config['slowlog-log-slower-than']) ?? null,
+    latencyMonitorThresholdMs: integerOf(config['latency-monitor-threshold']) ?? null,
+    ...(configRefused === undefined ? {} : { configRefused }),
+  };
 }
 
 /** Slowness: on every node, the package's calls in SLOWLOG, LATENCY LATEST and the BUSY threshold. */

@@ -4,11 +4,7 @@ import { FUNCTION_VERSIONS } from '../../redis/function-versions';
 import { nodeAddress } from '../../redis/redis-nodes';
 import { readInstanceReports } from '../instance-reports';
 
-/**
- * Why an override just stored may not apply yet, one warning each: a master holding no library that
- * reads overrides (FUNCTION LIST), a live limiter under `keyPrefix` whose stable function reads none
- * (its instance report). Empty when every master and every reporting limiter reads them.
- */
+/** Why an override just stored may not apply yet: masters and live limiters under `keyPrefix` that read none. */
 export async function overrideReaderWarnings(
   masters: readonly Redis[],
   keyPrefix: string,

@@ -1,9 +1,6 @@
 import { SlidingLimitError } from './sliding-limit.error';
 
-/**
- * A library with the bundled version's name is loaded with different code. It is never replaced
- * silently: a version name must always mean one contract.
- */
+/** A library with the bundled version's name holds other code; never replaced silently. */
 export class FunctionCodeMismatchError extends SlidingLimitError {
   /**
    * @param cliTargetFlags the CLI flags that reach those nodes (`--url redis://host:port` or

@@ -9,10 +9,8 @@ export type MissingFunctionSupport =
   | 'lua-engine';
 
 /**
- * A server cannot run Redis Functions at all, so loading the library cannot help: its FUNCTION
- * command is renamed or disabled, or it has no Lua engine for functions. The message names the node,
- * the server and both fixes: enable functions on the server, or run the same Lua as scripts
- * (`mode: 'script'`), which works when `scriptsWork` is true.
+ * A server cannot run Redis Functions at all (FUNCTION renamed or disabled, no Lua engine). The message
+ * names both fixes: enable functions, or run the Lua as scripts (`mode: 'script'`) when `scriptsWork`.
  */
 export class FunctionsUnavailableError extends SlidingLimitError {
   /** host:port of the node. */

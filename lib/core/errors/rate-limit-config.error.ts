@@ -4,10 +4,8 @@ import { SlidingLimitError } from './sliding-limit.error';
 const PREFIX = 'nestjs-sliding-limit: invalid configuration';
 
 /**
- * Invalid configuration: module options, limiter options or decorator arguments.
- * Thrown at construction or bootstrap, never per request. `problems` lists every problem found.
- * The message starts `nestjs-sliding-limit: invalid configuration` (then `of <context>` when
- * given), so that a log search finds every one of them.
+ * Invalid configuration (options or decorator arguments), thrown at construction or bootstrap, never
+ * per request. `problems` lists every problem; the message starts `nestjs-sliding-limit: invalid configuration`.
  */
 export class RateLimitConfigError extends SlidingLimitError {
   /**

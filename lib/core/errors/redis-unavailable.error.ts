@@ -1,10 +1,8 @@
 import { SlidingLimitError } from './sliding-limit.error';
 
 /**
- * Redis did not decide: the call timed out, the connection is down, or the circuit breaker is open
- * after repeated failures. The limiter answers such decisions by its `onRedisError` policy (or the
- * insurance limiter); this error reaches callers from `init()`, `reset()`, and decisions whose
- * policy is `throw`.
+ * Redis did not decide: a timeout, the connection down, or the circuit breaker open. Callers see it
+ * from `init()`, `reset()` and decisions whose `onRedisError` is `throw`.
  */
 export class RedisUnavailableError extends SlidingLimitError {
   constructor(

@@ -4,12 +4,7 @@ import type { AllowCall, FunctionContract } from '../../core/function-contract';
 import { readV2Decision, readV2Decisions } from './v2-replies';
 import { V2_CONTRACT } from './v2.contract';
 
-/**
- * Reads a version's allow replies straight into the decisions the limiter's callers get: the
- * decision path's one parse, with no outcome objects in between. What it reads is what the
- * contract's `parseAllowReply` / `batch.parseReply` say (their outcomes are the public form, for
- * tools and tests), as the caller's `RateLimitDecision`s.
- */
+/** Reads a version's allow replies straight into its callers' decisions, what the contract's parsers say. */
 export interface DecisionReader {
   /** The reply of the allow function to `call`. */
   allow(reply: unknown, call: AllowCall): MultiRateLimitDecision;

@@ -2,12 +2,8 @@ import { toIntegerArray } from '../reply';
 import type { FunctionContract } from '../../core/function-contract';
 
 /**
- * rate_limit_v1 / sliding_allow_v1, the articles' contract:
- * `FCALL sliding_allow_v1 1 <key> <now_ms> <window_ms> <limit> <member>` → `[allowed, remaining]`.
- *
- * The reply says nothing about time, so a rejection reports the window length as
- * retryAfterMs and resetMs: every entry is at most one window old, so no slot can free
- * later than that, and a client told to wait that long is never let in early.
+ * rate_limit_v1, the articles' contract: `FCALL sliding_allow_v1 1 <key> <now_ms> <window_ms> <limit>
+ * <member>` → `[allowed, remaining]`. A rejection waits the window's length: no slot frees later.
  */
 export const V1_CONTRACT: FunctionContract = {
   version: 'v1',

@@ -6,26 +6,18 @@ import type { OverrideAction } from '../../core/key-overrides';
 import { isShadow, type SlidingLimitRule } from '../../core/limit-rule';
 import { replyOfLength, toInteger, toIntegerArray } from '../reply';
 
-/**
- * Integers per limit in a v2 reply: room, count, remaining, retry_after_ms, reset_ms, limit,
- * override (see the header of rate_limit_v2.lua).
- */
-export const LIMIT_STRIDE = 7;
+/** Integers per limit in a v2 reply: room, count, remaining, retry_after_ms, reset_ms, limit, override. */
+const LIMIT_STRIDE = 7;
 
 /** The reply's override codes, by position: 0 none, 1 limit, 2 exempt, 3 block. */
 const OVERRIDES: readonly (OverrideAction | undefined)[] = [undefined, 'limit', 'exempt', 'block'];
 
 /** Integers of one decision of `rules`. */
-export function decisionLength(rules: readonly SlidingLimitRule[]): number {
+function decisionLength(rules: readonly SlidingLimitRule[]): number {
   return 1 + LIMIT_STRIDE * rules.length;
 }
 
-/**
- * The caller's decision of the request whose reply starts at `reply[at]` (a batch reply holds
- * several), read straight from the reply (checked by the caller to be long enough), with no outcome
- * in between.
- * @throws UnexpectedReplyError when a flag or an override code is out of range
- */
+/** The caller's decision whose reply starts at `reply[at]`, read straight from it. @throws UnexpectedReplyError */
 function decisionAt(
   reply: readonly unknown[],
   at: number,
@@ -84,20 +76,11 @@ export function readV2Decisions(
   command: string,
   functionName: string,
 ): MultiRateLimitDecision[] {
-  let length = 0;
-  for (const call of calls) length += decisionLength(call.rules);
-  const values = replyOfLength(reply, length, command);
-  const decisions = new Array<MultiRateLimitDecision>(calls.length);
-  for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
-    decisions[c] = decisionAt(values, at, calls[c].rules, command, functionName);
-  return decisions;
+  const values = replyOfLength(reply, batchLength(calls), command);
+  return eachCall(calls, (at, rules) => decisionAt(values, at, rules, command, functionName));
 }
 
-/**
- * The outcome of the decision whose reply starts at `values[at]`: {@link decisionAt}'s, with the
- * counts and the limits that applied. Read from the integers, an error carries them as the reply.
- * @throws UnexpectedReplyError when a flag or an override code is out of range
- */
+/** The outcome whose reply starts at `values[at]`: {@link decisionAt}'s, with the counts and effective limits. */
 function outcomeAt(
   values: readonly number[],
   at: number,
@@ -124,13 +107,26 @@ export function parseV2Decisions(
   calls: readonly { rules: readonly SlidingLimitRule[] }[],
   command: string,
 ): CallOutcome[] {
+  const values = toIntegerArray(reply, batchLength(calls), command);
+  return eachCall(calls, (at, rules) => outcomeAt(values, at, rules, command));
+}
+
+/** Integers of a batch reply: the decisions' replies, concatenated. */
+function batchLength(calls: readonly { rules: readonly SlidingLimitRule[] }[]): number {
   let length = 0;
   for (const call of calls) length += decisionLength(call.rules);
-  const values = toIntegerArray(reply, length, command);
-  const outcomes = new Array<CallOutcome>(calls.length);
+  return length;
+}
+
+/** `read` of each call's decision in a batch reply, given where it starts. */
+function eachCall<T>(
+  calls: readonly { rules: readonly SlidingLimitRule[] }[],
+  read: (at: number, rules: readonly SlidingLimitRule[]) => T,
+): T[] {
+  const results = new Array<T>(calls.length);
   for (let c = 0, at = 0; c < calls.length; at += decisionLength(calls[c].rules), c++)
-    outcomes[c] = outcomeAt(values, at, calls[c].rules, command);
-  return outcomes;
+    results[c] = read(at, calls[c].rules);
+  return results;
 }
 
 /** A limit's outcome: its caller's decision with the count and the limit that applied, read from the reply. */

@@ -7,10 +7,7 @@ import { parseV2Decision, parseV2Decisions } from './v2-replies';
 const SHADOW = 1;
 const OVERRIDE_KEY = 2;
 
-/**
- * The override key read for limit `i`, or undefined: none when the call reads no overrides, the
- * rule opts out (`overrides: false`), or the key cannot carry one (braces without a hash tag).
- */
+/** The override key read for limit `i`, or undefined (overrides off, opted out, or no valid hash tag). */
 function overrideKeyFor(readOverrides: boolean, rule: SlidingLimitRule, key: string): string | undefined {
   return readOverrides && rule.overrides !== false ? overrideKeyOf(key) : undefined;
 }
@@ -20,10 +17,7 @@ function readsOverride(readOverrides: boolean, rule: SlidingLimitRule, key: stri
   return readOverrides && rule.overrides !== false && canCarryOverride(key);
 }
 
-/**
- * Writes the limit keys, then the override keys read, into `all` from `at` on; returns the length
- * written up to. A list sized for every limit reading its override (the common case) is not grown.
- */
+/** Writes the limit keys, then the override keys read, into `all` from `at`; returns the end. */
 function writeKeys(
   all: string[],
   at: number,
@@ -82,11 +76,8 @@ function wholeNow(nowMs: number | typeof SERVER_TIME): number | typeof SERVER_TI
 }
 
 /**
- * rate_limit_v2: per limit the log or the bounded-memory window, a cost, shadow limits
- * (`mode: 'shadow'`) and per-key overrides read in the same call (a call with `overrides` passes each
- * limit key's override key, in its slot, after the limit keys: `allowKeys`); a reply telling, per
- * limit, the limit that applied and the override. Log keys are v1's, so v1 and v2 serve the same keys
- * side by side. See the header of `rate_limit_v2.lua`.
+ * rate_limit_v2: the log or the bounded window, a cost, shadow limits and per-key overrides (their keys
+ * after the limit keys). Log keys are v1's, so both serve the same keys. See `rate_limit_v2.lua`.
  */
 export const V2_CONTRACT: FunctionContract = {
   version: 'v2',
