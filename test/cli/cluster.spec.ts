@@ -1,36 +1,34 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Redis, { Cluster } from 'ioredis';
-import { FunctionNotLoadedError, SlidingWindowLimiter } from '../../lib';
+import type { Cluster, Redis } from 'ioredis';
+import { FunctionNotLoadedError } from '../../lib';
 import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { nodeAddress } from '../../lib/redis/redis-nodes';
 import { parseFunctionList } from '../../lib/redis/reply';
-import { RedisCluster, startRedisCluster } from '../support/redis-cluster';
+import { useRedisCluster } from '../support/redis-cluster';
 import { rejectionOf } from '../support/rejection';
+import { useTestLimiters } from '../support/test-limiter';
 import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 
 const V1 = readLibrarySource('rate_limit_v1.lua');
 
 describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () => {
-  let cluster: RedisCluster;
+  const own = useRedisCluster();
   let client: Cluster;
   let masters: Redis[];
   let seeds: string;
   let dir: string;
 
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    client = new Cluster(cluster.seeds);
-    await client.ping();
-    masters = [...client.nodes('master')].sort((a, b) =>
-      nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }),
-    );
+  beforeAll(() => {
+    client = own.client();
+    masters = own.masters();
     // Two seeds are enough: the CLI discovers the other nodes.
-    seeds = cluster.seeds
-      .slice(0, 2)
+    seeds = own
+      .cluster()
+      .seeds.slice(0, 2)
       .map((s) => `${s.host}:${s.port}`)
       .join(',');
     dir = mkdtempSync(join(tmpdir(), 'nsl-cluster-dump-'));
@@ -38,9 +36,8 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
   beforeEach(async () => {
     await Promise.all(masters.map((node) => node.function('FLUSH')));
   });
-  afterAll(async () => {
-    await client?.quit();
-    await cluster?.stop();
+  const limiterWith = useTestLimiters(() => ({ client }));
+  afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -102,11 +99,9 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
   });
 
   it("the library's load command names every master with --cluster (FunctionNotLoadedError, loadFunctions 'verify')", async () => {
-    const limiter = new SlidingWindowLimiter({
-      client,
+    const limiter = limiterWith({
       functionName: 'sliding_allow_v2',
       loadFunctions: 'verify',
-      report: false,
     });
     const error = await rejectionOf(limiter.init());
     expect(error).toBeInstanceOf(FunctionNotLoadedError);
@@ -121,11 +116,9 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
   });
 
   it('list names the one master that lacks what live instances call, once, with the --cluster fix', async () => {
-    const limiter = new SlidingWindowLimiter({
-      client,
+    const limiter = limiterWith({
       keyPrefix: 'list:',
       functionName: 'sliding_allow_v1',
-      report: false,
     });
     await limiter.consume('k{1}', { limit: 5, windowMs: 60_000 });
     await Promise.all(masters.map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', V1)));
@@ -162,11 +155,9 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
   });
 
   it('status and delete read the reports on every master; delete removes the library from every master once unused', async () => {
-    const limiter = new SlidingWindowLimiter({
-      client,
+    const limiter = limiterWith({
       keyPrefix: 'rl:',
       functionName: 'sliding_allow_v1',
-      report: false,
     });
     await Promise.all(
       Array.from({ length: 30 }, (_, i) => limiter.consume(`user:{${i}}`, { limit: 1, windowMs: 60_000 })),
@@ -229,12 +220,10 @@ describe('functions commands on a Redis Cluster (3 masters + 3 replicas)', () =>
       masters.map((m) => ({ node: nodeAddress(m), result: 'restored', libraries: ['rate_limit_v1', 'rate_limit_v2'] })),
     );
     // The limiter can call both on every slot again.
-    const limiter = new SlidingWindowLimiter({
-      client,
+    const limiter = limiterWith({
       keyPrefix: 'restored:',
       functionName: 'sliding_allow_v2',
       loadFunctions: 'off',
-      report: false,
     });
     const decisions = await Promise.all(
       Array.from({ length: 20 }, (_, i) => limiter.consume(`k{${i}}`, { limit: 5, windowMs: 60_000 })),

@@ -1,33 +1,24 @@
-import Redis, { Cluster } from 'ioredis';
+import type Redis from 'ioredis';
 import { nodeAddress } from '../../lib/redis/redis-nodes';
 import { librarySource } from '../support/lua-functions';
-import { RedisCluster, startRedisCluster, waitForClusterOk } from '../support/redis-cluster';
+import { useRedisCluster, waitForClusterOk } from '../support/redis-cluster';
+import { sleep } from '../support/sleep';
 import { waitFor } from '../support/wait-for';
 import { doctorJson, findingsOf, notOk } from './doctor-helpers';
 
 describe('doctor on a Redis Cluster (3 masters, no replicas)', () => {
-  let cluster: RedisCluster;
-  let client: Cluster;
+  const own = useRedisCluster({ masters: 3, replicasPerMaster: 0 });
   let masters: Redis[];
   let seeds: string;
 
   beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 0 });
-    client = new Cluster(cluster.seeds);
-    await client.ping();
-    masters = [...client.nodes('master')].sort((a, b) =>
-      nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }),
-    );
-    seeds = `127.0.0.1:${cluster.seeds[0].port}`;
+    masters = own.masters();
+    seeds = `127.0.0.1:${own.cluster().seeds[0].port}`;
     // On a busy host a limiter call can pass the default 10 ms; no test here looks for slow calls.
     await Promise.all(masters.map((node) => node.config('SET', 'slowlog-log-slower-than', '-1')));
   });
   beforeEach(async () => {
     await Promise.all(masters.map((node) => node.function('FLUSH')));
-  });
-  afterAll(async () => {
-    await client?.quit();
-    await cluster?.stop();
   });
 
   it('a library missing on one master is a problem naming that master; loaded on all, exit 0', async () => {
@@ -59,6 +50,7 @@ describe('doctor on a Redis Cluster (3 masters, no replicas)', () => {
   });
 
   it('samples the keys of every master', async () => {
+    const client = own.client();
     await Promise.all(Array.from({ length: 30 }, (_, i) => client.set(`rl:sample:{${i}}`, '1', 'PX', 60_000)));
     await client.set('rl:forever:{7}', '1');
     const { code, doc } = await doctorJson(['--cluster', seeds]);
@@ -90,7 +82,7 @@ describe('doctor on a Redis Cluster (3 masters, no replicas)', () => {
       expect(findingsOf(doc, 'cluster-state').length).toBeGreaterThan(0);
     } finally {
       await owner.call('CLUSTER', 'ADDSLOTS', '16383');
-      await waitForClusterOk(cluster.nodes);
+      await waitForClusterOk(own.cluster().nodes);
     }
   });
 
@@ -105,28 +97,19 @@ describe('doctor on a Redis Cluster (3 masters, no replicas)', () => {
 });
 
 describe('doctor on a Redis Cluster with replicas (3 masters + 3 replicas)', () => {
-  let cluster: RedisCluster;
-  let client: Cluster;
-
+  const own = useRedisCluster({ masters: 3, replicasPerMaster: 1 });
   beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1 });
-    client = new Cluster(cluster.seeds);
-    await client.ping();
-    const masters = client.nodes('master');
+    const masters = own.masters();
     await Promise.all(masters.map((node) => node.config('SET', 'slowlog-log-slower-than', '-1')));
     await Promise.all(masters.map((node) => node.call('FUNCTION', 'LOAD', librarySource('v2'))));
   });
-  afterAll(async () => {
-    await client?.quit();
-    await cluster?.stop();
-  });
 
   it('checks every replica too: its functions and its link to its master', async () => {
-    const seeds = `127.0.0.1:${cluster.seeds[0].port}`;
+    const seeds = `127.0.0.1:${own.cluster().seeds[0].port}`;
     // A replica gets the library through replication, and ioredis' slot map lists it once it is in sync.
     let result = await doctorJson(['--cluster', seeds]);
-    for (let attempt = 0; attempt < 50 && notOk(result.doc).length > 0; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    for (const deadline = Date.now() + 15_000; notOk(result.doc).length > 0 && Date.now() < deadline;) {
+      await sleep(100);
       result = await doctorJson(['--cluster', seeds]);
     }
     const { code, doc } = result;

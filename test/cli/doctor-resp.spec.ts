@@ -1,5 +1,5 @@
 import Redis, { type RedisOptions } from 'ioredis';
-import { SlidingWindowLimiter } from '../../lib';
+import type { SlidingWindowLimiter } from '../../lib';
 import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import type { DoctorNode } from '../../lib/cli/doctor/doctor-nodes';
 import type { FindingInput } from '../../lib/cli/doctor/findings';
@@ -10,6 +10,7 @@ import { checkSlowness } from '../../lib/cli/doctor/slowness-check';
 import { readInstanceReports } from '../../lib/cli/instance-reports';
 import { parseConfigGet, parseInfoFields, parseLatencyLatest, parseSlowlog } from '../../lib/cli/doctor/replies';
 import { useOwnRedisServer } from '../support/own-redis';
+import { testLimiter } from '../support/test-limiter';
 import { waitFor } from '../support/wait-for';
 import { doctorJson, resetOwnServer } from './doctor-helpers';
 
@@ -41,7 +42,7 @@ describe('doctor replies under RESP2 and RESP3', () => {
     await admin.config('SET', 'maxmemory', String(1024 * 1024 * 1024));
     await admin.config('SET', 'maxmemory-policy', 'allkeys-lfu');
     const client = own.connect();
-    limiter = new SlidingWindowLimiter({ client, keyPrefix: 'rl:', functionName: 'sliding_allow_v2', report: false });
+    limiter = testLimiter({ client, keyPrefix: 'rl:', functionName: 'sliding_allow_v2' });
     for (let i = 0; i < 10; i++) await limiter.consume(`user:{${i % 3}}`, { limit: 10, windowMs: 60_000 });
     // Nothing more may reach the slow log (it keeps 128 entries) but the limiter's calls above.
     await admin.config('SET', 'slowlog-log-slower-than', '-1');

@@ -1,9 +1,10 @@
 import Redis from 'ioredis';
-import { SlidingWindowLimiter } from '../../lib';
+import type { SlidingWindowLimiter } from '../../lib';
 import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { startRedisServer, type RedisServer } from '../support/redis-server';
 import { useOwnRedisServer } from '../support/own-redis';
 import { librarySource } from '../support/lua-functions';
+import { useTestLimiters } from '../support/test-limiter';
 import { testServerIdentity } from '../support/test-server';
 import { waitFor } from '../support/wait-for';
 import { doctorJson, findingsOf, notOk, resetOwnServer } from './doctor-helpers';
@@ -14,7 +15,6 @@ describe('doctor on a standalone Redis', () => {
   let admin: Redis;
   let url: string;
   let address: string;
-  const closers: (() => Promise<void>)[] = [];
 
   beforeAll(() => {
     admin = own.connect();
@@ -24,20 +24,12 @@ describe('doctor on a standalone Redis', () => {
   beforeEach(async () => {
     await resetOwnServer(admin);
   });
-  afterEach(async () => {
-    for (const close of closers.splice(0)) await close();
-  });
+  const limiters = useTestLimiters(() => ({ keyPrefix: 'rl:', functionName: 'sliding_allow_v2' }));
 
   /** What a healthy deployment leaves: v2 loaded, limiter keys with TTLs, one live instance report. */
   async function healthy(): Promise<SlidingWindowLimiter> {
     const client = own.connect();
-    const limiter = new SlidingWindowLimiter({
-      client,
-      keyPrefix: 'rl:',
-      functionName: 'sliding_allow_v2',
-      report: false,
-    });
-    closers.push(() => limiter.close());
+    const limiter = limiters({ client });
     for (let i = 0; i < 20; i++) await limiter.consume(`user:{${i % 5}}`, { limit: 10, windowMs: 60_000 });
     const reporter = new InstanceReporter({ limiter, client, instanceId: 'app-1', intervalMs: 60_000 });
     await reporter.reportNow();

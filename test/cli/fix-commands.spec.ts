@@ -1,9 +1,10 @@
 import Redis from 'ioredis';
-import { FunctionCodeMismatchError, FunctionNotLoadedError, SlidingWindowLimiter } from '../../lib';
+import { FunctionCodeMismatchError, FunctionNotLoadedError, type SlidingWindowLimiterOptions } from '../../lib';
 import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { useOwnRedisServer } from '../support/own-redis';
 import { rejectionOf } from '../support/rejection';
+import { useTestLimiters } from '../support/test-limiter';
 import { runCli } from './run-cli';
 
 /*
@@ -21,7 +22,6 @@ describe('fix commands name their server', () => {
   let secretUrl: string;
   /** The same URL as a message may show it. */
   let shownUrl: string;
-  const closers: (() => Promise<void> | void)[] = [];
 
   beforeAll(async () => {
     address = `127.0.0.1:${own.server().port}`;
@@ -35,19 +35,10 @@ describe('fix commands name their server', () => {
     await admin.flushall();
     await admin.function('FLUSH');
   });
-  afterEach(async () => {
-    for (const close of closers.splice(0)) await close();
-  });
-
-  function limiter(options: Partial<ConstructorParameters<typeof SlidingWindowLimiter>[0]>): SlidingWindowLimiter {
-    const client = new Redis(secretUrl);
-    const made = new SlidingWindowLimiter({ client, functionName: 'sliding_allow_v2', report: false, ...options });
-    closers.push(async () => {
-      await made.close();
-      client.disconnect();
-    });
-    return made;
-  }
+  const limiters = useTestLimiters(() => ({ functionName: 'sliding_allow_v2' }));
+  /** A limiter on a connection of its own, with the password: as the application connects. */
+  const limiter = (options: SlidingWindowLimiterOptions) =>
+    limiters({ client: own.connect(() => new Redis(secretUrl)), ...options });
 
   it("FunctionNotLoadedError at start-up (loadFunctions 'verify'): functions load with --url, and redis-cli -u", async () => {
     const error = await rejectionOf(limiter({ loadFunctions: 'verify' }).init());
@@ -80,9 +71,8 @@ describe('fix commands name their server', () => {
   it('the CLI connected through REDIS_URL names that server too, without the password', async () => {
     const reporting = limiter({});
     await reporting.consume('k', { limit: 5, windowMs: 60_000 });
-    const reporter = new InstanceReporter({ limiter: reporting, client: admin, instanceId: 'web-1' });
-    closers.push(() => reporter.close());
-    await reporter.reportNow();
+    // Written once, never started: nothing to stop afterwards.
+    await new InstanceReporter({ limiter: reporting, client: admin, instanceId: 'web-1' }).reportNow();
     await admin.function('FLUSH');
 
     for (const command of [

@@ -1,10 +1,10 @@
 import Redis from 'ioredis';
-import { SlidingWindowLimiter } from '../../lib';
 import { InstanceReporter } from '../../lib/limiter/instance-reporter';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { useOwnRedisServer } from '../support/own-redis';
 import { listLibraries, type LibraryInfo } from '../support/redis-inspect';
 import type { RedisServer } from '../support/redis-server';
+import { testLimiter } from '../support/test-limiter';
 import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 
@@ -149,7 +149,7 @@ describe('functions list and load (standalone)', () => {
 
     /** A limiter on `functionName` that has decided once (loading its library), and its report written. */
     async function liveInstance(instanceId: string, functionName: string): Promise<void> {
-      const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix: 'list:', functionName, report: false });
+      const limiter = testLimiter({ client: redis, keyPrefix: 'list:', functionName });
       await limiter.consume('k', { limit: 5, windowMs: 60_000 });
       const reporter = new InstanceReporter({ limiter, client: redis, instanceId, intervalMs: 60_000 });
       reporters.push(reporter);

@@ -1,8 +1,9 @@
-import Redis from 'ioredis';
-import { SlidingWindowLimiter } from '../../lib';
+import type Redis from 'ioredis';
 import { InstanceReporter } from '../../lib/limiter/instance-reporter';
+import { useInstanceReporters } from '../support/instance-reporters';
+import { useOwnRedisServer } from '../support/own-redis';
 import { libraryNames } from '../support/redis-inspect';
-import { RedisServer, startRedisServer } from '../support/redis-server';
+import { testLimiter } from '../support/test-limiter';
 import { testServerIdentity } from '../support/test-server';
 import { runCli } from './run-cli';
 import { waitUntil } from '../support/wait-for';
@@ -29,27 +30,16 @@ interface StatusJson {
 }
 
 describe('functions status and delete (standalone, reports from real limiters)', () => {
-  let server: RedisServer;
+  const own = useOwnRedisServer();
   let redis: Redis;
   let url: string;
-  const reporters: InstanceReporter[] = [];
+  const reporterOf = useInstanceReporters();
 
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
-    url = server.url;
+  beforeAll(() => {
+    redis = own.connect();
+    url = own.server().url;
   });
-  beforeEach(async () => {
-    await redis.flushall();
-    await redis.function('FLUSH');
-  });
-  afterEach(() => {
-    for (const reporter of reporters.splice(0)) reporter.stop();
-  });
-  afterAll(async () => {
-    await redis.quit();
-    await server.stop();
-  });
+  own.emptyBeforeEach();
 
   /** A limiter that has made `keys` × 4 calls at a limit of 3 (so 1 in 4 is rejected), and its reporter. */
   async function instance(
@@ -58,11 +48,10 @@ describe('functions status and delete (standalone, reports from real limiters)',
     functionName: string,
     canary?: { functionName: string; percent: number },
   ) {
-    const limiter = new SlidingWindowLimiter({ client: redis, keyPrefix, functionName, canary, report: false });
+    const limiter = testLimiter({ client: redis, keyPrefix, functionName, canary });
     for (let round = 0; round < 4; round++)
       await Promise.all(Array.from({ length: 50 }, (_, i) => limiter.consume(`user:${i}`, rule)));
-    const reporter = new InstanceReporter({ limiter, client: redis, instanceId: id, intervalMs: 60_000 });
-    reporters.push(reporter);
+    const reporter = reporterOf({ limiter, client: redis, instanceId: id, intervalMs: 60_000 });
     await reporter.reportNow();
     return { limiter, reporter };
   }
@@ -136,7 +125,7 @@ describe('functions status and delete (standalone, reports from real limiters)',
       ok: false,
       command: 'functions delete',
       exitCode: 1,
-      servers: [{ node: `127.0.0.1:${server.port}`, ...testServerIdentity() }],
+      servers: [{ node: `127.0.0.1:${own.server().port}`, ...testServerIdentity() }],
       library: 'rate_limit_v1',
       version: 'v1',
       force: false,
@@ -177,7 +166,7 @@ describe('functions status and delete (standalone, reports from real limiters)',
       ok: true,
       refused: false,
       callers: [],
-      nodes: [{ node: `127.0.0.1:${server.port}`, result: 'deleted' }],
+      nodes: [{ node: `127.0.0.1:${own.server().port}`, result: 'deleted' }],
     });
     expect(await libraryNames(redis)).toEqual(['rate_limit_v2']);
 
@@ -197,16 +186,16 @@ describe('functions status and delete (standalone, reports from real limiters)',
   });
 
   it('a stopped instance stops blocking once its report expires (three intervals)', async () => {
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v1', report: false });
+    const limiter = testLimiter({ client: redis, functionName: 'sliding_allow_v1' });
     await limiter.consume('k', rule);
-    const reporter = new InstanceReporter({ limiter, client: redis, instanceId: 'short-lived', intervalMs: 100 });
-    reporters.push(reporter);
+    // Rewritten every 500 ms, alive for 1.5 s: a loaded host's late timer does not let it lapse while it runs.
+    const reporter = reporterOf({ limiter, client: redis, instanceId: 'short-lived', intervalMs: 500 });
     reporter.start();
-    await waitUntil(async () => (await redis.exists(reporter.key)) === 1, { timeoutMs: 2000 });
+    await waitUntil(async () => (await redis.exists(reporter.key)) === 1);
     expect((await runCli(['functions', 'delete', 'v1', '--url', url])).code).toBe(1);
     reporter.stop();
-    // Left to expire, not deleted: gone three intervals (300 ms) after its last write.
-    await waitUntil(async () => (await redis.exists(reporter.key)) === 0, { timeoutMs: 2000 });
+    // Left to expire, not deleted: gone three intervals (1.5 s) after its last write.
+    await waitUntil(async () => (await redis.exists(reporter.key)) === 0);
     const run = await runCli(['functions', 'delete', 'v1', '--url', url]);
     expect(run.code).toBe(0);
     expect(await libraryNames(redis)).toEqual([]);
@@ -229,7 +218,7 @@ describe('functions status and delete (standalone, reports from real limiters)',
       'LOAD',
       "#!lua name=custom_lib\nredis.register_function('custom_fn', function() return 1 end)",
     );
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', report: false });
+    const limiter = testLimiter({ client: redis, functionName: 'sliding_allow_v2' });
     const reporter = new InstanceReporter({ limiter, client: redis, instanceId: 'x', intervalMs: 60_000 });
     await reporter.reportNow();
     // A report naming custom_fn (as a future package version could): the library is in use.

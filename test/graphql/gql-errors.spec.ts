@@ -1,17 +1,13 @@
 import { Logger, ServiceUnavailableException, type ExecutionContext } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { Test, type TestingModule } from '@nestjs/testing';
-import {
-  RateLimitModule,
-  SlidingLimitPlans,
-  SlidingWindowLimiter,
-  type MultiRateLimitDecision,
-} from 'nestjs-sliding-limit';
+import { SlidingLimitPlans, SlidingWindowLimiter, type MultiRateLimitDecision } from 'nestjs-sliding-limit';
 import { GqlSlidingLimitGuard, SlidingLimitGraphQLError } from 'nestjs-sliding-limit/graphql';
 import { GraphQLError } from 'graphql';
 import { MiscResolver, PostResolver } from './graphql.resolvers';
 import { rejectionOf } from '../support/rejection';
-import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { testRateLimitModule } from '../support/nest-app';
+import { uniquePrefix } from '../support/test-redis';
 import { answerEveryDecision } from '../support/decisions';
 
 /** A response that records the headers set on it. */
@@ -41,12 +37,7 @@ describe('GqlSlidingLimitGuard refusals other than a full limit', () => {
   beforeAll(async () => {
     moduleRef = await Test.createTestingModule({
       imports: [
-        RateLimitModule.forRoot({
-          redis: sharedRedisUrl(),
-          keyPrefix: uniquePrefix('gql'),
-          global: false,
-          functionName: 'sliding_allow_v2',
-        }),
+        testRateLimitModule({ keyPrefix: uniquePrefix('gql'), global: false, functionName: 'sliding_allow_v2' }),
       ],
       providers: [PostResolver, MiscResolver],
     }).compile();

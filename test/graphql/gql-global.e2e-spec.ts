@@ -1,10 +1,10 @@
-import { Controller, Get, Logger, UseGuards } from '@nestjs/common';
+import { Controller, Get, Logger, UseGuards, type Provider, type Type } from '@nestjs/common';
 import { Query, Resolver } from '@nestjs/graphql';
 import { SlidingLimit } from 'nestjs-sliding-limit';
 import { GqlSlidingLimitGuard } from 'nestjs-sliding-limit/graphql';
 import { APP_GUARD } from '@nestjs/core';
 import { codesOf, GRAPHQL_SERVERS, graphQLModule, postGraphQL } from './graphql-app';
-import { startTestApp, type TestApp } from '../support/nest-app';
+import { useTestApps } from '../support/nest-app';
 
 @Resolver()
 class GreetingResolver {
@@ -34,31 +34,27 @@ class HelloController {
   }
 }
 
+/** GqlSlidingLimitGuard as the app's guard. */
+const GQL_APP_GUARD = { provide: APP_GUARD, useClass: GqlSlidingLimitGuard };
+
 /** The warnings of the plain guard about a GraphQL handler it did not limit. */
 function unlimitedWarnings(warn: jest.SpyInstance): string[] {
   return warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('"graphql" context'));
 }
 
 describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard beside the global guard on $server', ({ platform }) => {
-  let app: TestApp | undefined;
   let warn: jest.SpyInstance;
   beforeEach(() => {
     warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
   });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    jest.restoreAllMocks();
-  });
+  const startApp = useTestApps();
+  afterEach(() => jest.restoreAllMocks());
+  /** The app with GraphQL, these providers and controllers, and the module's `global` option. */
+  const start = (global: boolean, providers: Provider[], controllers: Type[] = []) =>
+    startApp({ platform, imports: [graphQLModule(platform, undefined)], controllers, providers, options: { global } });
 
   it('as APP_GUARD with global: true, counts a resolver call and an HTTP request once, and the global guard keeps quiet', async () => {
-    app = await startTestApp({
-      platform,
-      imports: [graphQLModule(platform, undefined)],
-      controllers: [HelloController],
-      providers: [GreetingResolver, { provide: APP_GUARD, useClass: GqlSlidingLimitGuard }],
-      options: { global: true },
-    });
+    const app = await start(true, [GreetingResolver, GQL_APP_GUARD], [HelloController]);
     for (let i = 0; i < 2; i++)
       expect(await postGraphQL(app, '{ greeting }', { client: 'a' })).toMatchObject({ errors: [] });
     expect(codesOf(await postGraphQL(app, '{ greeting }', { client: 'a' }))).toEqual(['TOO_MANY_REQUESTS']);
@@ -70,12 +66,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard beside the global guard on 
   });
 
   it('with @UseGuards on a resolver and global: true, counts once and the global guard keeps quiet', async () => {
-    app = await startTestApp({
-      platform,
-      imports: [graphQLModule(platform, undefined)],
-      providers: [GuardedGreetingResolver],
-      options: { global: true },
-    });
+    const app = await start(true, [GuardedGreetingResolver]);
     for (let i = 0; i < 2; i++) {
       expect(await postGraphQL(app, '{ guardedGreeting }', { client: 'a' })).toMatchObject({ errors: [] });
     }
@@ -85,12 +76,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard beside the global guard on 
   });
 
   it('as APP_GUARD and again with @UseGuards (two instances on one call), counts once', async () => {
-    app = await startTestApp({
-      platform,
-      imports: [graphQLModule(platform, undefined)],
-      providers: [GuardedGreetingResolver, { provide: APP_GUARD, useClass: GqlSlidingLimitGuard }],
-      options: { global: false },
-    });
+    const app = await start(false, [GuardedGreetingResolver, GQL_APP_GUARD]);
     for (let i = 0; i < 2; i++) {
       expect(await postGraphQL(app, '{ guardedGreeting }', { client: 'a' })).toMatchObject({ errors: [] });
     }
@@ -98,13 +84,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard beside the global guard on 
   });
 
   it('alone (global: false, APP_GUARD) limits HTTP routes as the base guard does', async () => {
-    app = await startTestApp({
-      platform,
-      imports: [graphQLModule(platform, undefined)],
-      controllers: [HelloController],
-      providers: [GreetingResolver, { provide: APP_GUARD, useClass: GqlSlidingLimitGuard }],
-      options: { global: false },
-    });
+    const app = await start(false, [GreetingResolver, GQL_APP_GUARD], [HelloController]);
     await app.http().get('/hello').set('x-client', 'a').expect(200);
     await app.http().get('/hello').set('x-client', 'a').expect(200);
     const rejected = await app.http().get('/hello').set('x-client', 'a').expect(429);
@@ -113,12 +93,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard beside the global guard on 
   });
 
   it('without a ready guard, the global guard lets resolver calls through and warns once, naming GqlSlidingLimitGuard', async () => {
-    app = await startTestApp({
-      platform,
-      imports: [graphQLModule(platform, undefined)],
-      providers: [GreetingResolver],
-      options: { global: true },
-    });
+    const app = await start(true, [GreetingResolver]);
     for (let i = 0; i < 4; i++)
       expect(await postGraphQL(app, '{ greeting }', { client: 'a' })).toMatchObject({ errors: [] });
     const warnings = unlimitedWarnings(warn);

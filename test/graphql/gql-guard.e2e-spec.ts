@@ -1,21 +1,12 @@
 import { MiscResolver, PostResolver, UserResolver } from './graphql.resolvers';
 import { FakeAuthModule } from '../fixtures/limits/fake-auth.middleware';
 import { codesOf, GRAPHQL_SERVERS, postGraphQL, startGraphQLApp } from './graphql-app';
-import type { TestApp } from '../support/nest-app';
+import { useTestApps } from '../support/nest-app';
 
 describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform }) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
-
-  const start = async () =>
-    (app = await startGraphQLApp({
-      platform,
-      resolvers: [PostResolver, MiscResolver],
-      options: { functionName: 'sliding_allow_v2' },
-    }));
+  const startApp = useTestApps(startGraphQLApp);
+  const start = () =>
+    startApp({ platform, resolvers: [PostResolver, MiscResolver], options: { functionName: 'sliding_allow_v2' } });
 
   it('answers a full limit with TOO_MANY_REQUESTS, retryAfter and the headers on the HTTP response, per client', async () => {
     const app = await start();
@@ -34,9 +25,10 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform })
     expect(error.path).toEqual(['quote']);
     expect(error.extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', limits: ['quote'] });
     const retryAfter = error.extensions?.retryAfter as number;
-    expect(retryAfter).toBeGreaterThanOrEqual(59);
+    // Until the first call leaves the minute's window: nearly all of it, however slow a loaded host is.
+    expect(retryAfter).toBeGreaterThanOrEqual(50);
     expect(retryAfter).toBeLessThanOrEqual(60);
-    expect(error.extensions?.retryAfterMs).toBeGreaterThan(58_000);
+    expect(error.extensions?.retryAfterMs).toBeGreaterThan(50_000);
     expect(rejected.headers['retry-after']).toBe(String(retryAfter));
     expect(rejected.headers['x-ratelimit-remaining']).toBe('0');
     // Another client has its own window.
@@ -98,7 +90,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform })
   });
 
   it('gives key and cost functions the user a middleware set, as req.user', async () => {
-    const started = (app = await startGraphQLApp({ platform, resolvers: [UserResolver], imports: [FakeAuthModule] }));
+    const started = await startApp({ platform, resolvers: [UserResolver], imports: [FakeAuthModule] });
     const me = () => started.http().post('/graphql').set('x-user-id', '10086').send({ query: '{ me }' }).expect(200);
     const first = await me();
     expect(first.body).toEqual({ data: { me: 'me' } });
@@ -132,7 +124,7 @@ describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard on $server', ({ platform })
   });
 
   it('counts each operation of a batched request', async () => {
-    app = await startGraphQLApp({
+    const app = await startApp({
       platform,
       resolvers: [PostResolver, MiscResolver],
       batched: true,

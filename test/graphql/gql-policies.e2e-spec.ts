@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { CallerPlans } from '../fixtures/transports/caller-plans';
-import type { TestApp } from '../support/nest-app';
+import { useTestApps, type TestApp } from '../support/nest-app';
 import { windowSizes } from '../support/test-redis';
 import { codesOf, GRAPHQL_SERVERS, postGraphQL, startGraphQLApp } from './graphql-app';
 import { callerContext, ContextPlanPolicy, PlanResolver, TwiceGuardedPlanResolver } from './plan.resolvers';
@@ -12,19 +12,15 @@ import { callerContext, ContextPlanPolicy, PlanResolver, TwiceGuardedPlanResolve
  * candidate counting in keys of its own; a failing policy falls back or is answered RATE_LIMIT_UNAVAILABLE.
  */
 describe.each(GRAPHQL_SERVERS)('GqlSlidingLimitGuard with policies and shadow limits on $server', ({ platform }) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    jest.restoreAllMocks();
-  });
+  const startApp = useTestApps(startGraphQLApp);
+  afterEach(() => jest.restoreAllMocks());
 
   const start = async () => {
-    app = await startGraphQLApp({
+    const app = await startApp({
       platform,
       resolvers: [PlanResolver, TwiceGuardedPlanResolver, CallerPlans, ContextPlanPolicy],
       context: callerContext,
-      options: { headers: 'both', shadowHeader: true },
+      options: { headers: { style: 'both', shadow: true } },
     });
     return { app, plans: app.app.get(CallerPlans) };
   };

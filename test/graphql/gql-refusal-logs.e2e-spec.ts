@@ -1,19 +1,15 @@
 import type { RateLimitModuleOptions } from 'nestjs-sliding-limit';
 import { MiscResolver, PostResolver } from './graphql.resolvers';
 import { codesOf, GRAPHQL_SERVERS, postGraphQL, startGraphQLApp } from './graphql-app';
-import type { TestApp } from '../support/nest-app';
+import { useTestApps } from '../support/nest-app';
 import { recordLogs } from '../support/recorded-logs';
 
 describe.each(GRAPHQL_SERVERS)('GraphQL refusals on $server', ({ platform }) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    jest.restoreAllMocks();
-  });
+  const startApp = useTestApps(startGraphQLApp);
+  afterEach(() => jest.restoreAllMocks());
 
   const refuseTwice = async (options: Partial<RateLimitModuleOptions> = {}) => {
-    app = await startGraphQLApp({ platform, resolvers: [PostResolver, MiscResolver], options });
+    const app = await startApp({ platform, resolvers: [PostResolver, MiscResolver], options });
     for (let i = 0; i < 2; i++) expect((await postGraphQL(app, '{ quote }', { client: 'a' })).errors).toEqual([]);
     for (let i = 0; i < 2; i++) {
       expect(codesOf(await postGraphQL(app, '{ quote }', { client: 'a' }))).toEqual(['TOO_MANY_REQUESTS']);
@@ -26,9 +22,9 @@ describe.each(GRAPHQL_SERVERS)('GraphQL refusals on $server', ({ platform }) => 
     expect(lines.filter((line) => !line.startsWith('log: '))).toEqual([]);
   });
 
-  it('log one line each at refusalLogLevel, naming the resolver and its full limits', async () => {
+  it('log one line each at refusals.logLevel, naming the resolver and its full limits', async () => {
     const lines = recordLogs();
-    await refuseTwice({ refusalLogLevel: 'warn' });
+    await refuseTwice({ refusals: { logLevel: 'warn' } });
     const refusals = lines.filter((line) => line.includes('refused'));
     expect(refusals).toHaveLength(2);
     for (const line of refusals) {

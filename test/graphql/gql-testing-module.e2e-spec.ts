@@ -1,11 +1,12 @@
 import { APP_GUARD } from '@nestjs/core';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { MemoryBackend, RateLimitTestingModule, TestClock } from 'nestjs-sliding-limit';
+import { MemoryBackend } from 'nestjs-sliding-limit';
 import { GqlSlidingLimitGuard } from 'nestjs-sliding-limit/graphql';
 import request from 'supertest';
 import { graphQLModule } from './graphql-app';
 import { PostResolver } from './graphql.resolvers';
+import { RateLimitTestingModule, TestClock } from 'nestjs-sliding-limit/testing';
 
 // A user's GraphQL e2e test: the ready guard on RateLimitTestingModule's in-memory store and clock,
 // with no Redis at all.

@@ -9,6 +9,7 @@ import {
 import { MemoryBackend } from '../../lib/memory/memory-backend';
 import { useOwnRedisServer } from '../support/own-redis';
 import { RecordingRedis } from '../support/recording-redis';
+import { useTestLimiters } from '../support/test-limiter';
 import { waitUntil } from '../support/wait-for';
 
 /*
@@ -29,24 +30,15 @@ beforeAll(() => {
 });
 
 beforeEach(async () => {
+  // Redis answers a connection in order: once this PING is answered, nothing sent before it (by an
+  // earlier test) is still on its way to change the data or the record.
+  await client.ping();
   await admin.flushall();
   client.clear();
 });
 
-const limiters: SlidingWindowLimiter[] = [];
-afterEach(() => limiters.splice(0).forEach((limiter) => limiter.close()));
-
-function limiterWith(options: Partial<SlidingWindowLimiterOptions>): SlidingWindowLimiter {
-  const limiter = new SlidingWindowLimiter({
-    client,
-    functionName: 'sliding_allow_v2', // the calls these tests inspect are v2's
-    report: false,
-    onRedisError: 'throw',
-    ...options,
-  });
-  limiters.push(limiter);
-  return limiter;
-}
+/** A limiter on the recording client, deciding by v2 (the calls these tests inspect are v2's), errors thrown. */
+const limiterWith = useTestLimiters(() => ({ client, functionName: 'sliding_allow_v2', onRedisError: 'throw' }));
 
 /** A call's result, or its error as name and message, so outcomes compare with toEqual. */
 function settle(promise: Promise<unknown>): Promise<unknown> {

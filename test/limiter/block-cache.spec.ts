@@ -1,7 +1,6 @@
-import type Redis from 'ioredis';
-import { SlidingWindowLimiter, type SlidingWindowLimiterOptions } from '../../lib';
 import { BlockCache } from '../../lib/limiter/block-cache';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { useTestLimiters } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
 
 /** Deterministic pseudo-random steps, so a failure replays. */
 function steps(seed: number, count: number): number[] {
@@ -13,21 +12,14 @@ function steps(seed: number, count: number): number[] {
 }
 
 describe('local block cache', () => {
-  let redis: Redis;
-  beforeAll(() => {
-    redis = connectShared();
-  });
-  afterAll(() => redis.quit());
-
-  const limiterWith = (options: Partial<SlidingWindowLimiterOptions>) =>
-    new SlidingWindowLimiter({
-      client: redis,
-      keyPrefix: uniquePrefix('block'),
-      functionName: 'sliding_allow_v2',
-      // The block cache keeps refusals only while no override is read.
-      keyOverrides: false,
-      ...options,
-    });
+  const redis = useSharedClient();
+  const limiterWith = useTestLimiters(() => ({
+    client: redis,
+    keyPrefix: uniquePrefix('block'),
+    functionName: 'sliding_allow_v2',
+    // The block cache keeps refusals only while no override is read.
+    keyOverrides: false,
+  }));
 
   it.each([1, 2, 3])(
     'decides exactly like Redis alone (seed %i): never admits more, never refuses once a slot frees',
@@ -67,7 +59,7 @@ describe('local block cache', () => {
   });
 
   it("is cleared for a key by this limiter's reset", async () => {
-    const limiter = limiterWith({});
+    const limiter = limiterWith();
     const rule = { limit: 1, windowMs: 60_000 };
     await limiter.consume('r', rule);
     expect((await limiter.consume('r', rule)).allowed).toBe(false);
@@ -77,14 +69,16 @@ describe('local block cache', () => {
 
   it("does not see another instance's reset until the cached time passes (the documented multi-instance case)", async () => {
     const keyPrefix = uniquePrefix('block-multi');
-    const one = new SlidingWindowLimiter({ client: redis, keyPrefix });
-    const other = new SlidingWindowLimiter({ client: redis, keyPrefix });
+    const one = limiterWith({ keyPrefix });
+    const other = limiterWith({ keyPrefix });
     const rule = { limit: 1, windowMs: 60_000 };
     await one.consume('m', rule);
     expect((await one.consume('m', rule)).allowed).toBe(false);
     await other.reset('m');
-    expect((await other.consume('m', rule)).allowed).toBe(true);
+    // Redis has room again, but `one` answers from its cache, without asking.
     expect((await one.consume('m', rule)).allowed).toBe(false);
+    expect(one.metrics.snapshot()[0].blockedLocally).toBe(1);
+    expect((await other.consume('m', rule)).allowed).toBe(true);
   });
 
   it('is never used with v1 (whose retry-after is an upper bound), the server clock, or stacked limits', async () => {
@@ -93,7 +87,7 @@ describe('local block cache', () => {
       for (let i = 0; i < 5; i++) await limiter.consume('k', rule);
       expect(limiter.metrics.snapshot()[0]).toMatchObject({ calls: 5, blockedLocally: 0 });
     }
-    const stacked = limiterWith({});
+    const stacked = limiterWith();
     const rules = [
       { key: 's:minute', ...rule },
       { key: 's:day', limit: 10, windowMs: 86_400_000 },

@@ -1,40 +1,35 @@
-import Redis, { Cluster } from 'ioredis';
-import {
-  FunctionCodeMismatchError,
-  FunctionNotLoadedError,
-  parseInstanceReport,
-  RateLimitConfigError,
-  SlidingWindowLimiter,
-} from '../../lib';
+import type Redis from 'ioredis';
+import { FunctionCodeMismatchError, FunctionNotLoadedError, RateLimitConfigError } from '../../lib';
 import { masterNodes } from '../../lib/redis/redis-nodes';
 import { librarySource } from '../support/lua-functions';
-import { startRedisCluster, RedisCluster } from '../support/redis-cluster';
-import { startRedisServer, RedisServer } from '../support/redis-server';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { useOwnRedisServer } from '../support/own-redis';
+import { useRedisCluster } from '../support/redis-cluster';
 import { libraryNames } from '../support/redis-inspect';
+import { testLimiter, useTestLimiters } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
 import { waitFor } from '../support/wait-for';
+import { parseInstanceReport } from '../../lib/core/instance-report';
 
 const rule = { limit: 5, windowMs: 60_000 };
 
 describe('canary split', () => {
-  let redis: Redis;
-  beforeAll(() => {
-    redis = connectShared();
-  });
-  afterAll(() => redis.quit());
+  const redis = useSharedClient();
+  const limiterWith = useTestLimiters(() => ({ client: redis, functionName: 'sliding_allow_v1' }));
+  /**
+   * A limiter on v1 sending `percent` of keys to v2, started: a decision made before start-up has
+   * finished is the failure policy's, on the configured function, whatever the canary says.
+   */
+  const canaryOf = async (percent: number, keyPrefix: string) => {
+    const limiter = limiterWith({ keyPrefix, canary: { functionName: 'sliding_allow_v2', percent } });
+    await limiter.init();
+    return limiter;
+  };
 
   it.each([1, 10, 50])(
     'sends %i%% of 10,000 keys to the candidate (±0.5 points), the same keys every time',
     async (percent) => {
       const keyPrefix = uniquePrefix('canary');
-      const limiter = new SlidingWindowLimiter({
-        client: redis,
-        keyPrefix,
-        functionName: 'sliding_allow_v1',
-        canary: { functionName: 'sliding_allow_v2', percent },
-      });
-      // Started first: 10,000 decisions at once on a cold limiter wait for start-up at most timeoutMs.
-      await limiter.init();
+      const limiter = await canaryOf(percent, keyPrefix);
       const keys = Array.from({ length: 10_000 }, (_, i) => `user:${i}`);
       const first = await Promise.all(keys.map((key) => limiter.consume(key, rule)));
       const toCanary = first.filter((d) => d.functionName === 'sliding_allow_v2').length;
@@ -43,12 +38,7 @@ describe('canary split', () => {
       expect(Math.abs((toCanary / keys.length) * 100 - percent)).toBeLessThanOrEqual(0.5);
 
       // Sticky: a second request per key, and another process's limiter, pick the same versions.
-      const other = new SlidingWindowLimiter({
-        client: redis,
-        keyPrefix,
-        functionName: 'sliding_allow_v1',
-        canary: { functionName: 'sliding_allow_v2', percent },
-      });
+      const other = await canaryOf(percent, keyPrefix);
       const again = await Promise.all(keys.slice(0, 2000).map((key) => other.consume(key, rule)));
       expect(again.map((d) => d.functionName)).toEqual(first.slice(0, 2000).map((d) => d.functionName));
       expect(again.every((d) => d.remaining === 3)).toBe(true);
@@ -61,12 +51,7 @@ describe('canary split', () => {
     const keys = Array.from({ length: 2000 }, (_, i) => `ip:10.0.${i >> 8}.${i & 255}`);
     const canaryKeys = async (percent: number): Promise<Set<string>> => {
       const keyPrefix = uniquePrefix(`grow${percent}`);
-      const limiter = new SlidingWindowLimiter({
-        client: redis,
-        keyPrefix,
-        functionName: 'sliding_allow_v1',
-        canary: { functionName: 'sliding_allow_v2', percent },
-      });
+      const limiter = await canaryOf(percent, keyPrefix);
       const decisions = await Promise.all(keys.map((key) => limiter.consume(key, rule)));
       await deleteByPrefix(redis, keyPrefix);
       return new Set(keys.filter((_, i) => decisions[i].functionName === 'sliding_allow_v2'));
@@ -79,12 +64,7 @@ describe('canary split', () => {
   });
 
   it('counts decisions, rejections and latency per function name', async () => {
-    const limiter = new SlidingWindowLimiter({
-      client: redis,
-      keyPrefix: uniquePrefix('metrics'),
-      functionName: 'sliding_allow_v1',
-      canary: { functionName: 'sliding_allow_v2', percent: 50 },
-    });
+    const limiter = await canaryOf(50, uniquePrefix('metrics'));
     const keys = Array.from({ length: 200 }, (_, i) => `k${i}`);
     for (let round = 0; round < 2; round++)
       await Promise.all(keys.map((key) => limiter.consume(key, { limit: 1, windowMs: 60_000 })));
@@ -102,8 +82,7 @@ describe('canary split', () => {
 
   it('counts failed calls by kind, and the decisions the failure policy made instead', async () => {
     let now = 1_735_660_800_000;
-    const limiter = new SlidingWindowLimiter({
-      client: redis,
+    const limiter = limiterWith({
       keyPrefix: uniquePrefix('errors'),
       functionName: 'sliding_allow_v2',
       clock: () => now,
@@ -131,19 +110,17 @@ describe('canary split', () => {
 });
 
 describe('switching functions at runtime', () => {
-  let server: RedisServer;
+  // A server of this block's own: its functions are flushed before each test.
+  const own = useOwnRedisServer();
+  own.emptyBeforeEach();
   let redis: Redis;
-  beforeEach(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
+  beforeAll(() => {
+    redis = own.connect();
   });
-  afterEach(async () => {
-    await redis.quit();
-    await server.stop();
-  });
+  const limiterWith = useTestLimiters(() => ({ client: redis, functionName: 'sliding_allow_v2' }));
 
   it("takes effect for the next call and keeps each key's history", async () => {
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2' });
+    const limiter = limiterWith();
     await limiter.consume('k', rule);
     await limiter.use('sliding_allow_v1');
     expect(limiter.functionName).toBe('sliding_allow_v1');
@@ -159,26 +136,16 @@ describe('switching functions at runtime', () => {
       { functionName: 'sliding_allow_v1', percent: 0 },
       { functionName: 'sliding_allow_v2', percent: 20 },
     ]) {
-      const limiter = new SlidingWindowLimiter({
-        client: redis,
-        functionName: 'sliding_allow_v2',
-        canary,
-        report: false,
-      });
+      const limiter = limiterWith({ canary });
       expect(limiter.canary).toEqual(canary); // as configured, before start-up
       await limiter.init();
       expect(limiter.canary).toBeUndefined();
       expect(limiter.functionName).toBe('sliding_allow_v2');
-      limiter.close();
     }
   });
 
   it('reports its functions to Redis at start-up and again right after a switch (report option, on by default)', async () => {
-    const limiter = new SlidingWindowLimiter({
-      client: redis,
-      functionName: 'sliding_allow_v2',
-      report: { instanceId: 'web-1', intervalMs: 60_000 },
-    });
+    const limiter = limiterWith({ report: { instanceId: 'web-1', intervalMs: 60_000 } });
     const reportOf = async () => parseInstanceReport(await redis.get('rl:__nsl:instance:web-1'));
     await limiter.init();
     // The start-up report is written in the background: wait for it rather than for a guessed time.
@@ -190,11 +157,10 @@ describe('switching functions at runtime', () => {
       canary: { functionName: 'sliding_allow_v1', percent: 5 },
     });
     expect(await redis.pttl('rl:__nsl:instance:web-1')).toBeGreaterThan(170_000);
-    limiter.close();
   });
 
   it('loads the new library first under loadFunctions auto', async () => {
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2' });
+    const limiter = limiterWith();
     await limiter.init();
     expect(await libraryNames(redis)).toEqual(['rate_limit_v2']);
     await limiter.use('sliding_allow_v1');
@@ -203,15 +169,11 @@ describe('switching functions at runtime', () => {
 
   it('keeps the current function when the new one is not loaded (verify), and says why', async () => {
     await redis.call('FUNCTION', 'LOAD', librarySource('v2'));
-    const limiter = new SlidingWindowLimiter({
-      client: redis,
-      functionName: 'sliding_allow_v2',
-      loadFunctions: 'verify',
-    });
+    const limiter = limiterWith({ loadFunctions: 'verify' });
     await limiter.init();
     await expect(limiter.use('sliding_allow_v1')).rejects.toThrow(FunctionNotLoadedError);
     await expect(limiter.use('sliding_allow_v1')).rejects.toThrow(
-      new RegExp(`sliding_allow_v1 \\(library rate_limit_v1\\) is not loaded on 127.0.0.1:${server.port}`),
+      new RegExp(`sliding_allow_v1 \\(library rate_limit_v1\\) is not loaded on 127.0.0.1:${own.server().port}`),
     );
     expect(limiter.functionName).toBe('sliding_allow_v2');
     expect((await limiter.consume('k', rule)).functionName).toBe('sliding_allow_v2');
@@ -219,7 +181,7 @@ describe('switching functions at runtime', () => {
 
   it("verifies even when loadFunctions is 'off'", async () => {
     await redis.call('FUNCTION', 'LOAD', librarySource('v2'));
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2', loadFunctions: 'off' });
+    const limiter = limiterWith({ loadFunctions: 'off' });
     await expect(limiter.use('sliding_allow_v1')).rejects.toThrow(FunctionNotLoadedError);
     expect(limiter.functionName).toBe('sliding_allow_v2');
   });
@@ -230,14 +192,14 @@ describe('switching functions at runtime', () => {
       'LOAD',
       librarySource('v1').replace('-- PEXPIRE takes', '-- patched by hand; PEXPIRE takes'),
     );
-    const limiter = new SlidingWindowLimiter({ client: redis, functionName: 'sliding_allow_v2' });
+    const limiter = limiterWith();
     await limiter.init();
     await expect(limiter.use('sliding_allow_v1')).rejects.toThrow(FunctionCodeMismatchError);
     expect(limiter.functionName).toBe('sliding_allow_v2');
   });
 
   it('rejects unknown names and bad shares before touching Redis', async () => {
-    const limiter = new SlidingWindowLimiter({ client: redis });
+    const limiter = limiterWith();
     await expect(limiter.use('sliding_allow_v7')).rejects.toThrow(RateLimitConfigError);
     await expect(
       limiter.use({ functionName: 'sliding_allow_v1', canary: { functionName: 'sliding_allow_v2', percent: 120 } }),
@@ -247,19 +209,11 @@ describe('switching functions at runtime', () => {
 });
 
 describe('switching functions on a cluster', () => {
-  let cluster: RedisCluster;
-  let client: Cluster;
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    client = new Cluster(cluster.seeds);
-  });
-  afterAll(async () => {
-    await client.quit();
-    await cluster.stop();
-  });
+  const own = useRedisCluster();
 
   it('verifies the new function on every master and names the one that lacks it', async () => {
-    const limiter = new SlidingWindowLimiter({ client, functionName: 'sliding_allow_v2', loadFunctions: 'verify' });
+    const client = own.client();
+    const limiter = testLimiter({ client, functionName: 'sliding_allow_v2', loadFunctions: 'verify' });
     const masters = await masterNodes(client);
     await Promise.all(masters.map((node) => node.call('FUNCTION', 'LOAD', librarySource('v2'))));
     await limiter.init();

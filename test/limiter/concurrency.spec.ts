@@ -9,8 +9,7 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import type Redis from 'ioredis';
-import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { sharedRedisUrl, uniquePrefix, useSharedClient } from '../support/test-redis';
 
 const ROOT = join(__dirname, '..', '..');
 const WORKER = join(__dirname, '..', 'support', 'workers', 'concurrency-worker.js');
@@ -54,7 +53,6 @@ interface RoundResult {
   overlapped: boolean;
 }
 
-/** Newest modification time of any file under `dir`, in ms. */
 /** A forked worker and the messages it sent that nobody has taken yet. */
 class Worker {
   private readonly inbox: Array<{ type: string; round?: number; message?: string }> = [];
@@ -100,11 +98,10 @@ class Worker {
 
 describe('exactness under concurrency (4 processes × 250 calls, limit 100)', () => {
   let workers: Worker[] = [];
-  let redis: Redis;
+  const redis = useSharedClient();
   let round = 0;
 
   beforeAll(async () => {
-    redis = connectShared();
     workers = Array.from(
       { length: PROCESSES },
       () => new Worker(fork(WORKER, [], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })),
@@ -113,7 +110,6 @@ describe('exactness under concurrency (4 processes × 250 calls, limit 100)', ()
 
   afterAll(async () => {
     await Promise.all(workers.map((worker) => worker.stop()));
-    await redis?.quit();
   });
 
   /** Arms every worker, then releases them together, and sums their reports. */

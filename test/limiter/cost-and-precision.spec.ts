@@ -1,34 +1,27 @@
-import type Redis from 'ioredis';
-import { RateLimitConfigError, SlidingWindowLimiter, type SlidingWindowLimiterOptions } from '../../lib';
+import { RateLimitConfigError } from '../../lib';
 import { rejectionOf } from '../support/rejection';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { useTestLimiters } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
 
 const T0 = 1_735_660_800_000;
 const MIN = 60_000;
 
 /** Cost per request and the bounded-memory window, through the limiter, on Redis. */
 describe('SlidingWindowLimiter: cost and precisionMs', () => {
-  let redis: Redis;
+  const redis = useSharedClient();
   let keyPrefix: string;
   let now: number;
-  beforeAll(() => {
-    redis = connectShared();
-  });
-  afterAll(() => redis.quit());
   beforeEach(() => {
     keyPrefix = uniquePrefix('cost');
     now = T0;
   });
 
-  const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) =>
-    new SlidingWindowLimiter({
-      client: redis,
-      keyPrefix,
-      functionName: 'sliding_allow_v2',
-      clock: () => now,
-      report: false,
-      ...options,
-    });
+  const limiterWith = useTestLimiters(() => ({
+    client: redis,
+    keyPrefix,
+    functionName: 'sliding_allow_v2',
+    clock: () => now,
+  }));
 
   describe.each(['function', 'script'] as const)('in %s mode', (mode) => {
     it.each([

@@ -3,25 +3,17 @@
  * use(), a switch that would drop it is refused before anything changes, and a removed declaration
  * no longer counts.
  */
-import Redis from 'ioredis';
-import { RateLimitConfigError, SlidingWindowLimiter } from '../../lib';
+import { RateLimitConfigError } from '../../lib';
 import { rejectionOf } from '../support/rejection';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { useTestLimiters } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
 
 describe('SlidingWindowLimiter.addFunctionNeeds', () => {
-  let redis: Redis;
-  beforeAll(() => {
-    redis = connectShared();
-  });
-  afterAll(() => redis.quit());
+  const redis = useSharedClient();
+  const limiterWith = useTestLimiters(() => ({ client: redis, keyPrefix: uniquePrefix('needs') }));
 
   it('use() refuses a version that cannot decide a declared need, reads the needs at each switch, and forgets removed ones', async () => {
-    const limiter = new SlidingWindowLimiter({
-      client: redis,
-      keyPrefix: uniquePrefix('needs'),
-      functionName: 'sliding_allow_v2',
-      report: false,
-    });
+    const limiter = limiterWith({ functionName: 'sliding_allow_v2' });
     await limiter.init();
     const weighted: string[] = [];
     const remove = limiter.addFunctionNeeds(() => ({ weighted }));
@@ -43,6 +35,5 @@ describe('SlidingWindowLimiter.addFunctionNeeds', () => {
     remove();
     await limiter.use('sliding_allow_v1');
     expect(limiter.functionName).toBe('sliding_allow_v1');
-    await limiter.close();
   });
 });

@@ -1,10 +1,9 @@
-import type Redis from 'ioredis';
-import { SlidingWindowLimiter, type SlidingWindowLimiterOptions } from '../../lib';
 import { MemoryBackend } from '../../lib/memory/memory-backend';
 import { MemoryOverridesStore } from '../../lib/memory/memory-overrides-store';
 import type { OverrideStore } from '../../lib/core/key-overrides';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { useTestLimiters } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
 
 const T0 = 1_735_660_800_000;
 const MIN = 60_000;
@@ -15,15 +14,11 @@ const MIN = 60_000;
  * Redis and on the in-memory backend alike.
  */
 describe.each(['redis', 'memory'] as const)('SlidingWindowLimiter on v2 (%s)', (kind) => {
-  let redis: Redis;
+  const redis = useSharedClient();
   let keyPrefix: string;
   let now: number;
   let memory: MemoryBackend;
   let overrides: OverrideStore;
-  beforeAll(() => {
-    if (kind === 'redis') redis = connectShared();
-  });
-  afterAll(() => (kind === 'redis' ? redis.quit() : undefined));
   beforeEach(() => {
     keyPrefix = uniquePrefix('lad');
     now = T0;
@@ -34,14 +29,11 @@ describe.each(['redis', 'memory'] as const)('SlidingWindowLimiter on v2 (%s)', (
         : new MemoryOverridesStore(memory.model, { keyPrefix });
   });
 
-  const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) =>
-    new SlidingWindowLimiter({
-      ...(kind === 'redis' ? { client: redis } : { backend: memory }),
-      keyPrefix,
-      clock: () => now,
-      report: false,
-      ...options,
-    });
+  const limiterWith = useTestLimiters(() => ({
+    ...(kind === 'redis' ? { client: redis } : { backend: memory }),
+    keyPrefix,
+    clock: () => now,
+  }));
 
   it('decides on sliding_allow_v2 when no functionName is given', async () => {
     const decision = await limiterWith().consume('api:{k}', { limit: 2, windowMs: MIN });

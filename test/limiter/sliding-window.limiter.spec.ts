@@ -2,16 +2,16 @@ import type Redis from 'ioredis';
 import {
   ClockSkewError,
   DEFAULT_FUNCTION_NAME,
-  KNOWN_FUNCTION_NAMES,
   MemoryBackend,
   RateLimitConfigError,
   SlidingWindowLimiter,
-  SlidingWindowLimiterOptions,
 } from '../../lib';
 import { MemberIdSource } from '../../lib/limiter/member-ids';
 import { onClientReady } from '../../lib/redis/ready-listeners';
 import { sleep } from '../support/sleep';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { testLimiter, useTestLimiters } from '../support/test-limiter';
+import { connectShared, uniquePrefix, useSharedClient } from '../support/test-redis';
+import { KNOWN_FUNCTION_NAMES } from '../../lib/redis/function-versions';
 
 /** A clock the test moves by hand. */
 function manualClock(start = 1_735_660_800_000) {
@@ -20,18 +20,12 @@ function manualClock(start = 1_735_660_800_000) {
 }
 
 describe('SlidingWindowLimiter', () => {
-  let redis: Redis;
+  const redis = useSharedClient();
   let keyPrefix: string;
-  beforeAll(() => {
-    redis = connectShared();
-  });
-  afterAll(() => redis.quit());
   beforeEach(() => {
     keyPrefix = uniquePrefix('limiter');
   });
-
-  const limiterWith = (options: Partial<SlidingWindowLimiterOptions> = {}) =>
-    new SlidingWindowLimiter({ client: redis, keyPrefix, ...options });
+  const limiterWith = useTestLimiters(() => ({ client: redis, keyPrefix }));
 
   describe.each([
     ['sliding_allow_v1', 'function'],
@@ -193,7 +187,7 @@ describe('SlidingWindowLimiter', () => {
     try {
       const before = client.listenerCount('ready');
       // More than Node's 10 listeners per event, which used to print a leak warning.
-      const limiters = Array.from({ length: 12 }, () => new SlidingWindowLimiter({ client, keyPrefix }));
+      const limiters = Array.from({ length: 12 }, () => testLimiter({ client, keyPrefix }));
       expect(client.listenerCount('ready')).toBe(before + 1);
       // The condition Node's MaxListenersExceededWarning checks. Jest gives each test file its own
       // `process`, so listening for the warning itself could never catch it.
@@ -238,7 +232,7 @@ describe('SlidingWindowLimiter', () => {
         return super.runnerFor(...args);
       }
     }
-    const limiter = new SlidingWindowLimiter({ backend: new SlowToStart() });
+    const limiter = testLimiter({ backend: new SlowToStart() });
     // No init(): the first decisions start the limiter up and wait for it.
     const decisions = await Promise.all([
       limiter.consume('a', { limit: 1, windowMs: 1000 }),

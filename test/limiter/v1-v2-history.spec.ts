@@ -1,7 +1,6 @@
-import type Redis from 'ioredis';
-import { SlidingWindowLimiter } from '../../lib';
 import { MemoryBackend } from '../../lib/memory/memory-backend';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { useTestLimiters } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
 
 /*
  * The article's deployment story on one set of keys: an application on sliding_allow_v1 canaries
@@ -14,18 +13,10 @@ const T0 = 1_735_660_800_000;
 const rule = { limit: 5, windowMs: 60_000 };
 
 describe.each(['redis', 'memory'] as const)('v1 → v2 → v1 on the same keys (%s)', (store) => {
-  let redis: Redis | undefined;
-  beforeAll(() => {
-    if (store === 'redis') redis = connectShared();
-  });
-  afterAll(() => redis?.quit());
-
-  function limiterOn(backend: MemoryBackend, now: () => number): SlidingWindowLimiter {
-    const common = { keyPrefix: uniquePrefix('v1v2'), functionName: 'sliding_allow_v1', clock: now, report: false };
-    return redis
-      ? new SlidingWindowLimiter({ ...common, client: redis })
-      : new SlidingWindowLimiter({ ...common, backend });
-  }
+  const redis = useSharedClient();
+  const limiterWith = useTestLimiters(() => ({ keyPrefix: uniquePrefix('v1v2'), functionName: 'sliding_allow_v1' }));
+  const limiterOn = (backend: MemoryBackend, now: () => number) =>
+    limiterWith({ ...(store === 'redis' ? { client: redis } : { backend }), clock: now });
 
   it('keeps every admission through a canary, the move to v2 and the rollback', async () => {
     let now = T0;
@@ -53,6 +44,5 @@ describe.each(['redis', 'memory'] as const)('v1 → v2 → v1 on the same keys (
     expect(await decide()).toMatchObject({ functionName: 'sliding_allow_v2', allowed: false });
     now = T0 + rule.windowMs; // the next decision, 1 ms later, finds the first entry gone
     expect(await decide()).toMatchObject({ functionName: 'sliding_allow_v2', allowed: true, remaining: 0 });
-    await limiter.close();
   });
 });

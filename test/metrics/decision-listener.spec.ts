@@ -1,25 +1,18 @@
 import Redis from 'ioredis';
 import { RateLimitConfigError, SlidingWindowLimiter, type DecisionEvent } from '../../lib';
 import { freePort } from '../support/free-port';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { useTestLimiters } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
 
 describe('SlidingWindowLimiter.onDecision', () => {
-  let redis: Redis;
-  beforeAll(() => {
-    redis = connectShared();
-  });
-  afterAll(() => redis.quit());
-
-  const newLimiter = (options: Partial<ConstructorParameters<typeof SlidingWindowLimiter>[0]> = {}) =>
-    new SlidingWindowLimiter({
-      client: redis,
-      keyPrefix: uniquePrefix('listen'),
-      functionName: 'sliding_allow_v2', // the function the decisions name
-      report: false,
-      // The block cache keeps refusals only while no override is read.
-      keyOverrides: false,
-      ...options,
-    });
+  const redis = useSharedClient();
+  const newLimiter = useTestLimiters(() => ({
+    client: redis,
+    keyPrefix: uniquePrefix('listen'),
+    functionName: 'sliding_allow_v2', // the function the decisions name
+    // The block cache keeps refusals only while no override is read.
+    keyOverrides: false,
+  }));
 
   it('tells each listener every consume and consumeAll decision, without the keys, until it unsubscribes', async () => {
     const limiter = newLimiter();
@@ -69,7 +62,6 @@ describe('SlidingWindowLimiter.onDecision', () => {
     stop(); // twice is harmless
     await limiter.consume('user:3', rule);
     expect(events).toHaveLength(4);
-    await limiter.close();
   });
 
   it('reports degraded decisions with the failed call’s latency, and a throwing listener changes nothing', async () => {

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Redis from 'ioredis';
 import { Registry } from 'prom-client';
-import { registerPrometheusMetrics, SlidingWindowLimiter } from '../../lib';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { testLimiter } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
+import { registerPrometheusMetrics } from 'nestjs-sliding-limit/prometheus';
 
 interface Target {
   refId: string;
@@ -109,19 +109,17 @@ describe('the Grafana dashboard (docs/grafana/nestjs-sliding-limit.json)', () =>
 
   /** Exported series: the names and labels the Prometheus export writes after a few decisions. */
   let exported: Map<string, Set<string>>;
-  let redis: Redis;
+  const redis = useSharedClient();
   beforeAll(async () => {
-    redis = connectShared();
     let now = 1_735_660_800_000;
     const keyPrefix = uniquePrefix('grafana');
-    const limiter = new SlidingWindowLimiter({
+    // The test timeout: the degraded decisions come from the clock, not from a busy machine.
+    const limiter = testLimiter({
       client: redis,
       keyPrefix,
-      report: false,
       clock: () => now,
       maxClockSkewMs: 0,
       onRedisError: 'allow',
-      timeoutMs: 5000, // the degraded decisions come from the clock, not from a busy machine
       logger: { log: () => undefined, warn: () => undefined },
     });
     const registry = new Registry();
@@ -149,7 +147,6 @@ describe('the Grafana dashboard (docs/grafana/nestjs-sliding-limit.json)', () =>
       await limiter.close();
     }
   });
-  afterAll(() => redis.quit());
 
   it('is a Grafana dashboard with a Prometheus data source variable that every panel uses', () => {
     expect(dashboard.schemaVersion).toBeGreaterThanOrEqual(36);

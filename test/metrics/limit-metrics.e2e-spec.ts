@@ -1,14 +1,15 @@
 import { Controller, Get } from '@nestjs/common';
-import type Redis from 'ioredis';
 import { Registry } from 'prom-client';
-import { RateLimitModule, RateLimitPrometheusModule, SlidingLimit } from 'nestjs-sliding-limit';
+import { RateLimitModule, SlidingLimit } from 'nestjs-sliding-limit';
 import { RateLimitOpenTelemetryModule } from 'nestjs-sliding-limit/opentelemetry';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
 import { startOtel, valueOf, type OtelHarness } from '../opentelemetry/otel-harness';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { samples } from '../support/prometheus-samples';
-import { startRedisServer, type RedisServer } from '../support/redis-server';
-import { connectShared, reconnectingClient, uniquePrefix } from '../support/test-redis';
+import { useRestartableRedis } from '../support/restartable-redis';
+import { TEST_LIMITER_SETTINGS } from '../support/test-limiter';
+import { connectShared, uniquePrefix } from '../support/test-redis';
+import { RateLimitPrometheusModule } from 'nestjs-sliding-limit/prometheus';
 
 /** Twins: the same limit enforced on one route and in shadow on another; a limit with a candidate. */
 @Controller('twins')
@@ -159,8 +160,6 @@ describe.each(PLATFORMS)('metrics by limit through the guard on %s', (platform) 
 });
 
 describe('metrics by limit while Redis is down', () => {
-  let server: RedisServer | undefined;
-  let client: Redis | undefined;
   let app: TestApp | undefined;
   let otel: OtelHarness | undefined;
   afterEach(async () => {
@@ -168,16 +167,11 @@ describe('metrics by limit while Redis is down', () => {
     app = undefined;
     await otel?.shutdown();
     otel = undefined;
-    // The test's own client (the module closes only what it opened): disconnected at once.
-    client?.disconnect();
-    client = undefined;
-    await server?.stop();
-    server = undefined;
   });
+  // After the app's afterEach: the module closes only what it opened, not this client.
+  const redis = useRestartableRedis();
 
   it('counts degraded decisions per limit and mode, by kind, and no Redis decision for them', async () => {
-    server = await startRedisServer();
-    client = reconnectingClient(server.url);
     const registry = new Registry();
     otel = startOtel();
     const keyPrefix = uniquePrefix('limit-degraded');
@@ -189,16 +183,15 @@ describe('metrics by limit while Redis is down', () => {
         RateLimitOpenTelemetryModule.forRoot({ meterProvider: otel.meterProvider, spans: false }),
       ],
       rateLimitModule: RateLimitModule.forRoot({
-        client,
+        ...TEST_LIMITER_SETTINGS,
+        client: redis.client(),
         keyPrefix,
         onRedisError: 'allow',
-        timeoutMs: 1000, // enough for the first decision on a busy machine; the others fail sooner
-        report: false,
       }),
       options: { keyPrefix },
     });
     await app.http().get('/twins/reports').set('x-api-key', 'k').expect(200);
-    await server.stop();
+    await redis.stop();
     for (let i = 0; i < 3; i++) await app.http().get('/twins/reports').set('x-api-key', 'k').expect(200);
 
     const prom = samples(await registry.metrics());

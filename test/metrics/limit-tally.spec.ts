@@ -1,6 +1,5 @@
-import Redis from 'ioredis';
 import { Registry } from 'prom-client';
-import { registerPrometheusMetrics, SlidingWindowLimiter, type DecisionEvent } from '../../lib';
+import { type DecisionEvent } from '../../lib';
 import {
   leaseLimitTally,
   LimitTally,
@@ -11,18 +10,13 @@ import {
 import { instrumentLimiter } from '../../lib/opentelemetry';
 import { startOtel, valueOf } from '../opentelemetry/otel-harness';
 import { samples } from '../support/prometheus-samples';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { useTestLimiters } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
+import { registerPrometheusMetrics } from 'nestjs-sliding-limit/prometheus';
 
 describe('the tally of decisions by limit', () => {
-  let redis: Redis;
-  beforeAll(() => {
-    redis = connectShared();
-  });
-  afterAll(() => redis.quit());
-
-  // A generous timeout: a busy machine can keep the shared Redis from answering within the default 250 ms.
-  const newLimiter = () =>
-    new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('tally'), report: false, timeoutMs: 5000 });
+  const redis = useSharedClient();
+  const newLimiter = useTestLimiters(() => ({ client: redis, keyPrefix: uniquePrefix('tally') }));
 
   it('counts named limits by name and a decision without names as _unnamed, never a key', async () => {
     const limiter = newLimiter();

@@ -1,14 +1,10 @@
 import { Controller, Get, Header, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Registry, register } from 'prom-client';
-import {
-  RateLimitConfigError,
-  RateLimitModule,
-  RateLimitPrometheusExport,
-  RateLimitPrometheusModule,
-  SlidingLimit,
-} from 'nestjs-sliding-limit';
-import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { RateLimitConfigError, RateLimitModule, SlidingLimit } from 'nestjs-sliding-limit';
+import { PLATFORMS, useTestApps } from '../support/nest-app';
+import { RateLimitPrometheusExport } from '../../lib/prometheus/rate-limit-prometheus.module';
+import { RateLimitPrometheusModule } from 'nestjs-sliding-limit/prometheus';
 
 /** The plain `/metrics` controller docs/metrics.md shows. */
 @Controller('metrics')
@@ -30,15 +26,11 @@ class QuoteController {
 }
 
 describe.each(PLATFORMS)('RateLimitPrometheusModule on %s', (platform) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const startApp = useTestApps();
 
   it("registers on prom-client's global registry at init, serves /metrics, unregisters on close; a second app does it again", async () => {
     for (let round = 0; round < 2; round++) {
-      app = await startTestApp({
+      const app = await startApp({
         platform,
         controllers: [MetricsController, QuoteController],
         imports: [RateLimitPrometheusModule.forRoot()],
@@ -56,25 +48,20 @@ describe.each(PLATFORMS)('RateLimitPrometheusModule on %s', (platform) => {
       expect(response.text).toMatch(/^sliding_limit_call_duration_seconds_count\{function="sliding_allow_v2"\} 2$/m);
 
       await app.close();
-      app = undefined;
       expect(await register.metrics()).not.toContain('sliding_limit_');
     }
   });
 });
 
 describe('RateLimitPrometheusModule options', () => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const startApp = useTestApps();
 
   it('takes a registry and a prefix, also from forRootAsync', async () => {
     const registry = new Registry();
     @Module({ providers: [{ provide: Registry, useValue: registry }], exports: [Registry] })
     class MetricsModule {}
 
-    app = await startTestApp({
+    const app = await startApp({
       platform: 'express',
       controllers: [QuoteController],
       imports: [
@@ -91,7 +78,6 @@ describe('RateLimitPrometheusModule options', () => {
     expect(text).toContain('edge_rl_calls_total{function="sliding_allow_v2"} 1');
     expect(await register.metrics()).not.toContain('edge_rl_');
     await app.close();
-    app = undefined;
     expect((await registry.metrics()).trim()).toBe('');
   });
 

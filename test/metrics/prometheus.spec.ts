@@ -2,34 +2,33 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import Redis from 'ioredis';
 import { OpenMetricsContentType, Registry, register as globalRegister } from 'prom-client';
 import ts from 'typescript';
 import { RateLimitConfigError, SlidingWindowLimiter } from '../../lib';
 import { LATENCY_BUCKETS_MS } from '../../lib/core/latency-histogram';
 import { registerPrometheusMetrics } from '../../lib/metrics/prometheus';
 import { samples } from '../support/prometheus-samples';
-import { connectShared, uniquePrefix } from '../support/test-redis';
+import { testLimiter } from '../support/test-limiter';
+import { uniquePrefix, useSharedClient } from '../support/test-redis';
 
 describe('Prometheus export', () => {
-  let redis: Redis;
+  const redis = useSharedClient();
   let limiter: SlidingWindowLimiter;
   let now = 1_735_660_800_000;
   let keysOnV1 = 0;
 
   beforeAll(async () => {
-    redis = connectShared();
     // v1 for half the keys, v2 for the other half; a rewindable clock makes v2 refuse with CLOCKSKEW.
-    limiter = new SlidingWindowLimiter({
+    limiter = testLimiter({
       client: redis,
       keyPrefix: uniquePrefix('prom'),
       functionName: 'sliding_allow_v1',
       canary: { functionName: 'sliding_allow_v2', percent: 50 },
       clock: () => now,
       maxClockSkewMs: 0,
-      // Generous: a busy machine can keep the shared Redis from answering within the default 250 ms.
-      timeoutMs: 5000,
     });
+    // Started first: a decision made before start-up has finished is the failure policy's, on v1 only.
+    await limiter.init();
     const keys = Array.from({ length: 100 }, (_, i) => `user:${i}`);
     for (let round = 0; round < 3; round++) {
       const decisions = await Promise.all(keys.map((key) => limiter.consume(key, { limit: 2, windowMs: 60_000 })));
@@ -39,7 +38,7 @@ describe('Prometheus export', () => {
     await Promise.all(keys.map((key) => limiter.consume(key, { limit: 2, windowMs: 60_000 }).catch(() => undefined)));
     now += 10;
   });
-  afterAll(() => redis.quit());
+  afterAll(() => limiter.close());
 
   it('exposes calls, decisions, errors and a latency histogram per function, read from limiter.metrics at scrape time', async () => {
     const registry = new Registry();
@@ -162,7 +161,7 @@ describe('Prometheus export', () => {
       expect(await globalRegister.metrics()).toContain(
         'sliding_limit_decisions_total{function="sliding_allow_v1",outcome="allowed"}',
       );
-      const other = new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('prom2') });
+      const other = testLimiter({ client: redis, keyPrefix: uniquePrefix('prom2') });
       expect(() => registerPrometheusMetrics(other)).toThrow(/already been registered/);
       const values = samples(await globalRegister.metrics());
       expect(values.get('sliding_limit_calls_total{function="sliding_allow_v1"}')).toBe(

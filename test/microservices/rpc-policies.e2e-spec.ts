@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { RateLimitModule } from 'nestjs-sliding-limit';
 import { RpcSlidingLimitGuard } from 'nestjs-sliding-limit/microservices';
 import { CallerPlans } from '../fixtures/transports/caller-plans';
 import { PayloadPlanPolicy, PlanOrdersController } from '../fixtures/transports/plan-orders.controllers';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
 import { startHybridApp, type HybridApp } from '../support/hybrid-app';
-import { connectShared, sharedRedisUrl, uniquePrefix, windowSizes } from '../support/test-redis';
+import { stillClock, testRateLimitModule } from '../support/nest-app';
+import { connectShared, uniquePrefix, windowSizes } from '../support/test-redis';
 
 /*
  * Limits as data on message handlers: a policy from DI (the plan of the message's API key) and a
@@ -27,7 +27,7 @@ describe('RpcSlidingLimitGuard with policies and shadow limits (TCP)', () => {
   const start = async ({ appGuard = false } = {}) => {
     keyPrefix = uniquePrefix('rpc-policies');
     hybrid = await startHybridApp({
-      imports: [RateLimitModule.forRoot({ redis: sharedRedisUrl(), keyPrefix, global: !appGuard })],
+      imports: [testRateLimitModule({ keyPrefix, global: !appGuard, clock: stillClock })],
       controllers: [PlanOrdersController],
       providers: [
         CallerPlans,

@@ -2,9 +2,10 @@ import { Logger } from '@nestjs/common';
 import { Transport } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
-import { RateLimitModule, type RateLimitModuleOptions } from 'nestjs-sliding-limit';
+import type { RateLimitModuleOptions } from 'nestjs-sliding-limit';
 import { OrdersController, OrdersHttpController, receivedEvents } from '../fixtures/transports/orders.controllers';
 import { startHybridApp, tcpTransport, type HybridApp, type HybridTransport } from '../support/hybrid-app';
+import { stillClock, testRateLimitModule } from '../support/nest-app';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 import { waitUntil } from '../support/wait-for';
 
@@ -33,10 +34,10 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
   const start = async (options: Partial<RateLimitModuleOptions> = {}) => {
     hybrid = await startHybridApp({
       imports: [
-        RateLimitModule.forRoot({
-          redis: sharedRedisUrl(),
+        testRateLimitModule({
           keyPrefix: uniquePrefix('rpc'),
           functionName: 'sliding_allow_v2',
+          clock: stillClock,
           ...options,
         }),
       ],
@@ -104,8 +105,8 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
     for (let i = 0; i < 3; i++) await expect(send('nsl.order.free', {})).resolves.toBe('free');
   });
 
-  it('drops an event over its limit without running the handler, says so once per handler, logs each at refusalLogLevel', async () => {
-    await start({ refusalLogLevel: 'debug' });
+  it('drops an event over its limit without running the handler, says so once per handler, logs each at refusals.logLevel', async () => {
+    await start({ refusals: { logLevel: 'debug' } });
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const debug = jest.spyOn(Logger.prototype, 'debug').mockImplementation(() => undefined);
     const emit = (data: unknown) => firstValueFrom((hybrid as HybridApp).client.emit('nsl.order.created', data));
@@ -125,7 +126,7 @@ describe.each(TRANSPORTS)('RpcSlidingLimitGuard over the %s transport', (_name, 
     const warned = warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('drops the events'));
     expect(warned).toEqual([
       'OrdersController.created drops the events over its rate limit without running; events have no reply, so ' +
-        'the sender is not told (said once per handler; set refusalLogLevel to log each drop)',
+        'the sender is not told (said once per handler; set refusals.logLevel to log each drop)',
     ]);
     expect(drops()).toEqual(
       Array(2).fill(

@@ -16,6 +16,7 @@ import { ensureLibraries } from '../support/lua-functions';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { startRedisServer, type RedisServer } from '../support/redis-server';
 import { rejectionOf } from '../support/rejection';
+import { TEST_LIMITER_SETTINGS, testLimiter } from '../support/test-limiter';
 
 /*
  * Every public entry point fed bad input, one table per entry point. Each row names the input and
@@ -58,6 +59,11 @@ async function bootstrapError(
   }
 }
 
+/** The module on this file's server, with the test settings (no instance report, a timeout of seconds). */
+function moduleOnServer() {
+  return RateLimitModule.forRoot({ ...TEST_LIMITER_SETTINGS, redis: server.url });
+}
+
 /** Keys written by rate limiting (the limiter's own instance reports aside). */
 async function limitKeys(): Promise<string[]> {
   return (await redis.keys('*')).filter((key) => !key.includes('__nsl:instance:')).sort();
@@ -69,204 +75,135 @@ async function limitKeys(): Promise<string[]> {
 
 describe('RateLimitModule.forRoot options', () => {
   const url = () => server.url;
-  const rows: [string, () => unknown, string][] = [
+  const SKEW = 'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got';
+  const TIMEOUT = 'timeoutMs must be a whole number of milliseconds from 1 to 60000, got';
+  const KEY_PREFIX = 'keyPrefix must be a string of at most 128 characters without { or }, got';
+  const BATCH = 'batch must be true, false or { maxSize: 1 … 1000 }, got';
+  /** [label, options over `{ redis: <the server> }`, what the problems must say]. */
+  const rows: [string, Record<string, unknown>, string][] = [
     [
       'no connection at all',
-      () => ({}),
+      { redis: undefined },
       'set redis (a URL such as "redis://127.0.0.1:6379", or ioredis options), client',
     ],
-    [
-      'two connections',
-      () => ({ redis: url(), backend: new MemoryBackend() }),
-      'set only one of redis, client, backend and store',
-    ],
+    ['two connections', { backend: new MemoryBackend() }, 'set only one of redis, client, backend and store'],
     [
       'a URL without scheme',
-      () => ({ redis: 'localhost:6379' }),
+      { redis: 'localhost:6379' },
       'redis must be a redis:// or rediss:// URL, got "localhost:6379"',
     ],
-    [
-      'a URL of another scheme',
-      () => ({ redis: 'http://127.0.0.1:6379' }),
-      'redis must be a redis:// or rediss:// URL',
-    ],
-    ['redis as a number', () => ({ redis: 6379 }), 'redis must be a URL string or ioredis options, got 6379'],
+    ['a URL of another scheme', { redis: 'http://127.0.0.1:6379' }, 'redis must be a redis:// or rediss:// URL'],
+    ['redis as a number', { redis: 6379 }, 'redis must be a URL string or ioredis options, got 6379'],
     [
       'client that is not a client',
-      () => ({ client: { host: 'x' } }),
+      { redis: undefined, client: { host: 'x' } },
       'client must be an ioredis Redis or Cluster instance',
     ],
-    [
-      'an unknown option',
-      () => ({ redis: url(), keyprefix: 'x' }),
-      'unknown option keyprefix; did you mean keyPrefix?',
-    ],
+    ['an unknown option', { keyprefix: 'x' }, 'unknown option keyprefix; did you mean keyPrefix?'],
     [
       "@nestjs/throttler's ttl and limit at the top",
-      () => ({ redis: url(), ttl: 60_000 }),
+      { ttl: 60_000 },
       'unknown option ttl; did you mean defaultLimit: { limit, windowMs }?',
     ],
     [
       'an option nothing resembles',
-      () => ({ redis: url(), flavour: 'x' }),
+      { flavour: 'x' },
       'unknown option flavour; known options: redis, client, backend, store,',
     ],
     [
       'a defaultLimit with a typo',
-      () => ({ redis: url(), defaultLimit: { limit: 10, ttl: 1000 } }),
+      { defaultLimit: { limit: 10, ttl: 1000 } },
       'defaultLimit has an unknown option ttl; did you mean windowMs?',
     ],
     [
       'an unknown function name',
-      () => ({ redis: url(), functionName: 'sliding_allow_v9' }),
+      { functionName: 'sliding_allow_v9' },
       'functionName "sliding_allow_v9" is not a shipped function; known: sliding_allow_v1, sliding_allow_v2',
     ],
-    [
-      'a function name of another type',
-      () => ({ redis: url(), functionName: 2 }),
-      'functionName 2 is not a shipped function',
-    ],
-    [
-      'a negative maxClockSkewMs',
-      () => ({ redis: url(), maxClockSkewMs: -1 }),
-      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got -1',
-    ],
-    [
-      'an absurd maxClockSkewMs',
-      () => ({ redis: url(), maxClockSkewMs: 1e12 }),
-      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got 1000000000000',
-    ],
-    [
-      'a fractional maxClockSkewMs',
-      () => ({ redis: url(), maxClockSkewMs: 1.5 }),
-      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got 1.5',
-    ],
-    [
-      'a NaN maxClockSkewMs',
-      () => ({ redis: url(), maxClockSkewMs: Number.NaN }),
-      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got NaN',
-    ],
-    [
-      'a maxClockSkewMs string',
-      () => ({ redis: url(), maxClockSkewMs: '5' }),
-      'maxClockSkewMs must be a whole number of milliseconds from 0 to 3600000, got "5"',
-    ],
-    [
-      'a zero timeoutMs',
-      () => ({ redis: url(), timeoutMs: 0 }),
-      'timeoutMs must be a whole number of milliseconds from 1 to 60000, got 0',
-    ],
-    [
-      'an absurd timeoutMs',
-      () => ({ redis: url(), timeoutMs: 1e9 }),
-      'timeoutMs must be a whole number of milliseconds from 1 to 60000, got 1000000000',
-    ],
+    ['a function name of another type', { functionName: 2 }, 'functionName 2 is not a shipped function'],
+    ['a negative maxClockSkewMs', { maxClockSkewMs: -1 }, `${SKEW} -1`],
+    ['an absurd maxClockSkewMs', { maxClockSkewMs: 1e12 }, `${SKEW} 1000000000000`],
+    ['a fractional maxClockSkewMs', { maxClockSkewMs: 1.5 }, `${SKEW} 1.5`],
+    ['a NaN maxClockSkewMs', { maxClockSkewMs: Number.NaN }, `${SKEW} NaN`],
+    ['a maxClockSkewMs string', { maxClockSkewMs: '5' }, `${SKEW} "5"`],
+    ['a zero timeoutMs', { timeoutMs: 0 }, `${TIMEOUT} 0`],
+    ['an absurd timeoutMs', { timeoutMs: 1e9 }, `${TIMEOUT} 1000000000`],
     [
       'a keyPrefix over 128 characters',
-      () => ({ redis: url(), keyPrefix: 'p'.repeat(129) }),
+      { keyPrefix: 'p'.repeat(129) },
       'keyPrefix must be a string of at most 128 characters',
     ],
-    [
-      'a keyPrefix that is not a string',
-      () => ({ redis: url(), keyPrefix: 42 }),
-      'keyPrefix must be a string of at most 128 characters without { or }, got 42',
-    ],
-    [
-      'a keyPrefix with a hash tag',
-      () => ({ redis: url(), keyPrefix: '{rl}:' }),
-      'keyPrefix must be a string of at most 128 characters without { or }, got "{rl}:"',
-    ],
+    ['a keyPrefix that is not a string', { keyPrefix: 42 }, `${KEY_PREFIX} 42`],
+    ['a keyPrefix with a hash tag', { keyPrefix: '{rl}:' }, `${KEY_PREFIX} "{rl}:"`],
     [
       'an unknown loadFunctions',
-      () => ({ redis: url(), loadFunctions: 'sometimes' }),
+      { loadFunctions: 'sometimes' },
       'loadFunctions must be one of auto, verify, off, got "sometimes"',
     ],
-    [
-      'an unknown mode',
-      () => ({ redis: url(), mode: 'eval' }),
-      'mode must be one of auto, function, script, got "eval"',
-    ],
+    ['an unknown mode', { mode: 'eval' }, 'mode must be one of auto, function, script, got "eval"'],
     [
       'an unknown clock',
-      () => ({ redis: url(), clock: 'utc' }),
+      { clock: 'utc' },
       "clock must be 'local', 'server' or a function returning epoch milliseconds",
     ],
-    [
-      'a batch of no decisions',
-      () => ({ redis: url(), batch: { maxSize: 0 } }),
-      'batch must be true, false or { maxSize: 1 … 1000 }, got an object',
-    ],
-    [
-      'a batch that is not an object',
-      () => ({ redis: url(), batch: 16 }),
-      'batch must be true, false or { maxSize: 1 … 1000 }, got 16',
-    ],
+    ['a batch of no decisions', { batch: { maxSize: 0 } }, `${BATCH} an object`],
+    ['a batch that is not an object', { batch: 16 }, `${BATCH} 16`],
     [
       'an unknown onRedisError',
-      () => ({ redis: url(), onRedisError: 'retry' }),
+      { onRedisError: 'retry' },
       'onRedisError must be one of allow, deny, throw, got "retry"',
     ],
     [
       'a block cache of no entries',
-      () => ({ redis: url(), blockCache: { maxEntries: 0 } }),
+      { blockCache: { maxEntries: 0 } },
       'blockCache must be true, false or { maxEntries: 1',
     ],
     [
       'a fractional insurance maxKeys',
-      () => ({ redis: url(), insurance: { maxKeys: 1.5 } }),
+      { insurance: { maxKeys: 1.5 } },
       'insurance must be true, false or { maxKeys: 1',
     ],
-    ['a report that is a string', () => ({ redis: url(), report: 'yes' }), 'report must be true, false or'],
+    ['a report that is a string', { report: 'yes' }, 'report must be true, false or'],
     [
       'a report interval of 5 ms',
-      () => ({ redis: url(), report: { intervalMs: 5 } }),
+      { report: { intervalMs: 5 } },
       'report.intervalMs must be a whole number of milliseconds from 100 to 86400000, got 5',
     ],
     [
       'a report id with a space',
-      () => ({ redis: url(), report: { instanceId: 'web 1' } }),
+      { report: { instanceId: 'web 1' } },
       'report.instanceId must be 1 to 200 characters without spaces, got "web 1"',
     ],
-    [
-      'a logger without methods',
-      () => ({ redis: url(), logger: {} }),
-      'logger must have log(message) and warn(message)',
-    ],
+    ['a logger without methods', { logger: {} }, 'logger must have log(message) and warn(message)'],
     [
       'a canary of 101 %',
-      () => ({ redis: url(), canary: { functionName: 'sliding_allow_v1', percent: 101 } }),
+      { canary: { functionName: 'sliding_allow_v1', percent: 101 } },
       'canary.percent must be a number from 0 to 100, got 101',
     ],
-    [
-      'an unknown header style',
-      () => ({ redis: url(), headers: 'all' }),
-      'headers must be one of legacy, draft, both, none, got "all"',
-    ],
-    [
-      'a global that is not boolean',
-      () => ({ redis: url(), global: 'yes' }),
-      'global must be true or false, got "yes"',
-    ],
-    ['a bad default key', () => ({ redis: url(), key: 'usr' }), 'key "usr": unknown part "usr"'],
+    ['an unknown header style', { headers: 'all' }, 'headers must be one of legacy, draft, both, none, got "all"'],
+    ['a global that is not boolean', { global: 'yes' }, 'global must be true or false, got "yes"'],
+    ['a bad default key', { key: 'usr' }, 'key "usr": unknown part "usr"'],
     [
       'a bad defaultLimit',
-      () => ({ redis: url(), defaultLimit: { limit: 0, windowMs: 1000 } }),
+      { defaultLimit: { limit: 0, windowMs: 1000 } },
       'defaultLimit.limit must be a whole number from 1 to 1000000, got 0',
     ],
     [
       'a defaultLimit with a bad precisionMs',
-      () => ({ redis: url(), defaultLimit: { limit: 10, windowMs: 1000, precisionMs: 0 } }),
+      { defaultLimit: { limit: 10, windowMs: 1000, precisionMs: 0 } },
       'defaultLimit.precisionMs must be a whole number of milliseconds from 1 to windowMs (1000)',
     ],
     [
       'a defaultLimit with a cost of 0',
-      () => ({ redis: url(), defaultLimit: { limit: 10, windowMs: 1000, cost: 0 } }),
+      { defaultLimit: { limit: 10, windowMs: 1000, cost: 0 } },
       'defaultLimit.cost must be a whole number from 1, or a function of the request, got 0',
     ],
   ];
 
   it.each(rows)('%s: fails bootstrap naming the option', async (_label, options, expected) => {
-    const error = await bootstrapError([RateLimitModule.forRoot(options() as RateLimitModuleOptions)]);
+    const error = await bootstrapError([
+      RateLimitModule.forRoot({ redis: url(), ...options } as RateLimitModuleOptions),
+    ]);
     expect(error).toBeInstanceOf(RateLimitConfigError);
     expect((error as RateLimitConfigError).problems.join('\n')).toContain(expected);
     expect(await limitKeys()).toEqual([]);
@@ -317,16 +254,31 @@ describe('RateLimitModule.forRoot options', () => {
     /** Everything a log line could print of an error: message, stack and own properties. */
     const printed = (error: unknown) =>
       `${(error as Error)?.message}\n${(error as Error)?.stack}\n${inspect(error, { depth: 5 })}`;
+    /** ioredis options with the password, for a server that refuses the connection: no retries. */
+    const unreachable = {
+      host: '127.0.0.1',
+      port: 1,
+      password: PASSWORD,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    };
 
-    it("ioredis options with a password, server unreachable, loadFunctions 'verify': fails bootstrap without the password", async () => {
-      const error = await bootstrapError([
-        RateLimitModule.forRoot({
-          redis: { host: '127.0.0.1', port: 1, password: PASSWORD, retryStrategy: () => null, maxRetriesPerRequest: 0 },
-          loadFunctions: 'verify',
-          timeoutMs: 300,
-        }),
-      ]);
-      expect(error).toBeInstanceOf(Error);
+    it.each<[string, () => RateLimitModuleOptions, new (...args: never[]) => Error]>([
+      [
+        "ioredis options, server unreachable, loadFunctions 'verify'",
+        () => ({ redis: unreachable, loadFunctions: 'verify', timeoutMs: 300 }),
+        Error,
+      ],
+      [
+        'a URL that parses, with a bad option',
+        () => ({ redis: `redis://:${PASSWORD}@127.0.0.1:${server.port}`, mode: 'x' as never }),
+        RateLimitConfigError,
+      ],
+      ['a URL of another scheme', () => ({ redis: `http://user:${PASSWORD}@127.0.0.1:6379` }), RateLimitConfigError],
+      ['a URL that does not parse', () => ({ redis: `redis://:${PASSWORD}@127.0.0.1:notaport` }), RateLimitConfigError],
+    ])('%s: fails bootstrap without the password', async (_label, options, expected) => {
+      const error = await bootstrapError([RateLimitModule.forRoot(options())]);
+      expect(error).toBeInstanceOf(expected);
       expect(printed(error)).not.toContain(PASSWORD);
     });
 
@@ -350,7 +302,7 @@ describe('RateLimitModule.forRoot options', () => {
           message: 'Redis did not answer within 2000 ms',
         });
         expect(printed(error)).not.toContain(PASSWORD);
-        // The start-up bound: 1 to 1.25 × max(timeoutMs, 2 s).
+        // The start-up bound, 1 to 1.25 × max(timeoutMs, 2 s), and a loaded host's late timer: not for ever.
         expect(Date.now() - started).toBeLessThan(5000);
       } finally {
         frozen.process.kill('SIGCONT');
@@ -361,18 +313,7 @@ describe('RateLimitModule.forRoot options', () => {
     it("the same with loadFunctions 'auto': the application starts (decisions follow onRedisError), and the warning has no password", async () => {
       const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
       try {
-        const error = await bootstrapError([
-          RateLimitModule.forRoot({
-            redis: {
-              host: '127.0.0.1',
-              port: 1,
-              password: PASSWORD,
-              retryStrategy: () => null,
-              maxRetriesPerRequest: 0,
-            },
-            timeoutMs: 300,
-          }),
-        ]);
+        const error = await bootstrapError([RateLimitModule.forRoot({ redis: unreachable, timeoutMs: 300 })]);
         expect(error).toBeUndefined();
         const warnings = warn.mock.calls.map((call) => String(call[0]));
         expect(warnings.some((message) => message.startsWith('Start-up did not finish ('))).toBe(true);
@@ -380,30 +321,6 @@ describe('RateLimitModule.forRoot options', () => {
       } finally {
         warn.mockRestore();
       }
-    });
-
-    it('a URL with a password that parses: the options problems do not echo it', async () => {
-      const error = await bootstrapError([
-        RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:${server.port}`, mode: 'x' as never }),
-      ]);
-      expect(error).toBeInstanceOf(RateLimitConfigError);
-      expect(printed(error)).not.toContain(PASSWORD);
-    });
-
-    it('a URL of another scheme with a password: the error does not echo the password', async () => {
-      const error = await bootstrapError([
-        RateLimitModule.forRoot({ redis: `http://user:${PASSWORD}@127.0.0.1:6379` }),
-      ]);
-      expect(error).toBeInstanceOf(RateLimitConfigError);
-      expect(printed(error)).not.toContain(PASSWORD);
-    });
-
-    it('a URL with a password that does not parse: a RateLimitConfigError without the password', async () => {
-      const error = await bootstrapError([
-        RateLimitModule.forRoot({ redis: `redis://:${PASSWORD}@127.0.0.1:notaport` }),
-      ]);
-      expect(error).toBeInstanceOf(RateLimitConfigError);
-      expect(printed(error)).not.toContain(PASSWORD);
     });
 
     // ioredis' ReplyError keeps the AUTH command, password included, in `command.args`: the limiter scrubs it.
@@ -459,6 +376,8 @@ describe('@SlidingLimit options', () => {
   const NAME = '@SlidingLimit.name must be 1 to 64 letters, digits, "_", "-" or ".", got';
   const PRECISION = '@SlidingLimit.precisionMs must be a whole number of milliseconds';
   const COST = '@SlidingLimit.cost must be a whole number from 1, or a function of the request,';
+  const KEY = '@SlidingLimit.key';
+  const ONE = { limit: 1, windowMs: 1000 };
   const rows: [string, unknown, string][] = [
     ['limit 0', { limit: 0, windowMs: 1000 }, `${LIMIT} 0`],
     ['limit -1', { limit: -1, windowMs: 1000 }, `${LIMIT} -1`],
@@ -474,36 +393,16 @@ describe('@SlidingLimit options', () => {
     ['limit missing', { windowMs: 1000 }, `${LIMIT} undefined`],
     ['windowMs missing', { limit: 1 }, `${WINDOW} undefined`],
     ['no options at all', undefined, '@SlidingLimit must be an object with limit and windowMs, got undefined'],
-    [
-      'a key template with an unknown part',
-      { limit: 1, windowMs: 1000, key: 'usr:id' },
-      '@SlidingLimit.key "usr:id": unknown part "usr:id"',
-    ],
-    [
-      'a key template with an empty path',
-      { limit: 1, windowMs: 1000, key: 'body:' },
-      '@SlidingLimit.key "body:": part "body:"',
-    ],
-    [
-      'a key template naming a part twice',
-      { limit: 1, windowMs: 1000, key: 'ip+ip' },
-      '@SlidingLimit.key "ip+ip": part "ip" appears twice',
-    ],
-    [
-      'a key template reaching for the prototype',
-      { limit: 1, windowMs: 1000, key: 'user:__proto__..x' },
-      '@SlidingLimit.key "user:__proto__..x"',
-    ],
-    [
-      'a key that is a number',
-      { limit: 1, windowMs: 1000, key: 42 },
-      '@SlidingLimit.key must be a key template string or a function',
-    ],
-    ['a name with a space', { limit: 1, windowMs: 1000, name: 'bad name' }, `${NAME} "bad name"`],
-    ['a name opening a hash tag', { limit: 1, windowMs: 1000, name: '{x}' }, `${NAME} "{x}"`],
-    ['a name with a colon', { limit: 1, windowMs: 1000, name: 'a:b' }, `${NAME} "a:b"`],
-    ['an empty name', { limit: 1, windowMs: 1000, name: '' }, `${NAME} ""`],
-    ['a name over 64 characters', { limit: 1, windowMs: 1000, name: 'n'.repeat(65) }, NAME],
+    ['a key template with an unknown part', { ...ONE, key: 'usr:id' }, `${KEY} "usr:id": unknown part "usr:id"`],
+    ['a key template with an empty path', { ...ONE, key: 'body:' }, `${KEY} "body:": part "body:"`],
+    ['a key template naming a part twice', { ...ONE, key: 'ip+ip' }, `${KEY} "ip+ip": part "ip" appears twice`],
+    ['a key template reaching for the prototype', { ...ONE, key: 'user:__proto__..x' }, `${KEY} "user:__proto__..x"`],
+    ['a key that is a number', { ...ONE, key: 42 }, `${KEY} must be a key template string or a function`],
+    ['a name with a space', { ...ONE, name: 'bad name' }, `${NAME} "bad name"`],
+    ['a name opening a hash tag', { ...ONE, name: '{x}' }, `${NAME} "{x}"`],
+    ['a name with a colon', { ...ONE, name: 'a:b' }, `${NAME} "a:b"`],
+    ['an empty name', { ...ONE, name: '' }, `${NAME} ""`],
+    ['a name over 64 characters', { ...ONE, name: 'n'.repeat(65) }, NAME],
     [
       'a log limit above the maximum, named with the option that allows it',
       { limit: 2_000_000, windowMs: 1000 },
@@ -514,15 +413,11 @@ describe('@SlidingLimit options', () => {
       { limit: 2e12, windowMs: 60_000, precisionMs: 1000 },
       '@SlidingLimit.limit must be a whole number from 1 to 1000000000000, got 2000000000000',
     ],
-    ['precisionMs 0', { limit: 1, windowMs: 1000, precisionMs: 0 }, `${PRECISION} from 1 to windowMs (1000)`],
-    ['precisionMs negative', { limit: 1, windowMs: 1000, precisionMs: -5 }, `${PRECISION} from 1 to windowMs`],
-    ['precisionMs fractional', { limit: 1, windowMs: 1000, precisionMs: 2.5 }, `${PRECISION} from 1 to windowMs`],
-    ['precisionMs "60"', { limit: 1, windowMs: 1000, precisionMs: '60' }, `${PRECISION} from 1 to windowMs`],
-    [
-      'precisionMs above the window',
-      { limit: 1, windowMs: 1000, precisionMs: 2000 },
-      `${PRECISION} from 1 to windowMs`,
-    ],
+    ['precisionMs 0', { ...ONE, precisionMs: 0 }, `${PRECISION} from 1 to windowMs (1000)`],
+    ['precisionMs negative', { ...ONE, precisionMs: -5 }, `${PRECISION} from 1 to windowMs`],
+    ['precisionMs fractional', { ...ONE, precisionMs: 2.5 }, `${PRECISION} from 1 to windowMs`],
+    ['precisionMs "60"', { ...ONE, precisionMs: '60' }, `${PRECISION} from 1 to windowMs`],
+    ['precisionMs above the window', { ...ONE, precisionMs: 2000 }, `${PRECISION} from 1 to windowMs`],
     [
       'more than 1000 sub-windows',
       { limit: 1, windowMs: 60_000, precisionMs: 10 },
@@ -542,7 +437,7 @@ describe('@SlidingLimit options', () => {
   ];
 
   it.each(rows)('%s: fails bootstrap naming the controller and handler', async (_label, options, expected) => {
-    const error = await bootstrapError([RateLimitModule.forRoot({ redis: server.url })], [controllerWith(options)]);
+    const error = await bootstrapError([moduleOnServer()], [controllerWith(options)]);
     expect(error).toBeInstanceOf(RateLimitConfigError);
     expect((error as Error).message).toContain(`RowController.handler: ${expected}`);
   });
@@ -559,45 +454,33 @@ describe('@SlidingLimit options', () => {
   ])(
     'an unknown option, %s: fails bootstrap naming it, the controller and the handler',
     async (_label, options, expected) => {
-      const error = await bootstrapError([RateLimitModule.forRoot({ redis: server.url })], [controllerWith(options)]);
+      const error = await bootstrapError([moduleOnServer()], [controllerWith(options)]);
       expect(error).toBeInstanceOf(RateLimitConfigError);
       expect((error as Error).message).toContain(`RowController.handler: @SlidingLimit has an ${expected}`);
     },
   );
 
   it('on a class: fails bootstrap naming the controller', async () => {
-    const error = await bootstrapError(
-      [RateLimitModule.forRoot({ redis: server.url })],
-      [controllerWith({ limit: 0, windowMs: 1000 }, true)],
-    );
+    const error = await bootstrapError([moduleOnServer()], [controllerWith({ limit: 0, windowMs: 1000 }, true)]);
     expect((error as Error).message).toContain(`ClassRowController: ${LIMIT} 0`);
   });
 
-  it('windowMs under a second (seconds meant?) starts, with a warning naming the handler and the window in ms', async () => {
+  it.each([
+    ['windowMs under a second (seconds meant?) starts, with a warning naming the handler and the window in ms', 60, 1],
+    ['a window of a second or more gives no such warning', 1000, 0],
+  ])('%s', async (_label, windowMs, warnings) => {
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
-      const short = controllerWith({ limit: 5, windowMs: 60 });
-      const error = await bootstrapError([RateLimitModule.forRoot({ redis: server.url, report: false })], [short]);
+      const error = await bootstrapError([moduleOnServer()], [controllerWith({ limit: 5, windowMs })]);
       expect(error).toBeUndefined();
-      const warnings = warn.mock.calls.map((call) => String(call[0]));
-      expect(warnings).toContainEqual(
-        expect.stringContaining(
-          'RowController.handler: windowMs is 60 milliseconds; if 60 seconds were meant, write windowMs: 60_000',
+      const warned = warn.mock.calls.map((call) => String(call[0])).filter((line) => line.includes('milliseconds'));
+      expect(warned).toEqual(
+        Array(warnings).fill(
+          expect.stringContaining(
+            `RowController.handler: windowMs is ${windowMs} milliseconds; if ${windowMs} seconds were meant, write windowMs: ${windowMs}_000`,
+          ),
         ),
       );
-    } finally {
-      warn.mockRestore();
-    }
-  });
-
-  it('a window of a second or more gives no such warning', async () => {
-    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    try {
-      const roomy = controllerWith({ limit: 5, windowMs: 1000 });
-      expect(
-        await bootstrapError([RateLimitModule.forRoot({ redis: server.url, report: false })], [roomy]),
-      ).toBeUndefined();
-      expect(warn.mock.calls.map((call) => String(call[0])).filter((w) => w.includes('milliseconds'))).toEqual([]);
     } finally {
       warn.mockRestore();
     }
@@ -615,7 +498,7 @@ describe('configuration errors: one prefix', () => {
         return 'ok';
       }
     }
-    const decoratorError = await bootstrapError([RateLimitModule.forRoot({ redis: server.url })], [PrefixController]);
+    const decoratorError = await bootstrapError([moduleOnServer()], [PrefixController]);
     const limiterError = (() => {
       try {
         new SlidingWindowLimiter({ client: redis, keyPrefix: 42 as never });
@@ -806,87 +689,60 @@ describe.each(PLATFORMS)('request-derived key parts on %s', (platform) => {
 
 describe('direct FCALL with bad arguments', () => {
   const NOW = '1735660800000';
+  const [V1, V2, PEEK, MANY] = ['sliding_allow_v1', 'sliding_allow_v2', 'sliding_peek_v2', 'sliding_allow_many_v2'];
+  /** One limit's arguments to v2: window 1000 ms, limit 5, no precision, no flags. */
+  const ONE_LIMIT = ['1000', '5', '0', '0'];
   /** [label, function, number of keys, arguments after the keys]. */
   const rows: [string, string, string[], string[]][] = [
-    ['v1: no arguments', 'sliding_allow_v1', ['k'], []],
-    ['v1: no key', 'sliding_allow_v1', [], [NOW, '1000', '5', 'm']],
-    ['v1: member missing', 'sliding_allow_v1', ['k'], [NOW, '1000', '5']],
-    ['v1: member empty', 'sliding_allow_v1', ['k'], [NOW, '1000', '5', '']],
-    ['v1: now not a number', 'sliding_allow_v1', ['k'], ['now', '1000', '5', 'm']],
-    ['v1: now empty', 'sliding_allow_v1', ['k'], ['', '1000', '5', 'm']],
-    ['v1: now nan', 'sliding_allow_v1', ['k'], ['nan', '1000', '5', 'm']],
-    ['v1: now inf', 'sliding_allow_v1', ['k'], ['inf', '1000', '5', 'm']],
-    ['v1: now "*" (v1 has no server clock)', 'sliding_allow_v1', ['k'], ['*', '1000', '5', 'm']],
-    ['v1: window 0', 'sliding_allow_v1', ['k'], [NOW, '0', '5', 'm']],
-    ['v1: window negative', 'sliding_allow_v1', ['k'], [NOW, '-1000', '5', 'm']],
-    ['v1: window overflowing to inf', 'sliding_allow_v1', ['k'], [NOW, '1e400', '5', 'm']],
-    ['v1: limit 0', 'sliding_allow_v1', ['k'], [NOW, '1000', '0', 'm']],
-    ['v1: limit fractional', 'sliding_allow_v1', ['k'], [NOW, '1000', '1.5', 'm']],
-    ['v1: limit -0', 'sliding_allow_v1', ['k'], [NOW, '1000', '-0', 'm']],
-    ['v1: limit with junk', 'sliding_allow_v1', ['k'], [NOW, '1000', '5 apples', 'm']],
+    ['v1: no arguments', V1, ['k'], []],
+    ['v1: no key', V1, [], [NOW, '1000', '5', 'm']],
+    ['v1: member missing', V1, ['k'], [NOW, '1000', '5']],
+    ['v1: member empty', V1, ['k'], [NOW, '1000', '5', '']],
+    ['v1: now not a number', V1, ['k'], ['now', '1000', '5', 'm']],
+    ['v1: now empty', V1, ['k'], ['', '1000', '5', 'm']],
+    ['v1: now nan', V1, ['k'], ['nan', '1000', '5', 'm']],
+    ['v1: now inf', V1, ['k'], ['inf', '1000', '5', 'm']],
+    ['v1: now "*" (v1 has no server clock)', V1, ['k'], ['*', '1000', '5', 'm']],
+    ['v1: window 0', V1, ['k'], [NOW, '0', '5', 'm']],
+    ['v1: window negative', V1, ['k'], [NOW, '-1000', '5', 'm']],
+    ['v1: window overflowing to inf', V1, ['k'], [NOW, '1e400', '5', 'm']],
+    ['v1: limit 0', V1, ['k'], [NOW, '1000', '0', 'm']],
+    ['v1: limit fractional', V1, ['k'], [NOW, '1000', '1.5', 'm']],
+    ['v1: limit -0', V1, ['k'], [NOW, '1000', '-0', 'm']],
+    ['v1: limit with junk', V1, ['k'], [NOW, '1000', '5 apples', 'm']],
     // v2: now, member, skew, cost, then per limit window, limit, precision and flags.
-    ['v2: argument count short (no flags)', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0']],
-    ['v2: argument count long', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '0', '1']],
-    ['v2: no key', 'sliding_allow_v2', [], [NOW, 'm', '0', '1']],
-    [
-      'v2: a key twice',
-      'sliding_allow_v2',
-      ['k', 'k'],
-      [NOW, 'm', '0', '1', ...['1000', '5', '0', '0'], ...['1000', '5', '0', '0']],
-    ],
-    ['v2: member empty', 'sliding_allow_v2', ['k'], [NOW, '', '0', '1', '1000', '5', '0', '0']],
-    ['v2: member with a space', 'sliding_allow_v2', ['k'], [NOW, 'a b', '0', '1', '1000', '5', '0', '0']],
-    ['v2: member with a #', 'sliding_allow_v2', ['k'], [NOW, 'a#2', '0', '1', '1000', '5', '0', '0']],
-    ['v2: now not a number', 'sliding_allow_v2', ['k'], ['soon', 'm', '0', '1', '1000', '5', '0', '0']],
-    ['v2: now "**"', 'sliding_allow_v2', ['k'], ['**', 'm', '0', '1', '1000', '5', '0', '0']],
-    ['v2: skew negative', 'sliding_allow_v2', ['k'], [NOW, 'm', '-1', '1', '1000', '5', '0', '0']],
-    ['v2: skew nan', 'sliding_allow_v2', ['k'], [NOW, 'm', 'nan', '1', '1000', '5', '0', '0']],
-    [
-      'v2: second window 0',
-      'sliding_allow_v2',
-      ['k', 'j'],
-      [NOW, 'm', '0', '1', ...['1000', '5', '0', '0'], ...['0', '5', '0', '0']],
-    ],
-    [
-      'v2: second limit fractional',
-      'sliding_allow_v2',
-      ['k', 'j'],
-      [NOW, 'm', '0', '1', ...['1000', '5', '0', '0'], ...['1000', '2.5', '0', '0']],
-    ],
-    ['v2: cost 0', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '0', '1000', '5', '0', '0']],
-    ['v2: cost fractional', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1.5', '1000', '5', '0', '0']],
-    ['v2: cost nan', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', 'nan', '1000', '5', '0', '0']],
-    [
-      'v2: cost above a limit',
-      'sliding_allow_v2',
-      ['k', 'j'],
-      [NOW, 'm', '0', '3', ...['1000', '5', '0', '0'], ...['1000', '2', '0', '0']],
-    ],
-    ['v2: precision negative', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '-1', '0']],
-    ['v2: precision fractional', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0.5', '0']],
-    ['v2: precision above the window', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '1001', '0']],
-    ['v2: over 1000 sub-windows', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '100000', '5', '99', '0']],
-    ['v2: flags out of range', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '4']],
-    ['v2: an override flag without its key', 'sliding_allow_v2', ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '2']],
-    ['peek: no limit', 'sliding_peek_v2', ['k'], [NOW, '1']],
-    [
-      'peek: a key twice',
-      'sliding_peek_v2',
-      ['k', 'k'],
-      [NOW, '1', ...['1000', '5', '0', '0'], ...['1000', '5', '0', '0']],
-    ],
-    ['peek: now inf', 'sliding_peek_v2', ['k'], ['-inf', '1', '1000', '5', '0', '0']],
-    ['peek: limit 0', 'sliding_peek_v2', ['k'], [NOW, '1', '1000', '0', '0', '0']],
-    ['peek: cost above the limit', 'sliding_peek_v2', ['k'], [NOW, '6', '1000', '5', '0', '0']],
-    [
-      'batch: a decision without its flags',
-      'sliding_allow_many_v2',
-      ['k'],
-      ['0', JSON.stringify([Number(NOW), 'm', 1, 1, 1000, 5, 0])],
-    ],
+    ['v2: argument count short (no flags)', V2, ['k'], [NOW, 'm', '0', '1', '1000', '5', '0']],
+    ['v2: argument count long', V2, ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '0', '1']],
+    ['v2: no key', V2, [], [NOW, 'm', '0', '1']],
+    ['v2: a key twice', V2, ['k', 'k'], [NOW, 'm', '0', '1', ...ONE_LIMIT, ...ONE_LIMIT]],
+    ['v2: member empty', V2, ['k'], [NOW, '', '0', '1', '1000', '5', '0', '0']],
+    ['v2: member with a space', V2, ['k'], [NOW, 'a b', '0', '1', '1000', '5', '0', '0']],
+    ['v2: member with a #', V2, ['k'], [NOW, 'a#2', '0', '1', '1000', '5', '0', '0']],
+    ['v2: now not a number', V2, ['k'], ['soon', 'm', '0', '1', '1000', '5', '0', '0']],
+    ['v2: now "**"', V2, ['k'], ['**', 'm', '0', '1', '1000', '5', '0', '0']],
+    ['v2: skew negative', V2, ['k'], [NOW, 'm', '-1', '1', '1000', '5', '0', '0']],
+    ['v2: skew nan', V2, ['k'], [NOW, 'm', 'nan', '1', '1000', '5', '0', '0']],
+    ['v2: second window 0', V2, ['k', 'j'], [NOW, 'm', '0', '1', ...ONE_LIMIT, '0', '5', '0', '0']],
+    ['v2: second limit 2.5', V2, ['k', 'j'], [NOW, 'm', '0', '1', ...ONE_LIMIT, '1000', '2.5', '0', '0']],
+    ['v2: cost 0', V2, ['k'], [NOW, 'm', '0', '0', '1000', '5', '0', '0']],
+    ['v2: cost fractional', V2, ['k'], [NOW, 'm', '0', '1.5', '1000', '5', '0', '0']],
+    ['v2: cost nan', V2, ['k'], [NOW, 'm', '0', 'nan', '1000', '5', '0', '0']],
+    ['v2: cost over a limit', V2, ['k', 'j'], [NOW, 'm', '0', '3', ...ONE_LIMIT, '1000', '2', '0', '0']],
+    ['v2: precision negative', V2, ['k'], [NOW, 'm', '0', '1', '1000', '5', '-1', '0']],
+    ['v2: precision fractional', V2, ['k'], [NOW, 'm', '0', '1', '1000', '5', '0.5', '0']],
+    ['v2: precision above the window', V2, ['k'], [NOW, 'm', '0', '1', '1000', '5', '1001', '0']],
+    ['v2: over 1000 sub-windows', V2, ['k'], [NOW, 'm', '0', '1', '100000', '5', '99', '0']],
+    ['v2: flags out of range', V2, ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '4']],
+    ['v2: an override flag without its key', V2, ['k'], [NOW, 'm', '0', '1', '1000', '5', '0', '2']],
+    ['peek: no limit', PEEK, ['k'], [NOW, '1']],
+    ['peek: a key twice', PEEK, ['k', 'k'], [NOW, '1', ...ONE_LIMIT, ...ONE_LIMIT]],
+    ['peek: now inf', PEEK, ['k'], ['-inf', '1', '1000', '5', '0', '0']],
+    ['peek: limit 0', PEEK, ['k'], [NOW, '1', '1000', '0', '0', '0']],
+    ['peek: cost above the limit', PEEK, ['k'], [NOW, '6', '1000', '5', '0', '0']],
+    ['batch: a decision without its flags', MANY, ['k'], ['0', JSON.stringify([Number(NOW), 'm', 1, 1, 1000, 5, 0])]],
     [
       'batch: more keys than decisions take',
-      'sliding_allow_many_v2',
+      MANY,
       ['k', 'j'],
       ['0', JSON.stringify([Number(NOW), 'm', 1, 1, 1000, 5, 0, 0])],
     ],
@@ -933,12 +789,7 @@ describe('direct FCALL with bad arguments', () => {
 describe('SlidingWindowLimiter arguments', () => {
   let limiter: SlidingWindowLimiter;
   beforeAll(() => {
-    limiter = new SlidingWindowLimiter({
-      client: redis,
-      keyPrefix: 'limiter-args:',
-      functionName: 'sliding_allow_v1',
-      report: false,
-    });
+    limiter = testLimiter({ client: redis, keyPrefix: 'limiter-args:', functionName: 'sliding_allow_v1' });
   });
   afterAll(() => limiter.close());
 

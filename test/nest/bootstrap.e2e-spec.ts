@@ -39,7 +39,7 @@ describe('bootstrap errors', () => {
         rateLimitModule: RateLimitModule.forRoot({
           redis: 'localhost:6379',
           headers: 'fancy' as never,
-          errorBody: 'html' as never,
+          refusals: { body: 'html' as never },
           functionName: 'sliding_allow_v9',
           key: 'body:',
           defaultLimit: { limit: 0, windowMs: 1000 },
@@ -50,7 +50,7 @@ describe('bootstrap errors', () => {
     const problems = (error as RateLimitConfigError).problems.join('\n');
     expect(problems).toContain('redis must be a redis:// or rediss:// URL, got "localhost:6379"');
     expect(problems).toContain('headers must be one of legacy, draft, both, none, got "fancy"');
-    expect(problems).toContain('errorBody must be one of nest, problem, got "html"');
+    expect(problems).toContain('refusals.body must be one of nest, problem, got "html"');
     expect(problems).toContain('functionName "sliding_allow_v9" is not a shipped function');
     expect(problems).toContain('key "body:": part "body:"');
     expect(problems).toContain('defaultLimit.limit must be a whole number');

@@ -6,20 +6,16 @@ import {
   PricedController,
   QuotaController,
 } from '../fixtures/cost/cost.controllers';
-import { manualClock, PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { manualClock, PLATFORMS, startTestApp, useTestApps } from '../support/nest-app';
 import { rejectionOf } from '../support/rejection';
 
 describe.each(PLATFORMS)('cost and precisionMs through the guard on %s', (platform) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    jest.restoreAllMocks();
-  });
+  const startApp = useTestApps();
+  afterEach(() => jest.restoreAllMocks());
 
   const start = async () => {
     const clock = manualClock();
-    app = await startTestApp({
+    const app = await startApp({
       platform,
       controllers: [QuotaController, PricedController],
       options: { clock: clock.now, functionName: 'sliding_allow_v2' },

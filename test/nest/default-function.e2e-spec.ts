@@ -1,16 +1,13 @@
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import {
-  DEFAULT_FUNCTION_NAME,
-  FUNCTION_VERSIONS,
-  MemoryBackend,
-  RateLimitModule,
-  RateLimitTestingModule,
-  SlidingWindowLimiter,
-} from 'nestjs-sliding-limit';
+import { DEFAULT_FUNCTION_NAME, MemoryBackend, RateLimitModule, SlidingWindowLimiter } from 'nestjs-sliding-limit';
 import { QuotaController } from '../fixtures/cost/cost.controllers';
-import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { testRateLimitModule } from '../support/nest-app';
+import { testLimiter } from '../support/test-limiter';
+import { connectShared, uniquePrefix } from '../support/test-redis';
+import { FUNCTION_VERSIONS } from '../../lib/redis/function-versions';
+import { RateLimitTestingModule } from 'nestjs-sliding-limit/testing';
 
 /** An application's own module around `rateLimit`, serving routes with a cost and a `precisionMs`. */
 function appModule(rateLimit: DynamicModule): DynamicModule {
@@ -37,10 +34,7 @@ describe('the default function version', () => {
   });
 
   it.each([
-    [
-      'RateLimitModule on Redis',
-      () => RateLimitModule.forRoot({ redis: sharedRedisUrl(), keyPrefix: uniquePrefix('default') }),
-    ],
+    ['RateLimitModule on Redis', () => testRateLimitModule()],
     ["RateLimitModule with store: 'memory'", () => RateLimitModule.forRoot({ store: 'memory' })],
     ['RateLimitTestingModule.forRoot', () => RateLimitTestingModule.forRoot()],
   ])('is what %s runs, and it starts routes with costs and precisionMs', async (_, rateLimit) => {
@@ -64,8 +58,8 @@ describe('the default function version', () => {
 
   it('is what a SlidingWindowLimiter runs, on Redis and on the in-memory store', async () => {
     const redis = connectShared();
-    const onRedis = new SlidingWindowLimiter({ client: redis, keyPrefix: uniquePrefix('default'), report: false });
-    const inMemory = new SlidingWindowLimiter({ backend: new MemoryBackend() });
+    const onRedis = testLimiter({ client: redis, keyPrefix: uniquePrefix('default') });
+    const inMemory = testLimiter({ backend: new MemoryBackend() });
     try {
       expect(onRedis.functionName).toBe(DEFAULT_FUNCTION_NAME);
       expect(inMemory.functionName).toBe(DEFAULT_FUNCTION_NAME);

@@ -3,7 +3,6 @@ import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-hos
 import { Test, type TestingModule } from '@nestjs/testing';
 import {
   MemoryBackend,
-  RateLimitTestingModule,
   SlidingLimit,
   SlidingLimitGuard,
   SlidingLimitPlans,
@@ -12,6 +11,7 @@ import {
 import { AuthController, SmsController } from '../fixtures/limits/limits.controllers';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { sleep } from '../support/sleep';
+import { RateLimitTestingModule } from 'nestjs-sliding-limit/testing';
 
 /*
  * The guard's per-request path runs without async functions: a promise chain, with key functions

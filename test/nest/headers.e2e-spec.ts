@@ -1,17 +1,13 @@
 import { InCodeLimitController } from '../fixtures/limits/in-code-limit.controller';
 import { AuthController, SmsController } from '../fixtures/limits/limits.controllers';
-import { manualClock, PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { manualClock, PLATFORMS, startTestApp, useTestApps } from '../support/nest-app';
 
 describe.each(PLATFORMS)('headers and 429 on %s', (platform) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const startApp = useTestApps();
 
   const start = async (options: Parameters<typeof startTestApp>[0]['options'] = {}) => {
     const clock = manualClock();
-    app = await startTestApp({
+    const app = await startApp({
       platform,
       controllers: [AuthController, SmsController, InCodeLimitController],
       options: { clock: clock.now, ...options },
@@ -103,8 +99,8 @@ describe.each(PLATFORMS)('headers and 429 on %s', (platform) => {
     expect(rejected.headers['retry-after']).toBe('60');
   });
 
-  it("answers an RFC 9457 problem with errorBody: 'problem'", async () => {
-    const { app } = await start({ errorBody: 'problem' });
+  it("answers an RFC 9457 problem with refusals: { body: 'problem' }", async () => {
+    const { app } = await start({ refusals: { body: 'problem' } });
     await app.http().post('/sms/code').send({ phone: '3' }).expect(201);
     const rejected = await app.http().post('/sms/code').send({ phone: '3' }).expect(429);
     expect(rejected.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -118,9 +114,9 @@ describe.each(PLATFORMS)('headers and 429 on %s', (platform) => {
   });
 
   it.each(['nest', 'problem'] as const)(
-    'adds Retry-After to a TooManyRequestsException thrown by application code (errorBody %s)',
+    'adds Retry-After to a TooManyRequestsException thrown by application code (refusals.body %s)',
     async (errorBody) => {
-      const { app, clock } = await start({ errorBody });
+      const { app, clock } = await start({ refusals: { body: errorBody } });
       await app.http().post('/in-code').expect(201);
       clock.advance(10_000);
       const rejected = await app.http().post('/in-code').expect(429);

@@ -1,6 +1,6 @@
 import { Controller, Get, Logger } from '@nestjs/common';
 import { RateLimitConfigError, RateLimitModule, SlidingLimit } from 'nestjs-sliding-limit';
-import { manualClock, PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { manualClock, PLATFORMS, startTestApp, useTestApps } from '../support/nest-app';
 import { rejectionOf } from '../support/rejection';
 
 @Controller('mem')
@@ -27,16 +27,12 @@ class MemoryController {
 
 /** `store: 'memory'`: the module without Redis, for one process. */
 describe.each(PLATFORMS)("store: 'memory' on %s", (platform) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    jest.restoreAllMocks();
-  });
+  const startApp = useTestApps();
+  afterEach(() => jest.restoreAllMocks());
 
   const start = async (functionName?: string) => {
     const clock = manualClock();
-    app = await startTestApp({
+    const app = await startApp({
       platform,
       controllers: [MemoryController],
       rateLimitModule: RateLimitModule.forRoot({ store: 'memory', clock: clock.now, functionName }),

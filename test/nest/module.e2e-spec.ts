@@ -2,22 +2,28 @@ import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import Redis from 'ioredis';
 import {
-  RATE_LIMIT_CONNECTION,
   RateLimitModule,
   SlidingWindowLimiter,
-  type RateLimitConnection,
   type RateLimitModuleOptions,
   type RateLimitOptionsFactory,
 } from 'nestjs-sliding-limit';
 import { AuthController } from '../fixtures/limits/limits.controllers';
 import { GuardedController } from '../fixtures/guards/guarded.controllers';
 import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { TEST_LIMITER_SETTINGS } from '../support/test-limiter';
 import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { RATE_LIMIT_CONNECTION } from '../../lib/nest/rate-limit.constants';
+import type { RateLimitConnection } from '../../lib/nest/rate-limit-connection';
 
 @Injectable()
 class OptionsFromClass implements RateLimitOptionsFactory {
   createRateLimitOptions(): RateLimitModuleOptions {
-    return { redis: sharedRedisUrl(), keyPrefix: uniquePrefix('use-class'), headers: 'draft' };
+    return {
+      ...TEST_LIMITER_SETTINGS,
+      redis: sharedRedisUrl(),
+      keyPrefix: uniquePrefix('use-class'),
+      headers: 'draft',
+    };
   }
 }
 

@@ -9,7 +9,6 @@ import type { Socket } from 'socket.io-client';
 import request from 'supertest';
 import {
   RateLimitConfigError,
-  RateLimitModule,
   SlidingLimitGuard,
   SlidingLimitPlans,
   SlidingWindowLimiter,
@@ -29,8 +28,8 @@ import {
   UnguardedOrdersController,
 } from '../fixtures/transports/unguarded';
 import { startHybridApp, type HybridApp } from '../support/hybrid-app';
-import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
-import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { PLATFORMS, startTestApp, stillClock, testRateLimitModule, type TestApp } from '../support/nest-app';
+import { uniquePrefix } from '../support/test-redis';
 import { answerEveryDecision, countDecisions } from '../support/decisions';
 
 /** The warnings the plain guard gave about handlers it let through unlimited. */
@@ -39,10 +38,10 @@ function unlimitedWarnings(warn: jest.SpyInstance): string[] {
 }
 
 const moduleOptions = (options: Partial<RateLimitModuleOptions> = {}) =>
-  RateLimitModule.forRoot({
-    redis: sharedRedisUrl(),
+  testRateLimitModule({
     keyPrefix: uniquePrefix('non-http'),
     functionName: 'sliding_allow_v2',
+    clock: stillClock,
     ...options,
   });
 
@@ -299,7 +298,7 @@ describe.each(PLATFORMS)('the ready guards on HTTP routes (%s)', (platform) => {
         platform,
         controllers: [OrdersHttpController],
         providers: [{ provide: APP_GUARD, useClass: guard }],
-        options: { global: false },
+        options: { global: false, clock: stillClock },
       });
       const first = await app.http().get('/orders').expect(200);
       expect(first.headers['x-ratelimit-limit']).toBe('1');

@@ -1,4 +1,4 @@
-import Redis, { Cluster } from 'ioredis';
+import Redis from 'ioredis';
 import { RateLimitModule } from 'nestjs-sliding-limit';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
 import {
@@ -8,7 +8,8 @@ import {
   PlansController,
 } from '../fixtures/policies/policies.controllers';
 import { startTestApp, type TestApp } from '../support/nest-app';
-import { startRedisCluster, type RedisCluster } from '../support/redis-cluster';
+import { useRedisCluster } from '../support/redis-cluster';
+import { TEST_LIMITER_SETTINGS } from '../support/test-limiter';
 import { uniquePrefix } from '../support/test-redis';
 
 /*
@@ -18,28 +19,30 @@ import { uniquePrefix } from '../support/test-redis';
  * keys live on every master (the override hash shares its limited key's slot: no CROSSSLOT).
  */
 describe('policies, candidates and overrides on a Redis Cluster (3 masters)', () => {
-  let cluster: RedisCluster;
-  let client: Cluster;
   let admins: Redis[];
   let app: TestApp;
   let keyPrefix: string;
+  // Declared before the cluster's own hooks: jest runs afterAll hooks in order, and the app goes first.
+  afterAll(async () => {
+    await app?.close();
+    await Promise.all((admins ?? []).map((connection) => connection.quit()));
+  });
+  const own = useRedisCluster({ masters: 3, replicasPerMaster: 0 });
 
   beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 0 });
-    client = new Cluster(cluster.seeds);
-    admins = cluster.nodes.map((node) => new Redis({ host: '127.0.0.1', port: node.port }));
+    admins = own.cluster().nodes.map((node) => new Redis({ host: '127.0.0.1', port: node.port }));
     keyPrefix = uniquePrefix('cluster-policies');
     app = await startTestApp({
       platform: 'express',
       controllers: [PlansController, FunctionPolicyController],
       providers: [PlanService, PlanPolicy],
-      rateLimitModule: RateLimitModule.forRoot({ client, keyPrefix, headers: 'both', shadowHeader: true }),
+      rateLimitModule: RateLimitModule.forRoot({
+        ...TEST_LIMITER_SETTINGS,
+        client: own.client(),
+        keyPrefix,
+        headers: { style: 'both', shadow: true },
+      }),
     });
-  }, 60_000);
-  afterAll(async () => {
-    await app?.close();
-    await Promise.all([client, ...(admins ?? [])].map((connection) => connection?.quit()));
-    await cluster?.stop();
   });
 
   /** How many of the masters hold keys of this test whose names contain `part`. */
@@ -92,15 +95,15 @@ describe('policies, candidates and overrides on a Redis Cluster (3 masters)', ()
       });
       const key = `${keyPrefix}reports:{header.x-api-key:${caller}}`;
       expect([
-        await client.zcard(key),
-        await client.zcard(`${keyPrefix}reports.candidate:{header.x-api-key:${caller}}`),
+        await own.client().zcard(key),
+        await own.client().zcard(`${keyPrefix}reports.candidate:{header.x-api-key:${caller}}`),
       ]).toEqual([2, 1]);
     }
     expect(await mastersHolding('.candidate:')).toBe(3);
   });
 
   it('applies an override set with RedisOverridesStore to the next request, on every master', async () => {
-    const overrides = new RedisOverridesStore(client, { keyPrefix });
+    const overrides = new RedisOverridesStore(own.client(), { keyPrefix });
     for (const caller of callers('vip')) {
       await app.http().get('/fn').set('x-api-key', caller).expect(200);
       await app.http().get('/fn').set('x-api-key', caller).expect(429);

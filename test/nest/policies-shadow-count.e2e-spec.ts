@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { RateLimitModule } from 'nestjs-sliding-limit';
 import { ShadowTwinsController } from '../fixtures/policies/shadow-twins.controllers';
 import { manualClock, startTestApp, type TestApp } from '../support/nest-app';
+import { TEST_LIMITER_SETTINGS } from '../support/test-limiter';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 import { checkParameters } from '../memory/redis-comparison';
 
@@ -21,11 +22,12 @@ describe.each(['redis', 'memory'] as const)('shadow limits counted against the s
   it('would refuse exactly the requests the enforced limit refuses', async () => {
     const clock = manualClock();
     const keyPrefix = uniquePrefix('twins');
-    const where = store === 'redis' ? { redis: sharedRedisUrl() } : { store: 'memory' as const };
+    const where =
+      store === 'redis' ? { ...TEST_LIMITER_SETTINGS, redis: sharedRedisUrl() } : { store: 'memory' as const };
     app = await startTestApp({
       platform: 'express',
       controllers: [ShadowTwinsController],
-      rateLimitModule: RateLimitModule.forRoot({ ...where, keyPrefix, clock: clock.now, shadowHeader: true }),
+      rateLimitModule: RateLimitModule.forRoot({ ...where, keyPrefix, clock: clock.now, headers: { shadow: true } }),
     });
     const started = app;
     let run = 0;

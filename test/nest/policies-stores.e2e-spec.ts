@@ -3,15 +3,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import {
-  MemoryBackend,
-  RATE_LIMIT_OPTIONS,
-  RateLimitModule,
-  RateLimitTestingModule,
-  TestClock,
-  type RateLimitModuleOptions,
-  type ResolvedRateLimitOptions,
-} from 'nestjs-sliding-limit';
+import { MemoryBackend, RateLimitModule, type RateLimitModuleOptions } from 'nestjs-sliding-limit';
 import { MemoryOverridesStore } from '../../lib/memory/memory-overrides-store';
 import {
   FunctionPolicyController,
@@ -22,6 +14,9 @@ import {
 } from '../fixtures/policies/policies.controllers';
 import { manualClock, PLATFORMS, startTestApp, type Platform } from '../support/nest-app';
 import { sharedRedisUrl } from '../support/test-redis';
+import { RATE_LIMIT_OPTIONS } from '../../lib/nest/rate-limit.constants';
+import { RateLimitTestingModule, TestClock } from 'nestjs-sliding-limit/testing';
+import type { ResolvedRateLimitOptions } from '../../lib/nest/rate-limit.options';
 
 /*
  * Limits as data off Redis: the in-memory store (`store: 'memory'`) and the testing kit
@@ -33,7 +28,7 @@ import { sharedRedisUrl } from '../support/test-redis';
 
 const CONTROLLERS: Type[] = [PlansController, FunctionPolicyController, ShadowController];
 const PROVIDERS = [PlanService, PlanPolicy];
-const OPTIONS = { headers: 'both', shadowHeader: true } as const satisfies Partial<RateLimitModuleOptions>;
+const OPTIONS = { headers: { style: 'both', shadow: true } } as const satisfies Partial<RateLimitModuleOptions>;
 
 /** An app on one of the stores, with what a test reaches in it. */
 interface StoreApp {

@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import {
   RateLimitConfigError,
-  RateLimitModule,
   RateLimitUsage,
   SlidingWindowLimiter,
   type RateLimitUsageReport,
@@ -17,9 +16,9 @@ import {
   UnprovidedPolicyController,
 } from '../fixtures/policies/policies.controllers';
 import { RedisOverridesStore } from '../../lib/redis/overrides-store';
-import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { PLATFORMS, startTestApp, testRateLimitModule, useTestApps } from '../support/nest-app';
 import { rejectionOf } from '../support/rejection';
-import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { connectShared, uniquePrefix } from '../support/test-redis';
 
 /*
  * Limits as data through the guard: a policy resolved once per request gives each caller its tier's
@@ -27,19 +26,15 @@ import { connectShared, sharedRedisUrl, uniquePrefix } from '../support/test-red
  * failing policy falls back or answers 503 — said once — and shadow limits and candidates never refuse.
  */
 describe.each(PLATFORMS)('policies and shadow limits through the guard on %s', (platform) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    jest.restoreAllMocks();
-  });
+  const startApp = useTestApps();
+  afterEach(() => jest.restoreAllMocks());
 
   const start = async () => {
-    app = await startTestApp({
+    const app = await startApp({
       platform,
       controllers: [PlansController, FunctionPolicyController, ShadowController],
       providers: [PlanService, PlanPolicy],
-      options: { headers: 'both', shadowHeader: true },
+      options: { headers: { style: 'both', shadow: true } },
     });
     return { app, plans: app.app.get(PlanService) };
   };
@@ -112,7 +107,7 @@ describe.each(PLATFORMS)('policies and shadow limits through the guard on %s', (
   });
 
   it("takes the module's defaultLimit values from a policy too, per caller", async () => {
-    app = await startTestApp({
+    const app = await startApp({
       platform,
       controllers: [UndecoratedController],
       providers: [PlanService, PlanPolicy],
@@ -224,21 +219,17 @@ describe('bootstrap checks of policies', () => {
 });
 
 describe.each(PLATFORMS)('the usage answer on %s', (platform) => {
-  let app: TestApp | undefined;
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    jest.restoreAllMocks();
-  });
+  const startApp = useTestApps();
+  afterEach(() => jest.restoreAllMocks());
 
   const start = async (usage: boolean | { path?: string; names?: string[] } = true) => {
     const keyPrefix = uniquePrefix('usage');
-    app = await startTestApp({
+    const app = await startApp({
       platform,
       controllers: [PlansController, FunctionPolicyController, PhoneCodesController],
       providers: [PlanService, PlanPolicy],
       options: { keyPrefix },
-      rateLimitModule: RateLimitModule.forRoot({ redis: sharedRedisUrl(), keyPrefix, headers: 'both', usage }),
+      rateLimitModule: testRateLimitModule({ keyPrefix, headers: 'both', usage }),
     });
     return { app, plans: app.app.get(PlanService) };
   };

@@ -12,19 +12,14 @@ import { call, connectSocketIo } from '../fixtures/transports/socket-io-client';
 import { freePort } from '../support/free-port';
 import { recordLogs } from '../support/recorded-logs';
 import { rejectionOf } from '../support/rejection';
-import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
+import { testRateLimitModule } from '../support/nest-app';
+import { uniquePrefix } from '../support/test-redis';
 
 /** A hybrid application: HTTP, socket.io and a TCP microservice, on the module's options. */
 async function startApp(options: Partial<RateLimitModuleOptions>) {
   const transport = { transport: Transport.TCP, options: { host: '127.0.0.1', port: await freePort() } } as const;
   const moduleRef = await Test.createTestingModule({
-    imports: [
-      RateLimitModule.forRoot({
-        redis: sharedRedisUrl(),
-        keyPrefix: uniquePrefix('refusal-logs'),
-        ...options,
-      }),
-    ],
+    imports: [testRateLimitModule({ keyPrefix: uniquePrefix('refusal-logs'), ...options })],
     controllers: [OrdersController, OrdersHttpController],
     providers: [ChatGateway],
   }).compile();
@@ -72,9 +67,9 @@ describe('refusals over HTTP, WebSockets and microservices', () => {
     expect(lines.filter((line) => line.includes('refused') || line.startsWith('error: '))).toEqual([]);
   });
 
-  it('log one line each at refusalLogLevel, naming the handler, its transport and its full limits', async () => {
+  it('log one line each at refusals.logLevel, naming the handler, its transport and its full limits', async () => {
     const lines = recordLogs();
-    await refuseOnEach({ refusalLogLevel: 'log' });
+    await refuseOnEach({ refusals: { logLevel: 'log' } });
     const refusals = lines.filter((line) => line.includes('refused'));
     expect(refusals).toEqual([
       expect.stringMatching(
@@ -89,15 +84,15 @@ describe('refusals over HTTP, WebSockets and microservices', () => {
     ]);
   });
 
-  it('refuse an unknown refusalLogLevel at start-up, naming the levels', async () => {
+  it('refuse an unknown refusals.logLevel at start-up, naming the levels', async () => {
     const error = await rejectionOf(
       Test.createTestingModule({
-        imports: [RateLimitModule.forRoot({ store: 'memory', refusalLogLevel: 'loud' as never })],
+        imports: [RateLimitModule.forRoot({ store: 'memory', refusals: { logLevel: 'loud' as never } })],
       }).compile(),
     );
     expect(error).toBeInstanceOf(RateLimitConfigError);
     expect((error as Error).message).toContain(
-      'refusalLogLevel must be one of off, error, warn, log, debug, verbose, got "loud"',
+      'refusals.logLevel must be one of off, error, warn, log, debug, verbose, got "loud"',
     );
   });
 });

@@ -6,7 +6,6 @@ import request from 'supertest';
 import {
   RateLimitConfigError,
   RateLimitModule,
-  RateLimitTestingModule,
   SkipRateLimit,
   SlidingLimit,
   SlidingLimitGuard,
@@ -17,6 +16,7 @@ import { GqlSlidingLimitGuard } from 'nestjs-sliding-limit/graphql';
 import { RpcSlidingLimitGuard } from 'nestjs-sliding-limit/microservices';
 import { WsSlidingLimitGuard } from 'nestjs-sliding-limit/websockets';
 import { rejectionOf } from '../support/rejection';
+import { RateLimitTestingModule } from 'nestjs-sliding-limit/testing';
 
 @Controller('open')
 class OpenController {

@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RateLimitConfigError, RateLimitModule, SlidingLimit } from 'nestjs-sliding-limit';
 import { RateLimitOpenTelemetryModule, type LimiterInstrumentationOptions } from 'nestjs-sliding-limit/opentelemetry';
+import { TEST_LIMITER_SETTINGS } from '../support/test-limiter';
 import { sharedRedisUrl, uniquePrefix } from '../support/test-redis';
 import { startOtel, valueOf, type OtelHarness } from './otel-harness';
 
@@ -29,10 +30,10 @@ async function startApp(
         store === 'memory'
           ? { store: 'memory' }
           : {
+              ...TEST_LIMITER_SETTINGS,
               redis: sharedRedisUrl(),
               keyPrefix: uniquePrefix('otel-nest'),
               functionName: 'sliding_allow_v2', // the function the attributes name
-              report: false,
             },
       ),
       RateLimitOpenTelemetryModule.forRoot(options),

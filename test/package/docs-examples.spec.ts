@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import ts from 'typescript';
 import { RateLimitModule, SlidingLimit, SlidingWindowLimiter } from '../../lib';
 import { useOwnRedisServer } from '../support/own-redis';
+import { TEST_LIMITER_SETTINGS } from '../support/test-limiter';
 
 /*
  * Examples of the docs that readers copy whole, run as written: `npm run lint:docs` only compiles
@@ -122,7 +123,7 @@ describe('docs/keys-and-headers.md: IPv4 clients of a dual-stack server', () => 
     const admin = own.connect();
     await admin.flushall();
     const moduleRef = await Test.createTestingModule({
-      imports: imports ?? [RateLimitModule.forRoot({ redis: own.server().url })],
+      imports: imports ?? [RateLimitModule.forRoot({ ...TEST_LIMITER_SETTINGS, redis: own.server().url })],
       controllers: [IpController],
     }).compile();
     const app: INestApplication = moduleRef.createNestApplication({ logger: false });

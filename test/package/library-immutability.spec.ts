@@ -11,7 +11,8 @@ import { readLibrarySource } from '../../lib/redis/lua-library';
  *
  * rate_limit_v1 is pinned from the start: it is the source article's contract, which teams load by
  * hand before moving to the package. The others are pinned by the first release that ships them: it
- * adds the SHA-256 of their text as FUNCTION LOAD receives it; none is ever edited.
+ * adds the SHA-256 of their text as FUNCTION LOAD receives it (assembled from its parts, so an edit
+ * of any part shows here); none is ever edited.
  */
 const RELEASED: Record<string, string> = {
   rate_limit_v1: 'd7edaab5c059138998ee8fc249cbd25301cb97a2f2188751f01315bc11dc1a8c',

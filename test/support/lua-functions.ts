@@ -2,7 +2,10 @@ import type Redis from 'ioredis';
 import { readLibrarySource } from '../../lib/redis/lua-library';
 import { rejectionOf } from './rejection';
 
-/** Source of a bundled library, read by the package's own reader (from lib/ here; the built package reads dist/). */
+/**
+ * Text of a bundled library as FUNCTION LOAD receives it, read by the package's own reader: assembled
+ * from its parts in lib/ here; the built package reads dist/, where the build wrote it assembled.
+ */
 export function librarySource(version: 'v1' | 'v2'): string {
   return readLibrarySource(`rate_limit_${version}.lua`);
 }

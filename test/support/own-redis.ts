@@ -9,6 +9,8 @@ export interface OwnRedisServer {
   connect(): Redis;
   /** A client built by `make` from the server's URL, disconnected by the helper before the server stops. */
   connect<T extends Redis>(make: (url: string) => T): T;
+  /** Empties the server before each test of the calling block: no keys, no functions. */
+  emptyBeforeEach(): void;
 }
 
 /**
@@ -43,5 +45,13 @@ export function useOwnRedisServer(extraArgs: string[] = []): OwnRedisServer {
     clients.push(client);
     return client;
   }
-  return { server, connect };
+  let admin: Redis | undefined;
+  function emptyBeforeEach(): void {
+    beforeEach(async () => {
+      admin ??= connect();
+      await admin.flushall();
+      await admin.function('FLUSH');
+    });
+  }
+  return { server, connect, emptyBeforeEach };
 }

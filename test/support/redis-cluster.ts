@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
-import type Redis from 'ioredis';
 import { promisify } from 'node:util';
+import { Cluster, type Redis } from 'ioredis';
+import { nodeAddress } from '../../lib/redis/redis-nodes';
 import { RedisServer, startRedisServer } from './redis-server';
 import { serverBinaries } from './test-server';
 
@@ -17,8 +18,15 @@ export interface RedisCluster {
 /**
  * Starts `masters` masters with `replicasPerMaster` replicas each (3 + 3 by default), joins them
  * with `redis-cli --cluster create` (valkey-cli on Valkey) and waits until every node reports `cluster_state:ok`.
+ * `nodeTimeoutMs` (cluster-node-timeout, 1000 by default: failovers within seconds) is how long a
+ * node may not answer before its replica takes over; a test that freezes a master without meaning a
+ * failover sets it well above the freeze.
  */
-export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } = {}): Promise<RedisCluster> {
+export async function startRedisCluster({
+  masters = 3,
+  replicasPerMaster = 1,
+  nodeTimeoutMs = 1000,
+} = {}): Promise<RedisCluster> {
   const count = masters * (1 + replicasPerMaster);
   const nodes: RedisServer[] = [];
   const stop = async () => {
@@ -31,7 +39,7 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
           '--cluster-enabled',
           'yes',
           '--cluster-node-timeout',
-          '1000',
+          String(nodeTimeoutMs),
           '--cluster-config-file',
           'nodes.conf',
           '--repl-diskless-sync-delay',
@@ -115,4 +123,45 @@ export function isSettled(nodes: ClusterNodeEntry[]): boolean {
   const masters = nodes.filter((node) => node.master && node.slots.length > 0);
   const replicas = nodes.filter((node) => !node.master && masters.some((master) => master.id === node.masterId));
   return nodes.length === 6 && masters.length === 3 && replicas.length === 3;
+}
+
+/** A Redis Cluster of the calling block's own, and a client of it. */
+export interface OwnRedisCluster {
+  /** The cluster's processes; only inside hooks and tests. */
+  cluster(): RedisCluster;
+  /** An ioredis Cluster client, ready (its slot map read); only inside hooks and tests. */
+  client(): Cluster;
+  /** The client's masters, sorted by address. */
+  masters(): Redis[];
+}
+
+/**
+ * Starts a cluster (see {@link startRedisCluster} for the options) and a client of it in `beforeAll`;
+ * in `afterAll`, quits the client and stops the cluster. Call it before any hook that uses them.
+ */
+export function useRedisCluster(options: Parameters<typeof startRedisCluster>[0] = {}): OwnRedisCluster {
+  let running: { cluster: RedisCluster; client: Cluster } | undefined;
+  beforeAll(async () => {
+    const cluster = await startRedisCluster(options);
+    const client = new Cluster(cluster.seeds);
+    running = { cluster, client };
+    await client.ping();
+  }, 60_000);
+  afterAll(async () => {
+    await running?.client.quit();
+    await running?.cluster.stop();
+    running = undefined;
+  });
+  const started = () => {
+    if (!running) throw new Error('the own cluster runs only between its beforeAll and afterAll');
+    return running;
+  };
+  return {
+    cluster: () => started().cluster,
+    client: () => started().client,
+    masters: () =>
+      [...started().client.nodes('master')].sort((a, b) =>
+        nodeAddress(a).localeCompare(nodeAddress(b), undefined, { numeric: true }),
+      ),
+  };
 }

@@ -13,11 +13,36 @@ export function connectShared(options: RedisOptions = {}): Redis {
   return new Redis(sharedRedisUrl(), { lazyConnect: false, ...options });
 }
 
+/**
+ * A client of the shared test Redis for the calling file or describe block: made now without a
+ * connection, connected (and ready) in `beforeAll`, quit in `afterAll`. Ready before the first test,
+ * so a limiter's first call never meets a connection still being made.
+ */
+export function useSharedClient(options: RedisOptions = {}): Redis {
+  const client = new Redis(sharedRedisUrl(), { ...options, lazyConnect: true });
+  beforeAll(() => client.connect());
+  afterAll(async () => {
+    if (client.status === 'wait') client.disconnect();
+    else await client.quit();
+  });
+  return client;
+}
+
 /** Entries of each sorted set (a log window) on the shared server, in the order given. */
 export async function windowSizes(keys: readonly string[]): Promise<number[]> {
   const redis = connectShared();
   try {
     return await Promise.all(keys.map((key) => redis.zcard(key)));
+  } finally {
+    await redis.quit();
+  }
+}
+
+/** The keys on the shared server that match `pattern` (KEYS), sorted. */
+export async function sharedKeys(pattern: string): Promise<string[]> {
+  const redis = connectShared();
+  try {
+    return (await redis.keys(pattern)).sort();
   } finally {
     await redis.quit();
   }

@@ -1,6 +1,6 @@
 import type { SlidingWindowLimiter } from '../../lib';
 import { sleep } from './sleep';
-import { waitFor } from './wait-for';
+import { waitFor, waitUntil } from './wait-for';
 
 /** One consume the traffic loops made, and how it ended. */
 export interface TrafficCall {
@@ -54,6 +54,19 @@ export function startTraffic(
       running = false;
       await Promise.all(loops);
       return calls;
+    },
+    /**
+     * Waits (up to `timeoutMs`, 20 s by default) until the loops have made `count` more calls than
+     * they have now, or more of those `which` accepts: traffic measured by calls, not by time,
+     * which a loaded host stretches.
+     */
+    async moreCalls(
+      count: number,
+      { which = () => true, timeoutMs = 20_000 }: { which?: (call: TrafficCall) => boolean; timeoutMs?: number } = {},
+    ): Promise<void> {
+      const counted = () => calls.filter(which).length;
+      const target = counted() + count;
+      await waitUntil(() => counted() >= target, { timeoutMs, intervalMs: 5 });
     },
     /**
      * Waits (up to `timeoutMs`) for the first call Redis decided that ended after `sinceMs`, lets the

@@ -2,15 +2,10 @@ import { Controller, Get, Module, UseGuards, type DynamicModule } from '@nestjs/
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import {
-  RATE_LIMIT_CONNECTION,
-  RateLimitModule,
-  RateLimitTestingModule,
-  SlidingLimit,
-  SlidingLimitGuard,
-  SlidingWindowLimiter,
-  type RateLimitConnection,
-} from 'nestjs-sliding-limit';
+import { RateLimitModule, SlidingLimit, SlidingLimitGuard, SlidingWindowLimiter } from 'nestjs-sliding-limit';
+import { RATE_LIMIT_CONNECTION } from '../../lib/nest/rate-limit.constants';
+import { RateLimitTestingModule } from 'nestjs-sliding-limit/testing';
+import type { RateLimitConnection } from '../../lib/nest/rate-limit-connection';
 
 @Controller('login')
 class LoginController {
@@ -81,7 +76,7 @@ describe('RateLimitTestingModule.override: a whole AppModule on the in-memory st
           functionName: 'sliding_allow_v2',
           global: false,
           headers: 'draft',
-          errorBody: 'problem',
+          refusals: { body: 'problem' },
           keyPrefix: 'app:',
           key: 'header:x-client',
           defaultLimit: { name: 'default', limit: 1, windowMs: 60_000 },

@@ -1,20 +1,14 @@
 import { Controller, Get, Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import {
-  DEFAULT_TEST_START_TIME,
-  MemoryBackend,
-  RateLimitConfigError,
-  RateLimitTestingModule,
-  SlidingLimit,
-  SlidingWindowLimiter,
-  TestClock,
-} from 'nestjs-sliding-limit';
+import { MemoryBackend, RateLimitConfigError, SlidingLimit, SlidingWindowLimiter } from 'nestjs-sliding-limit';
 import { InCodeLimitController } from '../fixtures/limits/in-code-limit.controller';
 import { AuthController, ItemsController, SmsController } from '../fixtures/limits/limits.controllers';
 import { manualClock, PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
 import { connectShared } from '../support/test-redis';
 import { rejectionOf } from '../support/rejection';
+import { DEFAULT_TEST_START_TIME, RateLimitTestingModule, TestClock } from 'nestjs-sliding-limit/testing';
+import type { RateLimitModuleOptions } from 'nestjs-sliding-limit';
 
 const START = DEFAULT_TEST_START_TIME;
 const CONTROLLERS = [AuthController, SmsController, ItemsController, InCodeLimitController];
@@ -43,7 +37,7 @@ describe.each(PLATFORMS)('RateLimitTestingModule on %s', (platform) => {
   });
 
   /** The same controllers on Redis (clock moved by hand) and on RateLimitTestingModule. */
-  async function startPair(options: { headers?: 'legacy' | 'draft' | 'both'; errorBody?: 'nest' | 'problem' } = {}) {
+  async function startPair(options: Partial<RateLimitModuleOptions> = {}) {
     const clock = manualClock(START);
     const onRedis = await startTestApp({
       platform,
@@ -136,7 +130,7 @@ describe.each(PLATFORMS)('RateLimitTestingModule on %s', (platform) => {
     const sms = (phone: string) => ({ method: 'post', path: '/sms/code', body: { phone } }) as const;
     const { statuses } = await play(
       [sms('9'), sms('9'), { advance: 45_000 }, sms('9'), { advance: 15_000 }, sms('9')],
-      { headers: 'both', errorBody: 'problem' },
+      { headers: 'both', refusals: { body: 'problem' } },
     );
     expect(statuses).toEqual([201, 429, 429, 201]);
   });

@@ -3,7 +3,7 @@ import type { Socket } from 'socket.io-client';
 import { CallerPlans } from '../fixtures/transports/caller-plans';
 import { HandshakePlanPolicy, PlanGateway } from '../fixtures/transports/plan.gateways';
 import { call, connectSocketIo } from '../fixtures/transports/socket-io-client';
-import { PLATFORMS, startTestApp, type TestApp } from '../support/nest-app';
+import { PLATFORMS, stillClock, useTestApps, type TestApp } from '../support/nest-app';
 import { windowSizes } from '../support/test-redis';
 
 /*
@@ -13,21 +13,24 @@ import { windowSizes } from '../support/test-redis';
  * a failing policy falls back or is answered RATE_LIMIT_UNAVAILABLE.
  */
 describe.each(PLATFORMS)('WsSlidingLimitGuard with policies and shadow limits (socket.io on %s)', (platform) => {
-  let app: TestApp | undefined;
+  let app: TestApp;
   const sockets: Socket[] = [];
-  afterEach(async () => {
+  afterEach(() => {
     for (const socket of sockets.splice(0)) socket.disconnect();
-    await app?.close();
-    app = undefined;
     jest.restoreAllMocks();
   });
+  const startApp = useTestApps();
 
   const start = async () => {
-    app = await startTestApp({ platform, providers: [PlanGateway, CallerPlans, HandshakePlanPolicy] });
+    app = await startApp({
+      platform,
+      providers: [PlanGateway, CallerPlans, HandshakePlanPolicy],
+      options: { clock: stillClock },
+    });
     return { app, plans: app.app.get(CallerPlans) };
   };
   const connect = (apiKey: string, query?: Record<string, string>) =>
-    connectSocketIo((app as TestApp).app, sockets, { headers: { 'x-api-key': apiKey }, query });
+    connectSocketIo(app.app, sockets, { headers: { 'x-api-key': apiKey }, query });
 
   /** Sends `count` messages one after the other; what each came back as. */
   const send = async (socket: Socket, event: string, count: number) => {

@@ -1,40 +1,21 @@
 /*
  * A degraded decision — made by the failure policy or the insurance limiter, not by Redis — is
  * visible: in the health check, in the metrics (the limiter's own and Prometheus), on the response
- * (module option `degradedHeader`) and to decision listeners. The scenario is the one a user
+ * (module option `headers: { degraded: true }`) and to decision listeners. The scenario is the one a user
  * reported: a Redis out of memory under `maxmemory-policy noeviction` refuses every write, so every
  * request is let through by `onRedisError: 'allow'`, while PING and FUNCTION LIST still answer.
  */
-import { Controller, Get } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import Redis from 'ioredis';
 import { Registry } from 'prom-client';
-import {
-  RateLimitPrometheusModule,
-  SlidingLimit,
-  SlidingLimitHealthIndicator,
-  SlidingWindowLimiter,
-  type DecisionEvent,
-} from '../../../lib';
+import { SlidingWindowLimiter, type DecisionEvent } from '../../../lib';
 import { HealthController } from '../../fixtures/health/health.controller';
+import { LimitedController } from '../../fixtures/limits/limited.controller';
 import { PLATFORMS, startTestApp, type TestApp } from '../../support/nest-app';
 import { samples } from '../../support/prometheus-samples';
 import { startRedisServer, type RedisServer } from '../../support/redis-server';
-
-@Controller('oom')
-class OomController {
-  @Get()
-  @SlidingLimit({ name: 'oom', limit: 2, windowMs: 60_000 })
-  get() {
-    return { ok: true };
-  }
-
-  @Get('deny')
-  @SlidingLimit({ name: 'oom-deny', limit: 2, windowMs: 60_000, onRedisError: 'deny' })
-  deny() {
-    return { ok: true };
-  }
-}
+import { RateLimitPrometheusModule } from 'nestjs-sliding-limit/prometheus';
+import { SlidingLimitHealthIndicator } from 'nestjs-sliding-limit/health';
 
 /**
  * Fills Redis past its `maxmemory` (noeviction): 4 MB of values, then a limit of 1 MB. Filling up to
@@ -61,12 +42,12 @@ describe.each(PLATFORMS)('a Redis out of memory that refuses every write (%s)', 
     app = await startTestApp({
       platform,
       imports: [TerminusModule.forRoot({ logger: false }), RateLimitPrometheusModule.forRoot({ registry })],
-      controllers: [OomController, HealthController],
+      controllers: [LimitedController, HealthController],
       providers: [SlidingLimitHealthIndicator],
       options: {
         redis: server.url,
         functionName: 'sliding_allow_v2',
-        degradedHeader: true,
+        headers: { degraded: true },
         report: false,
         logger: { log: () => {}, warn: () => {} },
       },
@@ -84,7 +65,7 @@ describe.each(PLATFORMS)('a Redis out of memory that refuses every write (%s)', 
     const stopListening = limiter.onDecision((event) => events.push(event));
 
     // Redis decides: no degraded header, health up, the gauge at 0.
-    const decided = await app.http().get('/oom');
+    const decided = await app.http().get('/limited');
     expect(decided.status).toBe(200);
     expect(decided.headers['x-ratelimit-remaining']).toBe('1');
     expect(decided.headers['x-ratelimit-degraded']).toBeUndefined();
@@ -96,12 +77,12 @@ describe.each(PLATFORMS)('a Redis out of memory that refuses every write (%s)', 
 
     // Four requests on a limit of 2 (one already counted): all let through by the policy, each saying so.
     for (let i = 0; i < 4; i++) {
-      const response = await app.http().get('/oom');
+      const response = await app.http().get('/limited');
       expect(response.status).toBe(200);
       expect(response.headers['x-ratelimit-degraded']).toBe('allow');
       expect(response.headers['x-ratelimit-remaining']).toBeUndefined();
     }
-    const denied = await app.http().get('/oom/deny');
+    const denied = await app.http().get('/limited/deny');
     expect(denied.status).toBe(503);
     expect(denied.headers['x-ratelimit-degraded']).toBe('deny');
 

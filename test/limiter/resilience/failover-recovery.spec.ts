@@ -16,12 +16,14 @@ import {
   type ClusterNodeEntry,
 } from '../../support/redis-cluster';
 import type { RedisServer } from '../../support/redis-server';
-import { sleep } from '../../support/sleep';
 import { startTraffic } from '../../support/traffic';
 import { waitFor, waitUntil } from '../../support/wait-for';
 
-/** From the promotion to the first decision: ioredis learns the new master, then one call. */
-const RECOVERY_BOUND_MS = 1000;
+/**
+ * From the promotion to the first decision: ioredis learns the new master, then one call (a few
+ * hundred ms when idle); a second more is what a loaded two-core host adds to timers and replies.
+ */
+const RECOVERY_BOUND_MS = 2000;
 
 describe('recovery after a failover (Redis Cluster, 3 masters + 3 replicas)', () => {
   let cluster: RedisCluster | undefined;
@@ -58,6 +60,7 @@ describe('recovery after a failover (Redis Cluster, 3 masters + 3 replicas)', ()
     const heirAdmin = admin(heir.port);
     client = new Cluster(cluster.seeds);
     client.on('error', () => undefined);
+    // The default timeout: how long calls to the dead master wait is part of what is measured.
     limiter = new SlidingWindowLimiter({
       client,
       keyPrefix: 'rl:',
@@ -75,7 +78,7 @@ describe('recovery after a failover (Redis Cluster, 3 masters + 3 replicas)', ()
     expect(keys).toHaveLength(20);
     const traffic = startTraffic(limiter, keys, { concurrency: 8, pauseMs: 2, now: () => performance.now() });
 
-    await sleep(300);
+    await traffic.moreCalls(50);
     const killedAt = performance.now();
     (cluster.nodes.find((node) => node.port === victim.port) as RedisServer).process.kill('SIGKILL');
     await waitUntil(async () => (await heirAdmin.role())[0] === 'master', { timeoutMs: 15_000, intervalMs: 5 });

@@ -1,51 +1,34 @@
-import type Redis from 'ioredis';
-import { reconnectingClient } from '../../support/test-redis';
-import { SlidingWindowLimiter } from '../../../lib';
-import { startRedisServer, startRedisServerOnPort, type RedisServer } from '../../support/redis-server';
-import { waitUntil } from '../../support/wait-for';
+import { recordingLogger } from '../../support/recording-logger';
+import { useRestartableRedis } from '../../support/restartable-redis';
+import { useTestLimiters } from '../../support/test-limiter';
 
 /*
  * The insurance limiter: while Redis cannot decide, the decisions that would fail open are made per
  * process by the in-memory reference model, with the same sliding-window semantics.
  */
 describe('insurance limiter', () => {
-  let server: RedisServer;
-  let client: Redis;
-  const warnings: string[] = [];
-  const logger = { log: () => undefined, warn: (message: string) => void warnings.push(message) };
-
-  beforeEach(async () => {
-    warnings.length = 0;
-    server = await startRedisServer();
-    client = reconnectingClient(server.url);
+  const redis = useRestartableRedis();
+  let logger: ReturnType<typeof recordingLogger>;
+  beforeEach(() => {
+    logger = recordingLogger();
   });
-  afterEach(async () => {
-    client.disconnect();
-    await server.stop();
-  });
+  const insured = useTestLimiters(() => ({ client: redis.client(), insurance: true, logger }));
 
   it('decides by the sliding window in memory while Redis is down, and hands back to Redis when it returns', async () => {
     let now = 1_735_660_800_000;
-    const limiter = new SlidingWindowLimiter({
-      client,
-      insurance: true,
-      timeoutMs: 100,
-      clock: () => now,
-      logger,
-      report: false,
-    });
+    const limiter = insured({ clock: () => now });
     const rule = { limit: 3, windowMs: 10_000 };
     expect(await limiter.consume('k', rule)).toMatchObject({ allowed: true, remaining: 2 });
     expect((await limiter.consume('k', rule)).degraded).toBeUndefined();
 
-    await server.stop();
-    const insured = [];
+    await redis.stop();
+    const decisions = [];
     for (let i = 0; i < 5; i++) {
-      insured.push(await limiter.consume('k', rule));
+      decisions.push(await limiter.consume('k', rule));
       now += 1000;
     }
     // The insurance starts from an empty window: it knows nothing of what Redis recorded.
-    expect(insured.map((d) => [d.allowed, d.remaining, d.degraded])).toEqual([
+    expect(decisions.map((d) => [d.allowed, d.remaining, d.degraded])).toEqual([
       [true, 2, 'insurance'],
       [true, 1, 'insurance'],
       [true, 0, 'insurance'],
@@ -53,49 +36,36 @@ describe('insurance limiter', () => {
       [false, 0, 'insurance'],
     ]);
     // Exact retry-after, as v2 on Redis would say: the oldest insured entry leaves at +10 s.
-    expect(insured[4].retryAfterMs).toBe(10_000 - 4000);
+    expect(decisions[4].retryAfterMs).toBe(10_000 - 4000);
     expect(await limiter.consume('k', rule, { onRedisError: 'deny' })).toMatchObject({
       allowed: false,
       degraded: 'deny',
     });
 
-    server = await startRedisServerOnPort(server.port);
     // The limiter's breakers close when the connection reports ready again.
-    await waitUntil(() => client.status === 'ready');
+    await redis.restart();
     const back = await limiter.consume('k', rule);
     expect(back.degraded).toBeUndefined();
     expect(limiter.metrics.snapshot()[0].fallbacks).toEqual({ insurance: 5, deny: 1 });
-    expect(warnings.filter((message) => message.includes('did not decide'))).toHaveLength(1);
-    limiter.close();
+    expect(logger.warnings.filter((message) => message.includes('did not decide'))).toHaveLength(1);
   });
 
   it("lets onRedisError: 'throw' through: RedisUnavailableError (disconnected) instead of an insured decision", async () => {
-    const limiter = new SlidingWindowLimiter({ client, insurance: true, timeoutMs: 100, logger, report: false });
+    const limiter = insured();
     const rule = { limit: 3, windowMs: 10_000 };
     await limiter.init();
-    await server.stop();
-    await waitUntil(() => client.status !== 'ready');
+    await redis.stop();
     await expect(limiter.consume('k', rule, { onRedisError: 'throw' })).rejects.toMatchObject({
       name: 'RedisUnavailableError',
       reason: 'disconnected',
     });
     expect(await limiter.consume('k', rule)).toMatchObject({ allowed: true, degraded: 'insurance' });
-    limiter.close();
   });
 
   it('decides by the contract of the configured functionName when Redis is down before the first call (no version active yet)', async () => {
     let now = 1_735_660_800_000;
-    await server.stop();
-    await waitUntil(() => client.status !== 'ready');
-    const limiter = new SlidingWindowLimiter({
-      client,
-      functionName: 'sliding_allow_v1',
-      insurance: true,
-      timeoutMs: 100,
-      clock: () => now,
-      logger,
-      report: false,
-    });
+    await redis.stop();
+    const limiter = insured({ functionName: 'sliding_allow_v1', clock: () => now });
     const rule = { limit: 1, windowMs: 10_000 };
     expect(await limiter.consume('k', rule)).toMatchObject({
       allowed: true,
@@ -114,21 +84,12 @@ describe('insurance limiter', () => {
     expect(limiter.metrics.snapshot()).toEqual([
       expect.objectContaining({ functionName: 'sliding_allow_v1', fallbacks: { insurance: 2 } }),
     ]);
-    limiter.close();
   });
 
   it('takes a stacked request rejected by one key back out of the others under sliding_allow_v1 (one key per call)', async () => {
-    const limiter = new SlidingWindowLimiter({
-      client,
-      functionName: 'sliding_allow_v1',
-      insurance: true,
-      timeoutMs: 100,
-      logger,
-      report: false,
-    });
+    const limiter = insured({ functionName: 'sliding_allow_v1' });
     await limiter.init();
-    await server.stop();
-    await waitUntil(() => client.status !== 'ready');
+    await redis.stop();
     const roomy = { limit: 5, windowMs: 60_000 };
     const rules = [
       { key: 'roomy', ...roomy },
@@ -147,19 +108,12 @@ describe('insurance limiter', () => {
     ]);
     // The stored window agrees: it holds the first request only, so one more leaves 3, not 2.
     expect(await limiter.consume('roomy', roomy)).toMatchObject({ allowed: true, remaining: 3, degraded: 'insurance' });
-    limiter.close();
   });
 
   it('keeps its memory bounded', async () => {
-    const limiter = new SlidingWindowLimiter({
-      client,
-      insurance: { maxKeys: 10 },
-      timeoutMs: 100,
-      logger,
-      report: false,
-    });
+    const limiter = insured({ insurance: { maxKeys: 10 } });
     await limiter.init();
-    await server.stop();
+    await redis.stop();
     for (let i = 0; i < 50; i++) await limiter.consume(`key:${i}`, { limit: 1, windowMs: 60_000 });
     // A key evicted from the insurance store starts over: the first of the 50 is admitted again.
     expect(await limiter.consume('key:0', { limit: 1, windowMs: 60_000 })).toMatchObject({
@@ -170,6 +124,5 @@ describe('insurance limiter', () => {
       allowed: false,
       degraded: 'insurance',
     });
-    limiter.close();
   });
 });
