@@ -4,8 +4,7 @@
     bind_globals()              binds the upvalues; each entry point calls it first
     number_of(text)             tonumber(text), remembered for texts that repeat call after call
     whole(n, low, high)         n when a whole number from low to high (NaN and infinities fail), else nil
-    number(value)               a decoded JSON value when it is a number (tonumber reads strings too)
-    digits(n)                   the integer n as '%d' text, the form commands take it in
+    digits(n)                   the integer n as '%d' text, the form commands take it in (remembered)
     resolve_now(text)           now_ms: a whole number of ms from 0 to 1e15, or the server's for "*"
     is_valid_member(member)     a request id: not empty, no whitespace, no '#'
     invalid_arguments()         the error reply "ERR invalid arguments"
@@ -48,13 +47,18 @@ local function whole(n, low, high)
   return n and n >= low and n <= high and n % 1 == 0 and n or nil
 end
 
-local function number(value)
-  return type(value) == 'number' and value or nil
-end
+-- Redis prints a Lua number with '%.17g', at several times the cost of '%d'; and a batch formats
+-- the same times and TTLs over and over. At most NUMBERS_KEPT texts, then forgotten together.
+local texts, texts_kept = {}, 0
 
--- Redis prints a Lua number with '%.17g', at several times the cost of '%d'.
 local function digits(n)
-  return format('%d', n)
+  local text = texts[n]
+  if text == nil then
+    text = format('%d', n)
+    if texts_kept == NUMBERS_KEPT then texts, texts_kept = {}, 0 end
+    texts[n], texts_kept = text, texts_kept + 1
+  end
+  return text
 end
 
 local function resolve_now(text)

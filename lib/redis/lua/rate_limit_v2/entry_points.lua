@@ -30,6 +30,19 @@ local function sliding_peek(keys, args)
     or reply
 end
 
+local function batch_decisions(keys, list)
+  local decisions, at, taken = {}, 1, 0
+  while at <= #list do
+    local decision = batch_decision(keys, list, at, taken)
+    if not decision then
+      return nil
+    end
+    decisions[#decisions + 1] = decision
+    at, taken = at + 4 + 4 * #decision.limits, decision.last
+  end
+  return taken == #keys and decisions or nil
+end
+
 local function sliding_allow_many(keys, args)
   if not call then bind_globals() end
   if #args ~= 2 or #keys < 1 then
@@ -40,17 +53,10 @@ local function sliding_allow_many(keys, args)
   if not max_skew_ms or not ok or type(list) ~= 'table' then
     return invalid_arguments()
   end
-  -- Every decision is checked before the first one writes.
-  local decisions, at, taken = {}, 1, 0
-  while at <= #list do
-    local decision = batch_decision(keys, list, at, taken)
-    if not decision then
-      return invalid_arguments()
-    end
-    decisions[#decisions + 1] = decision
-    at, taken = at + 4 + 4 * #decision.limits, decision.last
-  end
-  if taken ~= #keys then
+  -- Every decision is checked before the first one writes; a value of the wrong JSON type fails a
+  -- comparison, which the protected call turns into invalid arguments.
+  local parsed, decisions = pcall(batch_decisions, keys, list)
+  if not parsed or not decisions then
     return invalid_arguments()
   end
   -- One EXISTS for the override keys of every decision: usually none exists, and none is read.

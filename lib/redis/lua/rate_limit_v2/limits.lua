@@ -75,15 +75,15 @@ local function limits_of_call(keys, args, first)
 end
 
 local function batch_decision(keys, list, at, taken)
-  local now_ms, cost, n = list[at], whole(number(list[at + 2]), 1, MAX_TIME_MS), whole(number(list[at + 3]), 1, 1000)
-  if now_ms ~= '*' and not whole(number(now_ms), 0, MAX_TIME_MS) or not is_valid_member(list[at + 1]) or not cost
+  local now_ms, cost, n = list[at], whole(list[at + 2], 1, MAX_TIME_MS), whole(list[at + 3], 1, 1000)
+  if now_ms ~= '*' and not whole(now_ms, 0, MAX_TIME_MS) or not is_valid_member(list[at + 1]) or not cost
     or not n then
     return nil
   end
   local limits = {}
   for i = 1, n do
     local q = at + 4 * i
-    limits[i] = new_limit(number(list[q]), number(list[q + 1]), number(list[q + 2]), number(list[q + 3]), cost)
+    limits[i] = new_limit(list[q], list[q + 1], list[q + 2], list[q + 3], cost)
     if not limits[i] then
       return nil
     end
