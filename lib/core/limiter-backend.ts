@@ -28,6 +28,16 @@ export interface LimiterBackend {
   onReload?(listener: (reload: LibraryReload) => void): () => void;
   /** The per-key overrides of the keys under `keyPrefix`, kept where this backend's functions read them. */
   overridesStore(options: OverridesStoreSettings): OverrideStore;
+  /** Tells `listener` every override change made through any store on this backend; returns the stop. */
+  watchOverrides?(listener: OverrideChangeListener): () => void;
+}
+
+/** What hears of override changes: the block cache. */
+export interface OverrideChangeListener {
+  /** The override of `key` (with its prefix) was set or deleted. */
+  changed(key: string): void;
+  /** Whether every change reaches the listener from now on; false when some may be lost. */
+  watching(on: boolean): void;
 }
 
 /** What a backend's {@link LimiterBackend.overridesStore} is given: the limiter's own settings. */

@@ -4,6 +4,7 @@ import type { SlidingLimitRule } from '../core/limit-rule';
 export interface BlockedTimes {
   readonly retryAfterMs: number;
   readonly resetMs: number;
+  readonly override?: string;
 }
 
 interface Blocked<T> {
@@ -22,15 +23,46 @@ interface Blocked<T> {
  * Redis call until then. Exact: v2 reports when the oldest entry leaves, and entries leave only by expiry
  * or a reset (which clears the key here). Times are the limiter's clock; beyond `maxEntries` the least
  * recently blocked entries go.
+ *
+ * While per-key overrides are read, a cached refusal would hide an override set by another process, so
+ * the cache then answers only while it is told every change ({@link BlockCache.watching}): a change drops
+ * the key's refusal, and a lost subscription drops them all.
  */
 export class BlockCache<T extends BlockedTimes = BlockedTimes> {
   private readonly entries = new Map<string, Blocked<T>>();
+  /** Whether the cache may answer: always without overrides, else while override changes reach it. */
+  private trusted: boolean;
+  /** Bumped by every change: a refusal decided before one (a {@link ticket} older) is not kept. */
+  private generation = 0;
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(
+    private readonly maxEntries: number,
+    watched = false,
+  ) {
+    this.trusted = !watched;
+  }
+
+  /** What {@link set} needs to tell a refusal decided before the latest override change. */
+  ticket(): number {
+    return this.generation;
+  }
+
+  /** The override of `key` (with the key prefix) was set or deleted somewhere. */
+  changed(key: string): void {
+    this.generation++;
+    this.entries.delete(key);
+  }
+
+  /** Override changes reach the cache from now on (`on`), or may not: either way what it holds goes. */
+  watching(on: boolean): void {
+    this.generation++;
+    this.trusted = on;
+    this.entries.clear();
+  }
 
   /** The limit's state of a rejection of `key` under `rule` still in force at `nowMs`, its times brought up to date. */
   get(key: string, rule: SlidingLimitRule, nowMs: number): T | undefined {
-    if (this.entries.size === 0) return undefined;
+    if (this.entries.size === 0 || !this.trusted) return undefined;
     const blocked = this.entries.get(key);
     if (!blocked || blocked.limit !== rule.limit || blocked.windowMs !== rule.windowMs) return undefined;
     if (nowMs >= blocked.until || nowMs < blocked.decidedAt) {
@@ -46,9 +78,11 @@ export class BlockCache<T extends BlockedTimes = BlockedTimes> {
     };
   }
 
-  /** Records a rejection of `key` under `rule`, decided at `nowMs` with the limit in `state`. */
-  set(key: string, rule: SlidingLimitRule, nowMs: number, state: T): void {
-    if (!(state.retryAfterMs > 0)) return;
+  /** Records a rejection of `key` under `rule`, decided at `nowMs` (sent at `ticket`) with the limit in `state`. */
+  set(key: string, rule: SlidingLimitRule, nowMs: number, state: T, ticket: number): void {
+    if (!(state.retryAfterMs > 0) || !this.trusted || ticket !== this.generation) return;
+    // A limit override may expire before the refusal would, and its expiry sends no message.
+    if (state.override === 'limit') return;
     this.entries.delete(key);
     this.entries.set(key, {
       limit: rule.limit,

@@ -70,6 +70,8 @@ export class Decision implements AllowCall, RedisCall<MultiRateLimitDecision> {
   overrides = false;
   /** "now" of a decision whose refusal the block cache keeps; undefined when it keeps none. */
   blockCacheNowMs: number | undefined = undefined;
+  /** The block cache's {@link BlockCache.ticket} when the decision was sent. */
+  blockCacheTicket = 0;
   /** What the call sends, made when it is first sent: how many KEYS, and KEYS then ARGV. */
   private keyCount = 0;
   private keysAndArguments: readonly (string | number)[] | undefined = undefined;
@@ -128,7 +130,8 @@ export class Decision implements AllowCall, RedisCall<MultiRateLimitDecision> {
     recorders.metrics.recordDecision(decision.functionName, decision.allowed, latencyMs);
     recorders.failures.recovered();
     if (this.blockCacheNowMs !== undefined && !decision.allowed) {
-      recorders.blockCache?.set(this.keys[0], this.rules[0], this.blockCacheNowMs, decision.limits[0]);
+      const { keys, rules, blockCacheNowMs, blockCacheTicket } = this;
+      recorders.blockCache?.set(keys[0], rules[0], blockCacheNowMs, decision.limits[0], blockCacheTicket);
     }
     this.respond(decision, latencyMs, undefined, false);
   }

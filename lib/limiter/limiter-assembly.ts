@@ -37,7 +37,7 @@ export interface LimiterParts {
   readonly blockCache?: BlockCache<RateLimitDecision>;
   readonly insurance?: Insurance;
   readonly recorders: DecisionRecorders;
-  /** Stops listening to the connection's `ready`. */
+  /** Stops listening to the connection's `ready` and to override changes. */
   readonly stopListening: () => void;
 }
 
@@ -51,11 +51,17 @@ export function assembleLimiter(
   const backend = options.backend ?? new RedisBackend(client as RedisConnection, mode, loadFunctions);
   const breakers = new CircuitBreakers(BREAKER_THRESHOLD, BREAKER_COOLDOWN_MS, (key) => backend.nodeOf?.(key) ?? '');
   // A reconnect ends the pause at once instead of after the cool-down.
-  const stopListening = backend.onReady(() => breakers.resetAll());
+  const stopReady = backend.onReady(() => breakers.resetAll());
   const calls = new RedisCallPolicy(timeoutMs, 1, breakers, () => backend.isConnected());
   const logger = options.logger ?? defaultLimiterLogger();
   const reporter =
     report && client ? new InstanceReporter({ limiter, client, ...(report === true ? {} : report) }) : undefined;
+  const blockCacheEntries = switchSize(options.blockCache, 'maxEntries', DEFAULT_BLOCK_CACHE_ENTRIES);
+  const blockCache =
+    blockCacheEntries === undefined
+      ? undefined
+      : new BlockCache<RateLimitDecision>(blockCacheEntries, options.keyOverrides);
+  let stopWatching: (() => void) | undefined;
   const selection = { functionName: options.functionName, canary: options.canary };
   const startup = new LimiterStartup(
     backend,
@@ -63,7 +69,11 @@ export function assembleLimiter(
     loadFunctions,
     timeoutMs,
     selection,
-    () => reporter?.start(),
+    () => {
+      reporter?.start();
+      // Refusals are kept while override changes reach the cache, from the first decision on.
+      if (blockCache && options.keyOverrides) stopWatching ??= backend.watchOverrides?.(blockCache);
+    },
     logger,
   );
   const insuranceKeys = switchSize(options.insurance, 'maxKeys', DEFAULT_INSURANCE_KEYS);
@@ -88,9 +98,11 @@ export function assembleLimiter(
     },
     switchSize(options.batch, 'maxSize', DEFAULT_BATCH_SIZE) ?? 1,
   );
-  const blockCacheEntries = switchSize(options.blockCache, 'maxEntries', DEFAULT_BLOCK_CACHE_ENTRIES);
-  const blockCache = blockCacheEntries === undefined ? undefined : new BlockCache<RateLimitDecision>(blockCacheEntries);
   const listeners = new DecisionListeners(logger);
   const recorders = { metrics: limiter.metrics, failures, listeners, reporter, blockCache };
+  const stopListening = (): void => {
+    stopReady();
+    stopWatching?.();
+  };
   return { backend, calls, startup, failures, decisions, blockCache, insurance, recorders, stopListening };
 }

@@ -8,7 +8,7 @@ import type {
 import type { LimiterBackend, OverridesStoreSettings } from '../core/limiter-backend';
 import type { BlockCache } from './block-cache';
 
-/** `limiter.overrides` under the key prefix; a change also drops the key's refusal from the block cache. */
+/** `limiter.overrides` under the key prefix; a change also drops the key's refusal from this limiter's block cache at once. */
 export class LimiterOverrides implements OverrideStore {
   constructor(
     private readonly store: OverrideStore,
@@ -18,7 +18,7 @@ export class LimiterOverrides implements OverrideStore {
 
   async set(key: string, override: KeyOverride, options?: OverrideSetOptions): Promise<StoredOverride> {
     const stored = await this.store.set(key, override, options);
-    this.blockCache?.forget(this.keyPrefix + key);
+    this.blockCache?.changed(this.keyPrefix + key);
     return stored;
   }
 
@@ -28,7 +28,7 @@ export class LimiterOverrides implements OverrideStore {
 
   async delete(key: string): Promise<boolean> {
     const deleted = await this.store.delete(key);
-    this.blockCache?.forget(this.keyPrefix + key);
+    this.blockCache?.changed(this.keyPrefix + key);
     return deleted;
   }
 

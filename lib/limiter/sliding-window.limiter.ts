@@ -312,14 +312,12 @@ export class SlidingWindowLimiter {
     const { full } = version.contract;
     const { keyOverrides, maxClockSkewMs } = this.options;
     decision.callWith(version, nowMs, this.members.next(), maxClockSkewMs, keyOverrides && full);
-    // Single limits at cost 1 only (a stacked or costly refusal says nothing of the next request), and
-    // not while overrides are read (one set by another process must apply to the next request).
-    if (this.blockCache && full && !keyOverrides && decision.keys.length === 1 && decision.cost === 1) {
-      if (typeof nowMs === 'number') {
-        const blocked = this.blockCache.get(decision.keys[0], decision.rules[0], nowMs);
-        if (blocked) return decision.blockedLocally(blocked);
-        decision.blockCacheNowMs = nowMs;
-      }
+    // Single limits at cost 1 only: a stacked or costly refusal says nothing of the next request.
+    if (this.blockCache && full && decision.keys.length === 1 && decision.cost === 1 && typeof nowMs === 'number') {
+      const blocked = this.blockCache.get(decision.keys[0], decision.rules[0], nowMs);
+      if (blocked) return decision.blockedLocally(blocked);
+      decision.blockCacheNowMs = nowMs;
+      decision.blockCacheTicket = this.blockCache.ticket();
     }
     this.decisions.decide(decision);
   }

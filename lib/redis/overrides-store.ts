@@ -17,6 +17,7 @@ import {
 } from '../core/key-overrides';
 import { describeKeyPrefixProblems, limitedKeyOf, overrideKeyOf, overrideKeyPatterns } from '../core/override-keys';
 import type { RedisConnection } from '../core/redis-connection';
+import { OVERRIDE_CHANGES_CHANNEL } from './override-changes';
 import { masterNodes } from './redis-nodes';
 import { toInteger, toRecord, toText } from './reply';
 
@@ -33,6 +34,7 @@ const SCAN_COUNT = 1000;
 
 /**
  * Per-key overrides in Redis, read by `sliding_allow_v2` in the same call: a hash in each key's slot.
+ * Each change is published on {@link OVERRIDE_CHANGES_CHANNEL}, so limiters drop their cached refusals.
  *
  * ```ts
  * const overrides = new RedisOverridesStore(redis, { keyPrefix: 'rl:' });
@@ -67,7 +69,7 @@ export class RedisOverridesStore implements OverrideStore {
       .hset(overrideKey, ...overrideFields(override, options, createdAt));
     if (options?.ttlMs !== undefined) transaction.pexpire(overrideKey, options.ttlMs);
     if (options?.expiresAt !== undefined) transaction.pexpireat(overrideKey, options.expiresAt);
-    transaction.pttl(overrideKey);
+    transaction.publish(OVERRIDE_CHANGES_CHANNEL, this.keyPrefix + key).pttl(overrideKey);
     const results = (await transaction.exec()) ?? [];
     const failed = results.find(([error]) => error);
     if (failed) throw failed[0] as Error;
@@ -84,7 +86,15 @@ export class RedisOverridesStore implements OverrideStore {
   /** {@inheritDoc OverrideStore.delete} */
   async delete(key: string): Promise<boolean> {
     const overrideKey = overrideKeyOf(this.keyPrefix + key);
-    return overrideKey !== undefined && (await this.connection.del(overrideKey)) === 1;
+    if (overrideKey === undefined) return false;
+    const results = await this.connection
+      .multi()
+      .del(overrideKey)
+      .publish(OVERRIDE_CHANGES_CHANNEL, this.keyPrefix + key)
+      .exec();
+    const [[error, deleted]] = results ?? [[null, 0]];
+    if (error) throw error;
+    return deleted === 1;
   }
 
   /** {@inheritDoc OverrideStore.list} */

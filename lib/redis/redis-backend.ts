@@ -1,11 +1,18 @@
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
-import type { KeyCommands, LibraryReload, LimiterBackend, OverridesStoreSettings } from '../core/limiter-backend';
+import type {
+  KeyCommands,
+  LibraryReload,
+  LimiterBackend,
+  OverrideChangeListener,
+  OverridesStoreSettings,
+} from '../core/limiter-backend';
 import type { OverrideStore } from '../core/key-overrides';
 import type { ExecutionMode, LoadFunctionsPolicy } from '../core/lua-runner';
 import type { RedisConnection } from '../core/redis-connection';
 import type { FunctionContract } from '../core/function-contract';
 import { FunctionRunner } from './function-runner';
+import { watchOverrideChanges } from './override-changes';
 import { RedisOverridesStore } from './overrides-store';
 import type { LuaRunner } from '../core/lua-runner';
 import { isCluster, masterNodes } from './redis-nodes';
@@ -54,6 +61,10 @@ export class RedisBackend implements LimiterBackend {
     const entry = (reload: LibraryReload) => listener(reload);
     this.reloadListeners.add(entry);
     return () => this.reloadListeners.delete(entry);
+  }
+
+  watchOverrides(listener: OverrideChangeListener): () => void {
+    return watchOverrideChanges(this.client, listener);
   }
 
   /** The overrides of the keys under `settings.keyPrefix`, on this connection, dated by `settings.clock`. */

@@ -100,11 +100,36 @@ describe('local block cache', () => {
     const cache = new BlockCache(2);
     const rule = { limit: 1, windowMs: 1000 };
     const rejected = { allowed: false, count: 1, remaining: 0, retryAfterMs: 1000, resetMs: 1000 };
-    for (const key of ['a', 'b', 'c']) cache.set(key, rule, 0, rejected);
+    for (const key of ['a', 'b', 'c']) cache.set(key, rule, 0, rejected, cache.ticket());
     expect(cache.size).toBe(2);
     expect(cache.get('a', rule, 1)).toBeUndefined();
     expect(cache.get('c', rule, 1)).toMatchObject({ allowed: false, retryAfterMs: 999, resetMs: 999 });
     expect(cache.get('c', { limit: 2, windowMs: 1000 }, 1)).toBeUndefined();
     expect(cache.get('c', rule, 1000)).toBeUndefined();
+  });
+
+  it('with overrides watched: answers only while watching, drops a changed key, keeps nothing decided before a change', () => {
+    const cache = new BlockCache(10, true);
+    const rule = { limit: 1, windowMs: 1000 };
+    const rejected = { allowed: false, count: 1, remaining: 0, retryAfterMs: 1000, resetMs: 1000 };
+    cache.set('a', rule, 0, rejected, cache.ticket());
+    expect(cache.size).toBe(0);
+    cache.watching(true);
+    cache.set('a', rule, 0, rejected, cache.ticket());
+    cache.set('b', rule, 0, rejected, cache.ticket());
+    cache.set('c', rule, 0, { ...rejected, override: 'limit' }, cache.ticket());
+    expect([cache.get('a', rule, 1), cache.get('b', rule, 1), cache.get('c', rule, 1)]).toEqual([
+      expect.objectContaining({ retryAfterMs: 999 }),
+      expect.objectContaining({ retryAfterMs: 999 }),
+      undefined,
+    ]);
+    const ticket = cache.ticket();
+    cache.changed('a');
+    expect(cache.get('a', rule, 1)).toBeUndefined();
+    expect(cache.get('b', rule, 1)).toBeDefined();
+    cache.set('d', rule, 0, rejected, ticket);
+    expect(cache.get('d', rule, 1)).toBeUndefined();
+    cache.watching(false);
+    expect(cache.get('b', rule, 1)).toBeUndefined();
   });
 });
