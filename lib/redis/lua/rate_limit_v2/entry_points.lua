@@ -30,17 +30,16 @@ local function sliding_peek(keys, args)
     or reply
 end
 
-local function batch_decisions(keys, list)
-  local decisions, at, taken = {}, 1, 0
+-- Every decision's numbers and keys, checked before the first one writes: the override keys, or nil.
+local function checked_batch(keys, list)
+  local override_keys, at, taken = {}, 1, 0
   while at <= #list do
-    local decision = batch_decision(keys, list, at, taken)
-    if not decision then
+    at, taken = check_decision(keys, list, at, taken, override_keys)
+    if not at then
       return nil
     end
-    decisions[#decisions + 1] = decision
-    at, taken = at + 4 + 4 * #decision.limits, decision.last
   end
-  return taken == #keys and decisions or nil
+  return taken == #keys and override_keys or nil
 end
 
 local function sliding_allow_many(keys, args)
@@ -53,29 +52,23 @@ local function sliding_allow_many(keys, args)
   if not max_skew_ms or not ok or type(list) ~= 'table' then
     return invalid_arguments()
   end
-  -- Every decision is checked before the first one writes; a value of the wrong JSON type fails a
-  -- comparison, which the protected call turns into invalid arguments.
-  local parsed, decisions = pcall(batch_decisions, keys, list)
-  if not parsed or not decisions then
+  -- A value of the wrong JSON type fails a comparison, which the protected call turns into nil.
+  local checked, override_keys = pcall(checked_batch, keys, list)
+  if not checked or not override_keys then
     return invalid_arguments()
   end
   -- One EXISTS for the override keys of every decision: usually none exists, and none is read.
-  local override_keys = {}
-  for _, d in ipairs(decisions) do
-    for i = d.overrides_from, d.last do
-      override_keys[#override_keys + 1] = keys[i]
-    end
-  end
   local overrides = #override_keys > 0 and call('EXISTS', unpack(override_keys)) > 0
-  local reply, length = {}, 0
-  for _, d in ipairs(decisions) do
-    local now_ms = d.now == '*' and resolve_now('*') or d.now
-    local failed = overrides and read_overrides(keys, d.overrides_from, d.last, d.limits)
-      or decide(reply, length, d.limits, now_ms, d.member, max_skew_ms, d.cost)
+  local reply, length, at, taken = {}, 0, 1, 0
+  while at <= #list do
+    local limits, last = batch_limits(keys, list, at, taken)
+    local now_ms = list[at] == '*' and resolve_now('*') or list[at]
+    local failed = overrides and read_overrides(keys, taken + #limits + 1, last, limits)
+      or decide(reply, length, limits, now_ms, list[at + 1], max_skew_ms, list[at + 2])
     if failed then
       return failed
     end
-    length = length + 1 + 7 * #d.limits
+    length, at, taken = length + 1 + 7 * #limits, at + 4 + 4 * #limits, last
   end
   return reply
 end
