@@ -72,3 +72,47 @@ local function decide(reply, at, limits, now_ms, member, max_skew_ms, cost)
   end
   return nil
 end
+
+-- decide for the usual decision, one enforced log limit at cost 1 that no override touches, without
+-- its tables. Writes the same reply; returns false, having written nothing, when the key is not a
+-- sorted set (decide reads it then), or the CLOCKSKEW error reply.
+local function decide_one_log(reply, at, key, now_ms, member, max_skew_ms, window_ms, limit)
+  local now_text = digits(now_ms)
+  local later = protected_call('ZCOUNT', key, '(' .. now_text, '+inf')
+  if type(later) == 'table' then
+    return not is_wrong_type(later) and error(later.err)
+  end
+  local cutoff_text = digits(now_ms - window_ms)
+  call('ZREMRANGEBYSCORE', key, '-inf', cutoff_text)
+  local count = call('ZCARD', key)
+  local ahead = later > 0 and newest_score(key) or nil
+  local retried = nil
+  if ahead and ahead - now_ms > max_skew_ms then
+    retried = call('ZSCORE', key, member) ~= false
+    if not retried then
+      return clock_skew(now_ms, ahead, key, max_skew_ms)
+    end
+  end
+  local room, allowed = count < limit, 0
+  if room then
+    allowed = 1
+    if call('ZADD', key, 'NX', now_text, member) == 1 then
+      ahead = ahead or now_ms
+      call('PEXPIRE', key, digits(ceil(ahead + window_ms - now_ms)))
+      count = count + 1
+    end
+  elseif retried or retried == nil and call('ZSCORE', key, member) ~= false then
+    allowed = 1
+  end
+  local retry_after_ms, reset_ms = 0, 0
+  if allowed == 0 then
+    local entry = call('ZRANGEBYSCORE', key, '(' .. cutoff_text, '+inf', 'WITHSCORES', 'LIMIT', count - limit, 1)
+    retry_after_ms = ceil(tonumber(entry[2]) + window_ms - now_ms)
+  end
+  if count > 0 then
+    reset_ms = ceil((ahead or newest_score(key)) + window_ms - now_ms)
+  end
+  reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = allowed, room and 1 or 0, count, max(limit - count, 0)
+  reply[at + 5], reply[at + 6], reply[at + 7], reply[at + 8] = retry_after_ms, reset_ms, limit, 0
+  return nil
+end

@@ -14,8 +14,14 @@ local function sliding_allow(keys, args)
     return invalid_arguments()
   end
   local reply = new_reply(#limits)
-  return read_overrides(keys, overrides_from, #keys, limits)
-    or decide(reply, 0, limits, now_ms, args[2], max_skew_ms, cost) or reply
+  local failed, lim = read_overrides(keys, overrides_from, #keys, limits) or false, limits[1]
+  if not failed and #limits == 1 and cost == 1 and lim.precision_ms == 0 and not lim.shadow and lim.kind == 0 then
+    failed = decide_one_log(reply, 0, lim.key, now_ms, args[2], max_skew_ms, lim.window_ms, lim.effective)
+  end
+  if failed == false then
+    failed = decide(reply, 0, limits, now_ms, args[2], max_skew_ms, cost)
+  end
+  return failed or reply
 end
 
 local function sliding_peek(keys, args)
@@ -61,14 +67,22 @@ local function sliding_allow_many(keys, args)
   local overrides = #override_keys > 0 and call('EXISTS', unpack(override_keys)) > 0
   local reply, length, at, taken = {}, 0, 1, 0
   while at <= #list do
-    local limits, last = batch_limits(keys, list, at, taken)
-    local now_ms = list[at] == '*' and resolve_now('*') or list[at]
-    local failed = overrides and read_overrides(keys, taken + #limits + 1, last, limits)
-      or decide(reply, length, limits, now_ms, list[at + 1], max_skew_ms, list[at + 2])
+    local n, flags, now_ms = list[at + 3], list[at + 7], list[at] == '*' and resolve_now('*') or list[at]
+    local failed, last = false, taken + n
+    if n == 1 and list[at + 2] == 1 and list[at + 6] == 0 and flags % 2 == 0 and not overrides then
+      failed, last = decide_one_log(reply, length, keys[taken + 1], now_ms, list[at + 1], max_skew_ms, list[at + 4],
+                                    list[at + 5]), taken + 1 + flags / 2
+    end
+    if failed == false then
+      local limits
+      limits, last = batch_limits(keys, list, at, taken)
+      failed = overrides and read_overrides(keys, taken + n + 1, last, limits)
+        or decide(reply, length, limits, now_ms, list[at + 1], max_skew_ms, list[at + 2])
+    end
     if failed then
       return failed
     end
-    length, at, taken = length + 1 + 7 * #limits, at + 4 + 4 * #limits, last
+    length, at, taken = length + 1 + 7 * n, at + 4 + 4 * n, last
   end
   return reply
 end
