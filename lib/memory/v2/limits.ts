@@ -8,7 +8,7 @@ import type { Limit } from './types';
 export const MAX_SUB_WINDOWS = 1000;
 const MAX_LOG_COST = 10_000;
 
-/** `new_limit`, its four numbers (window_ms, limit, precision_ms, flags) as one array. */
+/** `is_valid_limit` and the limit `decision_limits` sets, its four numbers (window_ms, limit, precision_ms, flags) as one array. */
 function newLimit(quadruple: (number | undefined)[], cost: number): Limit | undefined {
   const windowMs = whole(quadruple[0], 1, MAX_TIME_MS);
   const limit = whole(quadruple[1], cost, MAX_LIMIT);
@@ -40,7 +40,8 @@ function assignKeys(keys: readonly string[], first: number, limits: Limit[]): nu
 export function limitsOfCall(keys: readonly string[], args: readonly string[], first: number) {
   const n = (args.length - first) / 4;
   const cost = whole(luaToNumber(args[first - 1]), 1, MAX_TIME_MS);
-  if (n < 1 || !Number.isInteger(n) || cost === undefined) return undefined;
+  // At most 1,000 limits, as in a batch: the Lua puts a single call's ARGV in a batch's form.
+  if (n < 1 || n > 1000 || !Number.isInteger(n) || cost === undefined) return undefined;
   const limits: Limit[] = [];
   for (let at = first; at < args.length; at += 4) {
     const lim = newLimit(args.slice(at, at + 4).map(luaToNumber), cost);

@@ -8,7 +8,7 @@
 
   FCALL sliding_allow_v2 <n + m> <key_1> .. <key_n> <override_key_1> .. <override_key_m>
                          <now_ms> <member> <max_skew_ms> <cost> <quadruple_1> .. <quadruple_n>
-    KEYS[i]        limit i's key (i <= n): a sorted set (log) or a hash (bucketed)
+    KEYS[i]        limit i's key (i <= n, n from 1 to 1000): a sorted set (log) or a hash (bucketed)
     KEYS[n+j]      the override key of the j-th limit whose flags include 2; all n + m keys in one slot
     ARGV[1]        now_ms          the caller's time in ms (0 to 1e15), or "*" for the server's clock
     ARGV[2]        member          unique id of this request (not empty, no whitespace, no '#')

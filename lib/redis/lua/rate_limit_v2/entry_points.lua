@@ -1,43 +1,13 @@
 --[[
   entry_points: the three functions the library registers, as its header states their KEYS, ARGV
-  and replies. Each checks every argument before its first write.
+  and replies; each puts its decisions in a batch's form (limits.lua) and decides them here.
     sliding_allow(keys, args)       sliding_allow_v2: one decision
     sliding_peek(keys, args)        sliding_peek_v2: one decision that writes nothing
     sliding_allow_many(keys, args)  sliding_allow_many_v2: a batch, decided in order
 ]]
 
-local function sliding_allow(keys, args)
-  if not call then bind_globals() end
-  local limits, cost, overrides_from = limits_of_call(keys, args, 5)
-  local now_ms, max_skew_ms = resolve_now(args[1]), whole(number_of(args[3]), 0, MAX_TIME_MS)
-  if not limits or not now_ms or not max_skew_ms or not is_valid_member(args[2]) then
-    return invalid_arguments()
-  end
-  local reply = new_reply(#limits)
-  local failed, lim = read_overrides(keys, overrides_from, #keys, limits) or false, limits[1]
-  if not failed and #limits == 1 and cost == 1 and lim.precision_ms == 0 and not lim.shadow and lim.kind == 0 then
-    failed = decide_one_log(reply, 0, lim.key, now_ms, args[2], max_skew_ms, lim.window_ms, lim.effective)
-  end
-  if failed == false then
-    failed = decide(reply, 0, limits, now_ms, args[2], max_skew_ms, cost)
-  end
-  return failed or reply
-end
-
-local function sliding_peek(keys, args)
-  if not call then bind_globals() end
-  local limits, cost, overrides_from = limits_of_call(keys, args, 3)
-  local now_ms = resolve_now(args[1])
-  if not limits or not now_ms then
-    return invalid_arguments()
-  end
-  local reply = new_reply(#limits)
-  return read_overrides(keys, overrides_from, #keys, limits) or decide(reply, 0, limits, now_ms, nil, nil, cost)
-    or reply
-end
-
 -- Every decision's numbers and keys, checked before the first one writes: the override keys, or nil.
-local function checked_batch(keys, list)
+local function checked_list(keys, list)
   local override_keys, at, taken = {}, 1, 0
   while at <= #list do
     at, taken = check_decision(keys, list, at, taken, override_keys)
@@ -46,6 +16,53 @@ local function checked_batch(keys, list)
     end
   end
   return taken == #keys and override_keys or nil
+end
+
+-- The decisions of `list` in order, their replies concatenated; max_skew_ms nil: peeks.
+local function decide_list(keys, list, max_skew_ms)
+  -- A value of the wrong JSON type fails a comparison, which the protected call turns into nil.
+  local checked, override_keys = pcall(checked_list, keys, list)
+  if not checked or not override_keys then
+    return invalid_arguments()
+  end
+  -- One EXISTS for the override keys of every decision: usually none exists, and none is read.
+  local overrides = #override_keys > 0 and call('EXISTS', unpack(override_keys)) > 0
+  local reply, length, at, taken = {}, 0, 1, 0
+  while at <= #list do
+    local n, flags, now_ms = list[at + 3], list[at + 7], list[at] == '*' and resolve_now('*') or list[at]
+    local failed, last = false, taken + n
+    if max_skew_ms and n == 1 and list[at + 2] == 1 and list[at + 6] == 0 and flags % 2 == 0 and not overrides then
+      failed, last = decide_one_log(reply, length, keys[taken + 1], now_ms, list[at + 1], max_skew_ms, list[at + 4],
+                                    list[at + 5]), taken + 1 + flags / 2
+    end
+    if failed == false then
+      local limits
+      limits, last = decision_limits(keys, list, at, taken)
+      failed = overrides and read_overrides(keys, taken + n + 1, last, limits)
+        or decide(reply, length, limits, now_ms, list[at + 1], max_skew_ms, list[at + 2])
+    end
+    if failed then
+      return failed
+    end
+    length, at, taken = length + 1 + 7 * n, at + 4 + 4 * n, last
+  end
+  return reply
+end
+
+local function sliding_allow(keys, args)
+  if not call then bind_globals() end
+  local list, max_skew_ms = as_list(args, 5, args[2]), whole(number_of(args[3]), 0, MAX_TIME_MS)
+  if not list or not max_skew_ms then
+    return invalid_arguments()
+  end
+  return decide_list(keys, list, max_skew_ms)
+end
+
+local function sliding_peek(keys, args)
+  if not call then bind_globals() end
+  -- A member for the check only: a peek records nothing.
+  local list = as_list(args, 3, 'peek')
+  return list and decide_list(keys, list, nil) or invalid_arguments()
 end
 
 local function sliding_allow_many(keys, args)
@@ -58,31 +75,5 @@ local function sliding_allow_many(keys, args)
   if not max_skew_ms or not ok or type(list) ~= 'table' then
     return invalid_arguments()
   end
-  -- A value of the wrong JSON type fails a comparison, which the protected call turns into nil.
-  local checked, override_keys = pcall(checked_batch, keys, list)
-  if not checked or not override_keys then
-    return invalid_arguments()
-  end
-  -- One EXISTS for the override keys of every decision: usually none exists, and none is read.
-  local overrides = #override_keys > 0 and call('EXISTS', unpack(override_keys)) > 0
-  local reply, length, at, taken = {}, 0, 1, 0
-  while at <= #list do
-    local n, flags, now_ms = list[at + 3], list[at + 7], list[at] == '*' and resolve_now('*') or list[at]
-    local failed, last = false, taken + n
-    if n == 1 and list[at + 2] == 1 and list[at + 6] == 0 and flags % 2 == 0 and not overrides then
-      failed, last = decide_one_log(reply, length, keys[taken + 1], now_ms, list[at + 1], max_skew_ms, list[at + 4],
-                                    list[at + 5]), taken + 1 + flags / 2
-    end
-    if failed == false then
-      local limits
-      limits, last = batch_limits(keys, list, at, taken)
-      failed = overrides and read_overrides(keys, taken + n + 1, last, limits)
-        or decide(reply, length, limits, now_ms, list[at + 1], max_skew_ms, list[at + 2])
-    end
-    if failed then
-      return failed
-    end
-    length, at, taken = length + 1 + 7 * n, at + 4 + 4 * n, last
-  end
-  return reply
+  return decide_list(keys, list, max_skew_ms)
 end

@@ -3,7 +3,6 @@
     append_limit(reply, at, lim, allowed, now_ms, cost)
                           writes room, count, remaining, retry_after_ms, reset_ms, limit and override
                           of a decided limit into reply[at + 1 .. at + 7]
-    new_reply(n)          -> a reply of one decision of n limits, sized at once for the usual one
 ]]
 
 -- When count + cost - limit entries have left the window.
@@ -63,8 +62,4 @@ local function append_limit(reply, at, lim, allowed, now_ms, cost)
       lim.room and 1 or 0, count, max(limit - count, 0), retry_after_ms, reset_ms
   end
   reply[at + 6], reply[at + 7] = lim.effective, lim.kind
-end
-
-local function new_reply(n)
-  return n == 1 and { 0, 0, 0, 0, 0, 0, 0, 0 } or {}
 end
