@@ -29,7 +29,11 @@ export function watchOverrideChanges(client: RedisConnection, listener: Override
     if (stopped) return;
     const source = isCluster(client) ? anyMaster(client) : client;
     if (!source) return reselectLater();
-    const connection = source.duplicate({ autoResubscribe: false, enableOfflineQueue: true, lazyConnect: false });
+    const connection = source.duplicate({
+      autoResubscribe: false,
+      autoResendUnfulfilledCommands: false,
+      lazyConnect: false,
+    });
     subscriber = connection;
     connection.on('error', () => undefined); // the limiter's own connection reports Redis errors
     connection.on('connect', () => connection.stream.unref());

@@ -73,6 +73,7 @@ export class RedisOverridesStore implements OverrideStore {
     const results = (await transaction.exec()) ?? [];
     const failed = results.find(([error]) => error);
     if (failed) throw failed[0] as Error;
+    await this.announce(key);
     const pttl = toInteger(results[results.length - 1][1], 'PTTL', results);
     return storedOverride(key, override, options, createdAt, pttl);
   }
@@ -94,7 +95,18 @@ export class RedisOverridesStore implements OverrideStore {
       .exec();
     const [[error, deleted]] = results ?? [[null, 0]];
     if (error) throw error;
+    await this.announce(key);
     return deleted === 1;
+  }
+
+  /**
+   * Publishes the change again once it is written. The transaction's message survives a crash of this
+   * process; this one reaches a subscriber on the same server before this call's reply reaches the
+   * caller (Redis queues a message before the publisher's reply, and writes them in that order), so a
+   * limiter in this process hears of the change before the caller's next request.
+   */
+  private async announce(key: string): Promise<void> {
+    await this.connection.publish(OVERRIDE_CHANGES_CHANNEL, this.keyPrefix + key);
   }
 
   /** {@inheritDoc OverrideStore.list} */

@@ -38,7 +38,7 @@ local function decide_list(keys, list, max_skew_ms)
     if failed == false then
       local limits
       limits, last = decision_limits(keys, list, at, taken)
-      failed = overrides and read_overrides(keys, taken + n + 1, last, limits)
+      failed = overrides and read_overrides(limits)
         or decide(reply, length, limits, now_ms, list[at + 1], max_skew_ms, list[at + 2])
     end
     if failed then

@@ -5,9 +5,9 @@
     1 limit    the key's limit (`effective`) is the override's, 0 to 1e15, instead of limit_i
     2 exempt   the key is not limited: room always, its key neither read nor written
     3 block    no room (effective 0; a shadow limit would refuse), its key neither read nor written
-    read_overrides(keys, from, to, limits)  sets the kind and effective limit of each limit with an
-                                            override key (keys[from .. to]); returns an error reply
-                                            for a malformed override, else nil
+    read_overrides(limits)                  sets the kind and effective limit of each limit with an
+                                            override key; returns an error reply for a malformed
+                                            override, else nil
     until_override_ends(lim)                -> ms the override still refuses for: its remaining TTL,
                                             or window_ms when it has none
 ]]
@@ -15,11 +15,8 @@
 local OVERRIDE_KINDS = { limit = 1, exempt = 2, block = 3 }
 local EXEMPT, BLOCK  = 2, 3
 
--- One EXISTS first (an integer reply, the cheapest): keys without any cost one command.
-local function read_overrides(keys, from, to, limits)
-  if to < from or call('EXISTS', unpack(keys, from, to)) == 0 then
-    return nil
-  end
+-- Called only when one of the call's override keys exists (entry_points asks once, with EXISTS).
+local function read_overrides(limits)
   for i = 1, #limits do
     local lim = limits[i]
     if lim.has_override then
