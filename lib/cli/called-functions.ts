@@ -2,20 +2,15 @@ import { listSome } from './format';
 import type { FoundReport } from './instance-reports';
 import { functionEntries, type NamedFunction } from './libraries';
 
-/** An instance calling a function, as its report names it. */
 interface Caller {
   instanceId: string;
-  /** The key prefix of its limiter. */
   prefix: string;
   /** Whether it sends the function a canary share rather than all its calls. */
   canary: boolean;
 }
 
-/** A function name live instances call, and who calls it. */
 export interface CalledFunction extends NamedFunction {
-  /** How many instances call it as their stable function. */
   stable: number;
-  /** How many instances send it a canary share. */
   canary: number;
   callers: Caller[];
 }

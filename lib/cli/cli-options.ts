@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { DEFAULT_KEY_PREFIX } from '../core/constants';
 import { describeRedisUrlProblems } from '../core/redis-url';
 import { usage } from './exit-codes';
 import { parseOverrideArgs, type OverrideArgs } from './override-args';
@@ -7,7 +8,6 @@ import { parseWholeNumberFlag } from './whole-number-flag';
 const FUNCTIONS_COMMANDS = ['list', 'load', 'status', 'delete', 'dump', 'restore'] as const;
 const OVERRIDES_COMMANDS = ['set', 'get', 'delete', 'list'] as const;
 type OverridesCommandName = `overrides ${(typeof OVERRIDES_COMMANDS)[number]}`;
-/** Every command: the `functions` subcommands, `doctor` and the `overrides` subcommands. */
 export type CommandName = (typeof FUNCTIONS_COMMANDS)[number] | 'doctor' | OverridesCommandName;
 
 /** The command as typed: `functions list`, `doctor`, `overrides set`. */
@@ -19,18 +19,13 @@ const RESTORE_POLICIES = ['append', 'replace', 'flush'] as const;
 type RestorePolicy = (typeof RESTORE_POLICIES)[number];
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-/** Default connect and command timeout. */
 export const DEFAULT_TIMEOUT_MS = 2000;
-const DEFAULT_KEY_PREFIX = 'rl:';
 const DEFAULT_SAMPLE = 1000;
 /** RESP versions the CLI can speak (`--resp`); ioredis' default is 3. */
 export type RespVersion = 2 | 3;
 
-/** Where to connect. */
-export type ConnectionTarget =
-  { kind: 'standalone'; url: string; fromEnv: boolean } | { kind: 'cluster'; seeds: string[] };
+export type ConnectionTarget = { kind: 'standalone'; url: string } | { kind: 'cluster'; seeds: string[] };
 
-/** A parsed command line. */
 export interface CliOptions {
   command: CommandName;
   /** The command's positional arguments (`<version>`, `<file>`, `<key>`). */
@@ -47,7 +42,6 @@ export interface CliOptions {
   keyPrefix: string;
   /** doctor: keys sampled per master. */
   sample: number;
-  /** undefined: ioredis' default (3). */
   resp?: RespVersion;
   /** overrides: what the override flags say (an empty object for the other commands). */
   overrides: OverrideArgs;
@@ -239,7 +233,7 @@ function connectionTarget(
   const [problem] =
     chosen === undefined ? [] : describeRedisUrlProblems(chosen, url === undefined ? 'REDIS_URL' : '--url');
   if (problem) throw usage(problem);
-  return { kind: 'standalone', url: chosen ?? DEFAULT_REDIS_URL, fromEnv: url === undefined };
+  return { kind: 'standalone', url: chosen ?? DEFAULT_REDIS_URL };
 }
 
 function restorePolicy(policy: string | undefined): RestorePolicy {

@@ -4,13 +4,11 @@ import type { ServerIdentity } from '../core/server-identity';
 import type { CliOptions } from './cli-options';
 import type { ExitCode } from './exit-codes';
 
-/** What a command runs with. */
 export interface CommandContext {
   readonly options: CliOptions;
   readonly connection: RedisConnection;
   /** Clients of every master, in a stable order. */
   readonly masters: Redis[];
-  /** What each master is (Redis or Valkey, and its version). */
   readonly servers: ReadonlyMap<Redis, ServerIdentity>;
   /** The CLI invocation that reaches the same Redis, for commands suggested in messages. */
   readonly suggest: (command: string) => string;
@@ -29,5 +27,4 @@ export interface CommandOutcome {
   warnings?: readonly string[];
 }
 
-/** A command of the CLI. */
 export type Command = (context: CommandContext) => Promise<CommandOutcome>;

@@ -20,17 +20,25 @@ export function secretsOf(target: ConnectionTarget): string[] {
   const secrets: string[] = [];
   for (const url of urls) {
     const { password, username } = parseUrlSafely(url) ?? {};
-    for (const value of [password, username && !password ? username : undefined]) {
-      if (!value) continue;
-      secrets.push(value);
-      try {
-        secrets.push(decodeURIComponent(value));
-      } catch {
-        // Not percent-encoded.
-      }
-    }
+    const secret = password || username;
+    if (secret) secrets.push(secret, decoded(secret));
   }
   return secrets;
+}
+
+/** `host:port` (the host may hold colons: IPv6) as its parts. */
+export function hostAndPort(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(':');
+  return { host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
+}
+
+/** A URL component percent-decoded, or as it is when it is not. */
+export function decoded(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
 
 /** A redis:// or rediss:// URL parsed, or undefined for host:port and unparseable text. */

@@ -6,15 +6,13 @@ import { masterNodes, nodeAddress } from '../redis/redis-nodes';
 import { toText } from '../redis/reply';
 import { hasFunctionsByVersion, parseServerInfo } from '../redis/server-info';
 import type { ConnectionTarget, RespVersion } from './cli-options';
-import { describeTarget, parseUrlSafely } from './connection-target';
+import { decoded, describeTarget, hostAndPort, parseUrlSafely } from './connection-target';
 import { CliError, ExitCode, usage } from './exit-codes';
 import { closeConnection } from '../redis/close-connection';
 
-/** An open connection and the clients of every master. */
-export interface CliConnection {
+interface CliConnection {
   readonly connection: RedisConnection;
   readonly masters: Redis[];
-  /** What each master is (Redis or Valkey, and its version), from its INFO. */
   readonly servers: ReadonlyMap<Redis, ServerIdentity>;
   readonly close: () => Promise<void>;
 }
@@ -53,8 +51,8 @@ export async function openConnection(
       enableOfflineQueue: true,
       redisOptions: {
         ...nodeOptions,
-        username: credentials?.username ? decode(credentials.username) : undefined,
-        password: credentials?.password ? decode(credentials.password) : undefined,
+        username: credentials?.username ? decoded(credentials.username) : undefined,
+        password: credentials?.password ? decoded(credentials.password) : undefined,
         tls: target.seeds.some((seed) => /^rediss:/i.test(seed)) ? {} : undefined,
       },
     });
@@ -108,22 +106,22 @@ async function checkNode(node: Redis, target: ConnectionTarget): Promise<ServerI
 
 /** The error a failure to connect (or a dropped connection) becomes: exit code 3, and what to check. */
 export function connectionError(target: ConnectionTarget, cause: Error): CliError {
-  const message = cause.message;
-  if (/WRONGPASS|NOAUTH|invalid password|AUTH failed/i.test(message)) {
+  const message = cause.message.split('\n')[0];
+  if (/WRONGPASS|NOAUTH|invalid password|AUTH failed/i.test(cause.message)) {
     const where =
       target.kind === 'cluster'
         ? 'the --cluster seed URLs (redis://user:password@host:port)'
         : 'the URL (--url or REDIS_URL)';
     return new CliError(
       ExitCode.Connection,
-      `authentication to ${describeTarget(target)} failed (${firstLine(message)}); check the user and password in ${where}`,
+      `authentication to ${describeTarget(target)} failed (${message}); check the user and password in ${where}`,
       { cause },
     );
   }
   const how = target.kind === 'cluster' ? 'check the --cluster seeds' : 'check --url or REDIS_URL';
   return new CliError(
     ExitCode.Connection,
-    `cannot reach Redis at ${describeTarget(target)} (${firstLine(message)}); ${how}, that Redis is running, and --timeout if the network is slow`,
+    `cannot reach Redis at ${describeTarget(target)} (${message}); ${how}, that Redis is running, and --timeout if the network is slow`,
     { cause },
   );
 }
@@ -131,18 +129,5 @@ export function connectionError(target: ConnectionTarget, cause: Error): CliErro
 function toClusterNode(seed: string): ClusterNode {
   const url = parseUrlSafely(seed);
   if (url) return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) };
-  const colon = seed.lastIndexOf(':');
-  return { host: seed.slice(0, colon), port: Number(seed.slice(colon + 1)) };
-}
-
-function decode(value: string): string {
-  try {
-    return decodeURIComponent(value);
-  } catch {
-    return value;
-  }
-}
-
-function firstLine(text: string): string {
-  return text.split('\n')[0];
+  return hostAndPort(seed);
 }

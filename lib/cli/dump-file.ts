@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CliError, ExitCode } from './exit-codes';
 
-/** Reads a dump file, as bytes. */
 export function readDumpFile(path: string): Buffer {
   try {
     return readFileSync(resolve(path));

@@ -18,13 +18,10 @@ export const DoctorExitCode = {
   Problems: ExitCode.Usage,
 } as const;
 
-/** What kind of failure an exit code stands for, in `--json` output. */
-export const EXIT_CODE_NAMES: Record<ExitCode, string> = {
-  0: 'ok',
-  1: 'failed',
-  2: 'usage',
-  3: 'connection',
-};
+/** What kind of failure an exit code stands for, in `--json` output: `ok`, `failed`, `usage`, `connection`. */
+export const EXIT_CODE_NAMES = Object.fromEntries(
+  Object.entries(ExitCode).map(([name, code]) => [code, name.toLowerCase()]),
+) as Record<ExitCode, string>;
 
 /** A failure the CLI reports with its message and exit code (never a stack trace). */
 export class CliError extends Error {

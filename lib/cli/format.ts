@@ -21,7 +21,6 @@ export function formatRate(rate: number | null): string {
   return rate === null ? '-' : `${(rate * 100).toFixed(1)}%`;
 }
 
-/** `part / whole`, or null when whole is 0. */
 export function rateOf(part: number, whole: number): number | null {
   return whole > 0 ? part / whole : null;
 }
@@ -34,7 +33,6 @@ export function formatAge(iso: string, nowMs = Date.now()): string {
   return minutes < 120 ? `${minutes}m ago` : `${Math.round(minutes / 60)}h ago`;
 }
 
-/** `1 instance`, `2 instances`. */
 export function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }

@@ -9,13 +9,12 @@ export interface FoundReport {
   key: string;
   /** The key prefix of the limiter that wrote it. */
   prefix: string;
-  /** The master holding the key. */
   node: string;
   report: InstanceReport;
 }
 
 /** The reports found, and the keys that matched the pattern but do not hold a readable report. */
-export interface ReportScan {
+interface ReportScan {
   reports: FoundReport[];
   unreadable: { key: string; node: string }[];
 }

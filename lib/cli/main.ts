@@ -1,11 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { CliOptions, CommandName, commandLabel, parseCommandLine, USAGE } from './cli-options';
-import type { CliIo } from './cli-io';
-import { processIo } from './cli-io';
 import type { Command, CommandOutcome } from './command';
 import { connectionFlags, secretsOf } from './connection-target';
 import { CliError, EXIT_CODE_NAMES, ExitCode } from './exit-codes';
+import { packageVersion } from '../core/package-version';
 import { redactSecrets } from '../core/redact';
 import type { ServerIdentity } from '../core/server-identity';
 
@@ -31,6 +28,13 @@ const PRECHECKS: Partial<Record<CommandName, (options: CliOptions) => Promise<vo
   restore: async (options) => void (await import('./dump-file')).readDumpFile(options.args[0]),
 };
 
+/** Where the CLI writes and what it reads from its environment (REDIS_URL); injected by tests. */
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: Record<string, string | undefined>;
+}
+
 /**
  * The CLI (see `--help`). Returns the exit code instead of exiting, so it runs in-process in tests
  * and the bin sets `process.exitCode`.
@@ -38,7 +42,12 @@ const PRECHECKS: Partial<Record<CommandName, (options: CliOptions) => Promise<vo
  * @param io where output goes and the environment it reads; the process's by default
  */
 export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
-  const out: CliIo = { ...processIo(), ...io };
+  const out: CliIo = {
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    env: process.env,
+    ...io,
+  };
   let secrets: string[] = [];
   const write = (stream: 'stdout' | 'stderr', text: string) => out[stream](redactSecrets(text, secrets));
   let json = argv.includes('--json');
@@ -88,12 +97,8 @@ function jsonDocument(options: CliOptions | undefined, exitCode: ExitCode, field
   return `${JSON.stringify(document, null, 2)}\n`;
 }
 
-/** One master's server in the `--json` document: `{ node, name: 'valkey', version: '8.0.1' }`. */
-interface ServerEntry extends ServerIdentity {
-  node: string;
-}
-
-async function run(options: CliOptions): Promise<{ outcome: CommandOutcome; servers: ServerEntry[] }> {
+/** The command's outcome, and each master's server for the `--json` document (`{ node, name, version }`). */
+async function run(options: CliOptions): Promise<{ outcome: CommandOutcome; servers: ServerIdentity[] }> {
   const [{ openConnection }, { nodeAddress }, command] = await Promise.all([
     import('./connection'),
     import('../redis/redis-nodes'),
@@ -127,10 +132,4 @@ async function toCliError(error: unknown, options: CliOptions | undefined): Prom
   if (options && isUnanswered(error))
     return (await import('./connection')).connectionError(options.target, error as Error);
   return new CliError(ExitCode.Failed, `unexpected failure: ${messageOf(error)}`, { cause: error });
-}
-
-function packageVersion(): string {
-  // lib/cli/main.ts and dist/cli/main.js are both two levels below the package root.
-  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
-  return pkg.version;
 }

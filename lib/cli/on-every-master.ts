@@ -28,12 +28,10 @@ export function onEveryMaster<R extends string>(
   );
 }
 
-/** One line per master: its address, the result, the error. */
 export function resultTable(nodes: readonly NodeResult<string>[]): string {
   return formatTable(nodes.map((n) => [n.node, n.result, n.error ?? '']));
 }
 
-/** `<command> failed on <nodes>`, or undefined when no master failed. */
 export function failureOf(command: string, nodes: readonly NodeResult<string>[]): string | undefined {
   const failed = nodes.filter((n) => n.result === 'failed');
   return failed.length === 0 ? undefined : `${command} failed on ${failed.map((n) => n.node).join(', ')}`;

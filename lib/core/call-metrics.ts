@@ -8,7 +8,6 @@ export function isLimiterErrorKind(kind: string): kind is LimiterErrorKind {
   return /^(timeout|connection|function_not_loaded|clock_skew|redis|other)$/.test(kind);
 }
 
-/** Counters of one function name. */
 export interface FunctionCallMetrics {
   functionName: string;
   /** Decisions asked of Redis (consume and consumeAll calls that reached it, or failed trying). */
@@ -18,7 +17,6 @@ export interface FunctionCallMetrics {
   rejected: number;
   /** Rejections made by the local block cache, without a Redis call. */
   blockedLocally?: number;
-  /** Failed calls by kind. */
   errors: Partial<Record<LimiterErrorKind, number>>;
   /** Decisions made without Redis, by how: the onRedisError policy or the insurance limiter. */
   fallbacks?: Partial<Record<FallbackKind, number>>;

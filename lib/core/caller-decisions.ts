@@ -16,7 +16,6 @@ export function limitDecision(
   return { allowed, limit, remaining, retryAfterMs, resetMs, functionName };
 }
 
-/** One limit's outcome as the caller sees it. */
 export function toDecision(
   outcome: LimitOutcome,
   rule: SlidingLimitRule,

@@ -33,7 +33,6 @@ export interface LimitOutcome {
   wouldRefuse?: boolean;
 }
 
-/** A function reply, decoded. */
 export interface CallOutcome {
   allowed: boolean;
   limits: LimitOutcome[];
@@ -47,7 +46,6 @@ export interface BatchFunction {
   arguments(calls: readonly AllowCall[]): (string | number)[];
   /** KEYS of one call when they are more than the calls' keys (a full version). */
   keys?(calls: readonly AllowCall[]): string[];
-  /** The outcome of every call, in order. */
   parseReply(reply: unknown, calls: readonly AllowCall[]): CallOutcome[];
 }
 

@@ -8,8 +8,6 @@ export interface CanarySplit {
 
 /** Which functions a limiter calls: a stable one, and optionally a canary with a share of the keys. */
 export interface FunctionSelection {
-  /** The stable function. */
   functionName: string;
-  /** The candidate and its share, or none. */
   canary?: CanarySplit;
 }

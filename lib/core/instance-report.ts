@@ -1,6 +1,7 @@
 import type { CanarySplit } from './function-selection';
 import { isLimiterErrorKind, type FunctionCallMetrics, type LimiterErrorKind } from './call-metrics';
 import type { LatencySummary } from './latency-histogram';
+import { escapeGlob } from './override-keys';
 
 /** What a running limiter records in Redis about itself, for `functions status` and `functions delete`. */
 export interface InstanceReport {
@@ -17,7 +18,6 @@ export interface InstanceReport {
   intervalMs: number;
   /** The stable function the limiter calls. */
   functionName: string;
-  /** The canary split in effect, or null. */
   canary: CanarySplit | null;
   /** Counters per function name since the process started. */
   functions: FunctionCallMetrics[];
@@ -33,8 +33,7 @@ export function instanceReportKey(prefix: string, instanceId: string): string {
 
 /** The SCAN MATCH pattern of the reports under a key prefix (taken literally), or under every prefix. */
 export function INSTANCE_REPORT_MATCH(prefix?: string): string {
-  const literal = prefix === undefined ? '*' : prefix.replace(/[*?[\]\\]/g, '\\$&');
-  return `${literal}${INSTANCE_REPORT_KEY_PART}*`;
+  return `${prefix === undefined ? '*' : escapeGlob(prefix)}${INSTANCE_REPORT_KEY_PART}*`;
 }
 
 /** The key prefix of a report key, given the report's instance id; undefined if the key is not its key. */
@@ -139,7 +138,6 @@ function isTimestamp(value: unknown): value is string {
   return typeof value === 'string' && !Number.isNaN(Date.parse(value));
 }
 
-/** Default report interval. */
 export const DEFAULT_REPORT_INTERVAL_MS = 15_000;
 
 /** A report lives this many intervals, so one or two failed reports do not make an instance vanish. */

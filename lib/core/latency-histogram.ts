@@ -6,6 +6,14 @@ const BOUNDS_MS: readonly number[] = Array.from({ length: 89 }, (_, i) => SMALLE
 /** Latency upper bounds (ms) of the histogram's buckets, the last one being +Infinity. */
 export const LATENCY_BUCKETS_MS: readonly number[] = [...BOUNDS_MS, Number.POSITIVE_INFINITY];
 
+/** The bounds the exports show: every 4th (one per doubling, 10 µs … 42 s), so they count exactly. */
+export const EXPORTED_BOUND_INDEXES = LATENCY_BUCKETS_MS.map((_, i) => i).filter(
+  (i) => i % 4 === 0 && Number.isFinite(LATENCY_BUCKETS_MS[i]),
+);
+export const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) =>
+  Number((LATENCY_BUCKETS_MS[i] / 1000).toPrecision(6)),
+);
+
 /** Latency percentiles, in milliseconds. */
 export interface LatencySummary {
   count: number;

@@ -1,6 +1,6 @@
 import { describeValue, isWholeNumberIn } from './value-checks';
 
-/** Largest limit of the log (the default window): memory per key grows with the limit (about 26 bytes per entry). */
+/** Largest limit of the log (the default window): memory per key grows with the limit. */
 export const MAX_LIMIT = 1_000_000;
 /** Largest limit of a bucketed window (`precisionMs`), whose memory does not grow with the limit. */
 export const MAX_BUCKETED_LIMIT = 1_000_000_000_000;
@@ -84,12 +84,10 @@ export function describeCostCeiling(cost: number, rules: readonly SlidingLimitRu
   return undefined;
 }
 
-/** Whether a rule uses the bucketed window (`precisionMs` set) rather than the log. */
 export function isBucketed(rule: SlidingLimitRule): boolean {
   return rule.precisionMs !== undefined;
 }
 
-/** Whether a rule is a shadow limit (`mode: 'shadow'`). */
 export function isShadow(rule: SlidingLimitRule): boolean {
   return rule.mode === 'shadow';
 }

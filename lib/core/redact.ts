@@ -10,7 +10,6 @@ export function redactUrl(url: string): string {
   });
 }
 
-/** Commands whose arguments carry credentials. */
 const SECRET_COMMANDS = new Set(['auth', 'hello', 'migrate']);
 
 /** Removes credentials from an ioredis error (AUTH or HELLO arguments, URLs in its message); mutates it. */

@@ -11,7 +11,6 @@ interface GraphQLHttpFields {
   reply?: { request?: unknown };
 }
 
-/** Whether a call is a GraphQL resolver's (query, mutation or field). */
 export function isGraphQLCall(context: ExecutionContext): boolean {
   return context.getType<GqlContextType>() === 'graphql';
 }

@@ -1,6 +1,4 @@
-// The public API of nestjs-sliding-limit/graphql: the ready guard for @nestjs/graphql resolvers.
-// Loads @nestjs/graphql and graphql, so it is an entry point of its own: applications without
-// GraphQL never import it.
+// nestjs-sliding-limit/graphql: the guard for @nestjs/graphql resolvers, apart so apps without GraphQL never load it.
 
 export { GqlSlidingLimitGuard } from './gql-sliding-limit.guard';
 export {

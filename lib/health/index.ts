@@ -1,5 +1,4 @@
-// The public API of nestjs-sliding-limit/health: the health indicator for @nestjs/terminus, an
-// optional peer dependency, so it is an entry point of its own.
+// nestjs-sliding-limit/health: the indicator for @nestjs/terminus, an optional peer, hence an entry point of its own.
 
 export {
   SlidingLimitHealthIndicator,

@@ -79,7 +79,6 @@ type Terminus = typeof import('@nestjs/terminus');
 /** ioredis statuses in which a command is sent at once (`wait`: lazy, the command connects). */
 const SENDING_STATUSES: ReadonlySet<string> = new Set(['ready', 'wait']);
 
-/** What one master said. */
 interface NodeReport {
   node: string;
   /** Undefined when INFO failed: a user whose ACL denies INFO is still healthy. */
@@ -115,7 +114,11 @@ export class SlidingLimitHealthIndicator {
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     // At bootstrap rather than at the first probe.
-    this.terminus = loadTerminus();
+    this.terminus = loadOptionalPeer<Terminus>(
+      '@nestjs/terminus',
+      'SlidingLimitHealthIndicator',
+      'SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus',
+    );
   }
 
   /**
@@ -152,22 +155,15 @@ export class SlidingLimitHealthIndicator {
     const contracts = mode === 'function' ? this.expectedContracts() : [];
     const functions = contracts.map((contract) => contract.allowFunction);
 
-    if (isCluster(client) && !SENDING_STATUSES.has(client.status)) {
-      return down(
-        {
-          mode,
-          nodes: [],
-          functions,
-          unreachable: [{ node: 'cluster', error: `the cluster connection is ${client.status}` }],
-        },
-        client,
-      );
-    }
+    const clusterDown = (error: string) =>
+      down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error }] }, client);
+    if (isCluster(client) && !SENDING_STATUSES.has(client.status))
+      return clusterDown(`the cluster connection is ${client.status}`);
     let nodes: Redis[];
     try {
       nodes = await withTimeout(masterNodes(client), timeoutMs);
     } catch (error) {
-      return down({ mode, nodes: [], functions, unreachable: [{ node: 'cluster', error: messageOf(error) }] }, client);
+      return clusterDown(messageOf(error));
     }
     const reports = await Promise.all(nodes.map((node) => this.inspectNode(node, contracts, timeoutMs)));
     reports.sort((a, b) => a.node.localeCompare(b.node, undefined, { numeric: true }));
@@ -197,10 +193,7 @@ export class SlidingLimitHealthIndicator {
     // Before start-up the limiter reports its canary as configured, which may take no traffic.
     const canary = canaryInEffect({ functionName: this.limiter.functionName, canary: this.limiter.canary });
     if (canary) names.push(canary.functionName);
-    const contracts = names.map(findFunctionContract);
-    return contracts.filter(
-      (contract, i): contract is FunctionContract => contract !== undefined && contracts.indexOf(contract) === i,
-    );
+    return [...new Set(names.map(findFunctionContract))].filter((contract) => contract !== undefined);
   }
 
   private async inspectNode(
@@ -251,20 +244,13 @@ async function missingOn(node: Redis, contracts: readonly FunctionContract[]): P
   return contracts.filter((_, i) => !loaded[i]);
 }
 
-/** A stretch of degraded decisions as the indicator reports it. */
 function degradedDetails({ sinceMs, lastMs, decisions, lastCause }: DegradedMode): SlidingLimitHealthDegraded {
-  const byKind: Partial<Record<FallbackKind, number>> = {};
-  let total = 0;
-  for (const [kind, count] of Object.entries(decisions) as [FallbackKind, number][]) {
-    if (count === 0) continue;
-    byKind[kind] = count;
-    total += count;
-  }
+  const counts = Object.entries(decisions);
   return {
     since: new Date(sinceMs).toISOString(),
     latest: new Date(lastMs).toISOString(),
-    decisions: total,
-    byKind,
+    decisions: counts.reduce((total, [, count]) => total + count, 0),
+    byKind: Object.fromEntries(counts.filter(([, count]) => count !== 0)),
     lastCause: lastCause.message,
   };
 }
@@ -299,12 +285,4 @@ function down(details: SlidingLimitHealthDetails, connection: RedisConnection | 
     );
   }
   return { ...details, message: problems.join('; ') };
-}
-
-function loadTerminus(): Terminus {
-  return loadOptionalPeer<Terminus>(
-    '@nestjs/terminus',
-    'SlidingLimitHealthIndicator',
-    'SlidingLimitHealthIndicator needs @nestjs/terminus (an optional peer dependency of nestjs-sliding-limit): npm install @nestjs/terminus',
-  );
 }

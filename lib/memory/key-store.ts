@@ -1,43 +1,29 @@
 import { ModelReplyError, WRONGTYPE } from './model-reply-error';
 
-/** A sorted set: member → score, as ZADD leaves it (one entry per member). */
-export type SortedSet = Map<string, number>;
+/** The values by TYPE name. A field set again keeps its place in a Map, as in a small hash's HGETALL order. */
+interface Values {
+  zset: Map<string, number>;
+  hash: Map<string, string>;
+}
 
-/**
- * A hash: field → value, as HSET / HINCRBY leave it. A Map keeps insertion order, and a field set
- * again keeps its place: the order in which Redis lists a small hash (listpack encoding) to HGETALL.
- */
-export type Hash = Map<string, string>;
+export type KeyType = keyof Values;
 
-/** The types of value the model holds, named as Redis' TYPE names them. */
-export type KeyType = 'zset' | 'hash';
-
-type StoredValue = { readonly type: 'zset'; readonly zset: SortedSet } | { readonly type: 'hash'; readonly hash: Hash };
-
-type StoredKey = StoredValue & {
-  /**
-   * The TTL: `ms` from `setAtMs` on the store's clock; undefined: none. Kept apart rather than as a
-   * sum so that huge TTLs (Redis takes up to 1e17 ms) stay exact.
-   */
+interface StoredKey {
+  readonly type: KeyType;
+  readonly value: Map<string, unknown>;
+  /** `ms` from `setAtMs` on the store's clock, apart rather than summed so that huge TTLs (up to 1e17 ms) stay exact. */
   expiry?: { setAtMs: number; ms: number };
-};
+}
 
 /** Expired keys looked at per new key, from the least recently used end: memory is reclaimed as it goes. */
 const SWEEP_PER_CREATE = 2;
 
 /**
- * The keyspace of the in-memory model: sorted sets and hashes with Redis' expiry semantics (PEXPIRE,
- * PTTL, lazy expiry, empty keys deleted) and types (a sorted-set command on a hash, or the reverse,
- * is the WRONGTYPE error reply), and an optional bound on the number of keys.
+ * The model's keyspace: Redis' types (WRONGTYPE), expiry (lazy, empty keys deleted) and, with
+ * `maxKeys`, eviction of the least recently used key (an evicted client starts a fresh window).
  *
- * Time: a key expires when "Redis' clock" passes its expiry. That clock is the model's clock, except
- * that it never goes back: a test setting its clock back plays a gateway whose clock lags, while
- * Redis keeps its own time, so a key that has expired stays expired. It also makes every way of
- * noticing expiry (on access, by a sweep) give the same result.
- *
- * Bound: with `maxKeys`, creating a key beyond the bound evicts the least recently used one, in O(1)
- * (a Map keeps insertion order; an access moves a key to the end). Eviction forgets the key's data:
- * that client gets a fresh window, as if its key had expired.
+ * Keys expire by "Redis' clock": the model's clock, but never going back, since a test setting its
+ * clock back plays a gateway that lags while Redis keeps its own time.
  */
 export class KeyStore {
   /** Least recently used first. */
@@ -61,47 +47,26 @@ export class KeyStore {
     return this.live(key)?.type;
   }
 
-  /**
-   * The sorted set of a live key, marking it recently used; undefined when missing or expired.
-   * @throws ModelReplyError WRONGTYPE when the key holds a hash
-   */
-  zset(key: string): SortedSet | undefined {
-    const stored = this.use(key);
-    if (stored === undefined) return undefined;
-    if (stored.type !== 'zset') throw new ModelReplyError(WRONGTYPE);
-    return stored.zset;
+  /** The sorted set of a live key, marking it recently used. @throws ModelReplyError WRONGTYPE for a hash */
+  zset(key: string): Values['zset'] | undefined {
+    return this.valueOf(key, 'zset', false);
   }
 
-  /**
-   * The hash of a live key, marking it recently used; undefined when missing or expired.
-   * @throws ModelReplyError WRONGTYPE when the key holds a sorted set
-   */
-  hash(key: string): Hash | undefined {
-    const stored = this.use(key);
-    if (stored === undefined) return undefined;
-    if (stored.type !== 'hash') throw new ModelReplyError(WRONGTYPE);
-    return stored.hash;
+  /** The hash of a live key, marking it recently used. @throws ModelReplyError WRONGTYPE for a sorted set */
+  hash(key: string): Values['hash'] | undefined {
+    return this.valueOf(key, 'hash', false);
   }
 
   /** The sorted set of `key`, created (without TTL) when missing. @throws ModelReplyError WRONGTYPE */
-  zsetOrCreate(key: string): SortedSet {
-    const existing = this.zset(key);
-    if (existing) return existing;
-    const zset: SortedSet = new Map();
-    this.create(key, { type: 'zset', zset });
-    return zset;
+  zsetOrCreate(key: string): Values['zset'] {
+    return this.valueOf(key, 'zset', true) as Values['zset'];
   }
 
   /** The hash of `key`, created (without TTL) when missing. @throws ModelReplyError WRONGTYPE */
-  hashOrCreate(key: string): Hash {
-    const existing = this.hash(key);
-    if (existing) return existing;
-    const hash: Hash = new Map();
-    this.create(key, { type: 'hash', hash });
-    return hash;
+  hashOrCreate(key: string): Values['hash'] {
+    return this.valueOf(key, 'hash', true) as Values['hash'];
   }
 
-  /** DEL: whether a live key was deleted. */
   delete(key: string): boolean {
     const existed = this.live(key) !== undefined;
     this.store.delete(key);
@@ -111,7 +76,7 @@ export class KeyStore {
   /** Redis deletes a sorted set with its last member, a hash with its last field. */
   deleteIfEmpty(key: string): void {
     const stored = this.store.get(key);
-    if (stored !== undefined && (stored.type === 'zset' ? stored.zset : stored.hash).size === 0) this.store.delete(key);
+    if (stored !== undefined && stored.value.size === 0) this.store.delete(key);
   }
 
   /** PEXPIRE on an existing key: expires `ms` from now; `ms ≤ 0` deletes the key at once, as Redis does. */
@@ -134,30 +99,27 @@ export class KeyStore {
     return [...this.store.keys()].filter((key) => this.live(key) !== undefined);
   }
 
-  /** A live key, moved to the most recently used end. */
-  private use(key: string): StoredKey | undefined {
+  /** The value of a live key of `type`, moved to the most recently used end; a new one when `create`. */
+  private valueOf<T extends KeyType>(key: string, type: T, create: boolean): Values[T] | undefined {
     const stored = this.live(key);
-    if (!stored) return undefined;
+    if (stored === undefined) {
+      if (!create) return undefined;
+      const value = new Map() as Values[T];
+      this.sweep();
+      this.store.set(key, { type, value });
+      while (this.store.size > this.maxKeys) this.store.delete(this.store.keys().next().value as string);
+      return value;
+    }
+    if (stored.type !== type) throw new ModelReplyError(WRONGTYPE);
     this.store.delete(key);
     this.store.set(key, stored);
-    return stored;
+    return stored.value as Values[T];
   }
 
-  /** Adds a new key (without TTL), then evicts the least recently used ones beyond the bound. */
-  private create(key: string, value: StoredValue): void {
-    this.sweep();
-    this.store.set(key, { ...value });
-    while (this.store.size > this.maxKeys) this.store.delete(this.store.keys().next().value as string);
-  }
-
-  /**
-   * A live key without marking it used; an expired one is deleted on the way (Redis' lazy expiry).
-   * Reads the clock whether or not the key exists: Redis' clock moves on with every command.
-   */
+  /** A live key, not marked used. Reads the clock even for a missing key: Redis' clock moves on with every command. */
   private live(key: string): StoredKey | undefined {
     const now = this.now();
     const stored = this.store.get(key);
-    // Redis: expired once now > expiry time.
     if (stored?.expiry !== undefined && now - stored.expiry.setAtMs > stored.expiry.ms) {
       this.store.delete(key);
       return undefined;

@@ -121,14 +121,8 @@ export function parseRedisInteger(text: string): bigint | undefined {
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
-/** A score bound as ZCOUNT / ZRANGEBYSCORE take it: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`. */
-export interface ScoreBound {
-  value: number;
-  exclusive: boolean;
-}
-
-/** Redis' `zslParseRange` for one bound; undefined where Redis answers "min or max is not a float". */
-export function parseScoreBound(text: string): ScoreBound | undefined {
+/** Redis' `zslParseRange` for one bound (`1.5`, `(1.5` exclusive, `-inf`); undefined for "min or max is not a float". */
+export function parseScoreBound(text: string): { value: number; exclusive: boolean } | undefined {
   const exclusive = text.startsWith('(');
   const converted = strtod(exclusive ? text.slice(1) : text);
   // The C string ends at a NUL; anything else after the number is an error.

@@ -8,9 +8,6 @@ import { MemoryOverridesStore } from './memory-overrides-store';
 import { settle } from './settle';
 import { SlidingWindowModel } from './sliding-window-model';
 
-/** Options of {@link MemoryBackend}. */
-export type MemoryBackendOptions = NonNullable<ConstructorParameters<typeof MemoryBackend>[0]>;
-
 /**
  * Decisions in this process's memory instead of Redis: the reference model of the Lua libraries
  * (`SlidingWindowModel`), with the same arguments, replies, errors and keys, so a
@@ -58,12 +55,13 @@ export class MemoryBackend {
     }
     if (problems.length > 0) throw new RateLimitConfigError(problems, 'MemoryBackend');
 
-    const model = (this.model = new SlidingWindowModel(options));
+    this.model = new SlidingWindowModel(options);
+    const commands = this.model.commands;
     this.commands = {
-      del: (key) => settle(() => model.del(key)),
-      zrem: (key, member) => settle(() => model.zrem(key, member)),
-      zcount: (key, min, max) => settle(() => model.zcount(key, min, max)),
-      time: () => settle(() => model.time()),
+      del: (key) => settle(() => commands.del(key)),
+      zrem: (key, member) => settle(() => commands.zrem(key, member)),
+      zcount: (key, min, max) => settle(() => commands.zcount(key, min, max)),
+      time: () => settle(() => commands.time()),
     };
   }
 
@@ -77,11 +75,7 @@ export class MemoryBackend {
     return () => undefined;
   }
 
-  /**
-   * @internal
-   * The overrides of the keys under `settings.keyPrefix`, in the model's keyspace where its `sliding_allow_v2`
-   * reads them; dated and expired by the model's clock (the backend's `clock`), not the limiter's.
-   */
+  /** @internal In the model's keyspace, dated and expired by the backend's `clock`, not the limiter's. */
   overridesStore(settings: OverridesStoreSettings): OverrideStore {
     return new MemoryOverridesStore(this.model, { keyPrefix: settings.keyPrefix });
   }
@@ -129,20 +123,12 @@ export class MemoryRunner implements LuaRunner {
     readonly contract: FunctionContract,
   ) {}
 
-  /** Nothing to load. */
   async prepare(): Promise<void> {}
 
   /** Arguments travel as text, numbers written as ioredis writes them (`String(n)`). */
-  run(
-    functionName: string,
-    keyCount: number,
-    keysAndArguments: readonly (string | number)[],
-    readOnly: boolean,
-  ): Promise<unknown> {
-    const keys = new Array<string>(keyCount);
-    const args = new Array<string>(keysAndArguments.length - keyCount);
-    for (let i = 0; i < keyCount; i++) keys[i] = keysAndArguments[i] as string;
-    for (let i = keyCount; i < keysAndArguments.length; i++) args[i - keyCount] = String(keysAndArguments[i]);
+  run: LuaRunner['run'] = (functionName, keyCount, keysAndArguments, readOnly) => {
+    const keys = keysAndArguments.slice(0, keyCount) as string[];
+    const args = keysAndArguments.slice(keyCount).map(String);
     return settle(() => this.model.call(functionName, keys, args, readOnly));
-  }
+  };
 }

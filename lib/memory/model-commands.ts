@@ -4,18 +4,12 @@ import { ModelReplyError } from './model-reply-error';
 
 const NOT_AN_INTEGER = 'ERR value is not an integer or out of range';
 
-/**
- * The Redis commands the Lua libraries call, on the model's keyspace, each as Redis 7.0 answers it:
- * the same results, the same error replies (WRONGTYPE for a key of the other type, from the
- * {@link KeyStore}), empty keys deleted. Numbers arrive as the Lua numbers `redis.call` was given.
- */
+/** The Redis commands the Lua calls, answered as Redis 7.0 does; numbers arrive as the Lua numbers given to `redis.call`. */
 export class ModelCommands {
   constructor(
     private readonly store: KeyStore,
     private readonly clock: () => number,
   ) {}
-
-  // ---------------------------------------------------------------- sorted sets
 
   /** ZREMRANGEBYSCORE key -inf maxScore. */
   zremrangebyscore(key: string, maxScore: number): void {
@@ -93,14 +87,11 @@ export class ModelCommands {
     return count;
   }
 
-  /** ZREM of one member: 1 when it was there. */
   zrem(key: string, member: string): number {
     const removed = this.store.zset(key)?.delete(member) ?? false;
     this.store.deleteIfEmpty(key);
     return removed ? 1 : 0;
   }
-
-  // ---------------------------------------------------------------- hashes
 
   /** HGETALL: field, value, field, value … in the hash's order (a small hash's: insertion order). */
   hgetall(key: string): string[] {
@@ -140,12 +131,9 @@ export class ModelCommands {
     return Number(sum);
   }
 
-  /** HSET key field value (one field). */
   hset(key: string, field: string, value: string): void {
     this.store.hashOrCreate(key).set(field, value);
   }
-
-  // ---------------------------------------------------------------- any key
 
   /** `redis.call('PEXPIRE', key, n)`: the number travels as `%.17g` text and must read as an integer. */
   pexpire(key: string, ms: number): void {
@@ -160,17 +148,14 @@ export class ModelCommands {
     return count;
   }
 
-  /** PTTL: ms left, -1 without TTL, -2 when the key does not exist. */
   pttl(key: string): number {
     return this.store.pttl(key);
   }
 
-  /** DEL: 1 when the key existed. */
   del(key: string): number {
     return this.store.delete(key) ? 1 : 0;
   }
 
-  /** TYPE: `zset`, `hash` or `none`. */
   type(key: string): KeyType | 'none' {
     return this.store.typeOf(key) ?? 'none';
   }

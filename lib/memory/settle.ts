@@ -1,7 +1,4 @@
-/**
- * The model's answer as a promise, as a Redis reply would come: run now (the model is synchronous),
- * a throw (an error reply) becoming a rejection.
- */
+/** The synchronous model's answer as a promise, as a reply would come: a throw (an error reply) rejects. */
 export function settle<T>(compute: () => T): Promise<T> {
   try {
     return Promise.resolve(compute());

@@ -48,13 +48,9 @@ export class LimitTally {
   };
   private overflowLogged = false;
 
-  /**
-   * @param warn where the one warning about too many names goes. Default: `process.emitWarning`, so
-   * that the exports stay free of Nest (the Prometheus one loads without it) and the line still shows.
-   */
-  constructor(private readonly warn: (message: string) => void = emitWarning) {}
+  /** @param warn where the one overflow warning goes: by default `process.emitWarning`, which needs no Nest. */
+  constructor(private readonly warn = (message: string) => process.emitWarning(message, 'RateLimitMetricsWarning')) {}
 
-  /** Counts one decision. */
   record(event: DecisionEvent): void {
     const { limits, limitNames, degraded } = event;
     for (let i = 0; i < limits.length; i++) {
@@ -112,10 +108,6 @@ export class LimitTally {
   }
 }
 
-function emitWarning(message: string): void {
-  process.emitWarning(message, 'RateLimitMetricsWarning');
-}
-
 interface Subscription {
   readonly tally: LimitTally;
   readonly unsubscribe: () => void;
@@ -124,14 +116,11 @@ interface Subscription {
 
 const subscriptions = new WeakMap<SlidingWindowLimiter, Subscription>();
 
-/** A tally an export holds while it reads it; `release()` lets it go (idempotent). */
-export interface LimitTallyLease {
-  readonly tally: LimitTally;
-  release(): void;
-}
-
-/** The tally of `limiter`'s decisions, shared by its exports: it listens while one holds it, then starts from zero. */
-export function leaseLimitTally(limiter: SlidingWindowLimiter): LimitTallyLease {
+/**
+ * The tally of `limiter`'s decisions, shared by its exports: it listens while one holds it, then starts
+ * from zero. `release()` (idempotent) lets it go.
+ */
+export function leaseLimitTally(limiter: SlidingWindowLimiter): { readonly tally: LimitTally; release(): void } {
   let subscription = subscriptions.get(limiter);
   if (!subscription) {
     const tally = new LimitTally();

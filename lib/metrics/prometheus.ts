@@ -1,7 +1,7 @@
 import type * as PromClient from 'prom-client';
 import { loadOptionalPeer } from '../core/optional-peer';
 import { describeValue } from '../core/value-checks';
-import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
+import { EXPORTED_BOUND_INDEXES, EXPORTED_BOUNDS_SECONDS } from '../core/latency-histogram';
 import { DEGRADED_WINDOW_MS } from '../limiter/degraded-stretch';
 import { leaseLimitTally, outcomesOf, type LabelledCount, type LimitCounts } from './limit-tally';
 import type { SlidingWindowLimiter } from 'nestjs-sliding-limit';
@@ -31,16 +31,11 @@ export interface PrometheusExport {
   unregister(): void;
 }
 
-/** Default prefix of the metric names. */
-export const DEFAULT_PROMETHEUS_PREFIX = 'sliding_limit_';
-
-// Every 4th bound of the limiter's histogram: exact cumulative counts at a quarter of the series.
-const EXPORTED_BOUND_INDEXES = LATENCY_BUCKETS_MS.map((_, i) => i).filter(
-  (i) => i % 4 === 0 && Number.isFinite(LATENCY_BUCKETS_MS[i]),
-);
-const EXPORTED_BOUNDS_SECONDS = EXPORTED_BOUND_INDEXES.map((i) =>
-  Number((LATENCY_BUCKETS_MS[i] / 1000).toPrecision(6)),
-);
+/** The problem of a metric name prefix, if any. */
+export function describePrefixProblems(prefix: unknown): string[] {
+  if (typeof prefix === 'string' && /^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) return [];
+  return [`prefix must be a Prometheus metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got ${describeValue(prefix)}`];
+}
 
 /**
  * Exports a limiter's metrics to Prometheus through prom-client (an optional peer: `npm i prom-client`):
@@ -56,15 +51,15 @@ export function registerPrometheusMetrics(
   const problems: string[] = [];
   if (typeof limiter?.metrics?.snapshot !== 'function')
     problems.push(`limiter must be a SlidingWindowLimiter, got ${describeValue(limiter)}`);
-  const prefix = options.prefix ?? DEFAULT_PROMETHEUS_PREFIX;
-  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
-    problems.push(
-      `prefix must be a Prometheus metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got ${describeValue(prefix)}`,
-    );
-  }
+  const prefix = options.prefix ?? 'sliding_limit_';
+  problems.push(...describePrefixProblems(prefix));
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'registerPrometheusMetrics');
 
-  const prom = loadPromClient();
+  const prom = loadOptionalPeer<typeof PromClient>(
+    'prom-client',
+    'registerPrometheusMetrics',
+    'the Prometheus export needs prom-client, an optional peer dependency that is not installed; run: npm i prom-client',
+  );
   const registry = (options.registry ?? prom.register) as PromClient.Registry;
   const metrics = limiter.metrics;
   // An OpenMetrics registry appends `_total` to counter names itself.
@@ -87,8 +82,7 @@ export function registerPrometheusMetrics(
     }
   };
 
-  type Labels = Record<string, string>;
-  type Inc = (labels: Labels, value: number) => void;
+  type Inc = (labels: Record<string, string>, value: number) => void;
   /** A counter whose values are all set at scrape time by `count` (reset, then counted again). */
   const scrapedCounter = (suffix: string, help: string, labelNames: string[], count: (inc: Inc) => void) =>
     register(
@@ -105,7 +99,6 @@ export function registerPrometheusMetrics(
           },
         }),
     );
-  /** A counter read from the limiter's per-function snapshot. */
   const snapshotCounter = (
     suffix: string,
     help: string,
@@ -205,10 +198,7 @@ export function registerPrometheusMetrics(
   return { names, unregister };
 }
 
-/*
- * prom-client's Histogram takes one observation at a time, but the limiter holds the bucket counts:
- * this subclass reports those instead (both `get()` and `getForPromString()`; the test pins the output).
- */
+// prom-client's Histogram takes observations one by one; this one reports the limiter's bucket counts.
 function precomputedHistogramClass(prom: typeof PromClient) {
   type Label = 'function' | 'le';
   type Exposition = PromClient.MetricObjectWithValues<PromClient.MetricValueWithName<Label>>;
@@ -273,12 +263,3 @@ function precomputedHistogramClass(prom: typeof PromClient) {
 }
 
 const HISTOGRAM_HELP = 'Latency of rate limit calls per function name, in seconds.';
-
-/** prom-client, loaded on first use so that it stays an optional dependency. */
-function loadPromClient(): typeof PromClient {
-  return loadOptionalPeer<typeof PromClient>(
-    'prom-client',
-    'registerPrometheusMetrics',
-    'the Prometheus export needs prom-client, an optional peer dependency that is not installed; run: npm i prom-client',
-  );
-}

@@ -1,5 +1,4 @@
-// The public API of nestjs-sliding-limit/microservices: the guard for @nestjs/microservices handlers.
-// Loads @nestjs/microservices; nothing here is part of the main entry point.
+// nestjs-sliding-limit/microservices: the guard for @nestjs/microservices handlers, which only it loads.
 
 export { RpcSlidingLimitGuard } from './rpc-sliding-limit.guard';
 export type { RpcRateLimitRequest } from './rpc-rate-limit-request';

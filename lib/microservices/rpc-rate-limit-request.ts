@@ -3,34 +3,26 @@ import type { RateLimitRequest } from 'nestjs-sliding-limit';
 
 /**
  * What the key templates, key functions and cost functions of a message or event handler see in
- * place of an HTTP request:
- *
- * - `data` (and `body`, the same value, so `body:<path>` templates read it): the message's payload.
- * - `pattern`: the pattern the transport received (`TcpContext.getPattern()`, ...), or the handler's
- *   declared pattern where the transport context has no `getPattern`.
- * - `context`: the transport's context (`TcpContext`, `RedisContext`, `NatsContext`, ...).
- *
- * There is no client address: the `ip` key part (the default key) never resolves, and a part the
- * message lacks has no address to fall back to. Give every limit a key from the message —
- * `key: 'body:tenantId'` or `key: (req: RpcRateLimitRequest) => ...` — or `key: 'global'` for one
- * bucket shared by all callers; a call whose key does not resolve is refused, never counted in a
- * bucket shared by everyone.
+ * place of an HTTP request. There is no client address: the `ip` key part (the default key) never
+ * resolves, and a part the message lacks has no address to fall back to. Give every limit a key from
+ * the message — `key: 'body:tenantId'` or `key: (req: RpcRateLimitRequest) => ...` — or
+ * `key: 'global'` for one bucket shared by all callers; a call whose key does not resolve is refused,
+ * never counted in a bucket shared by everyone.
  */
 export interface RpcRateLimitRequest extends RateLimitRequest {
   /** The message's payload, as `data`; here so `body:<path>` templates read it. */
   body: unknown;
   /** The message's payload. */
   data: unknown;
-  /** The pattern received, or the handler's declared one. */
+  /** The pattern the transport received (`TcpContext.getPattern()`, ...), or the handler's declared one. */
   pattern: unknown;
-  /** The transport's context object. */
+  /** The transport's context (`TcpContext`, `RedisContext`, `NatsContext`, ...). */
   context: unknown;
 }
 
 /** Where `@MessagePattern` / `@EventPattern` keep a handler's patterns. */
 const PATTERN_METADATA = 'microservices:pattern';
 
-/** Builds the request of one message (see {@link RpcRateLimitRequest}). */
 export function buildRpcRateLimitRequest(context: ExecutionContext): RpcRateLimitRequest {
   const rpc = context.switchToRpc();
   const data = rpc.getData<unknown>();

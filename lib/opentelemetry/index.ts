@@ -1,5 +1,4 @@
-// The public API of nestjs-sliding-limit/opentelemetry: the OpenTelemetry export. It loads
-// @opentelemetry/api (an optional peer dependency), so it is an entry point of its own.
+// nestjs-sliding-limit/opentelemetry: the OpenTelemetry export; it loads @opentelemetry/api, an optional peer.
 
 export {
   instrumentLimiter,

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import {
   metrics as otelMetrics,
   trace,
@@ -10,8 +8,9 @@ import {
   type MeterProvider,
   type ObservableCounter,
 } from '@opentelemetry/api';
-import { LATENCY_BUCKETS_MS } from '../core/latency-histogram';
-import { describeValue } from '../core/value-checks';
+import { EXPORTED_BOUNDS_SECONDS } from '../core/latency-histogram';
+import { packageVersion } from '../core/package-version';
+import { describeValue, hasMethods } from '../core/value-checks';
 import type { SlidingWindowLimiter } from 'nestjs-sliding-limit';
 import { leaseLimitTally, outcomesOf, type LabelledCount, type LimitCounts } from '../metrics/limit-tally';
 import {
@@ -22,7 +21,6 @@ import {
   versionOf,
 } from './attributes';
 import type { DecisionEvent } from 'nestjs-sliding-limit';
-import type { FunctionCallMetrics } from '../core/call-metrics';
 import { RateLimitConfigError } from '../core/errors/rate-limit-config.error';
 
 /** Options of {@link instrumentLimiter}. */
@@ -44,14 +42,6 @@ export interface LimiterInstrumentation {
   close(): void;
 }
 
-/*
- * The limiter's histogram has 90 buckets growing by ~19%; the exported one doubles (every 4th bound,
- * 10 µs … 42 s), as the Prometheus export does, so both show the same buckets.
- */
-const BOUNDS_SECONDS = LATENCY_BUCKETS_MS.filter((ms, i) => i % 4 === 0 && Number.isFinite(ms)).map((ms) =>
-  Number((ms / 1000).toPrecision(6)),
-);
-
 /**
  * Exports a limiter's decisions to OpenTelemetry (`@opentelemetry/api`, an optional peer): counters per
  * function and per limit name (read when the SDK collects), the histogram `rate_limit.call.duration`,
@@ -63,7 +53,9 @@ export function instrumentLimiter(
   limiter: SlidingWindowLimiter,
   options: LimiterInstrumentationOptions = {},
 ): LimiterInstrumentation {
-  const problems = describeInstrumentationProblems(limiter, options);
+  const problems = describeInstrumentationOptionProblems(options);
+  if (!hasMethods(limiter, 'onDecision') || !hasMethods((limiter as { metrics?: unknown }).metrics, 'snapshot'))
+    problems.unshift(`limiter must be a SlidingWindowLimiter, got ${describeValue(limiter)}`);
   if (problems.length > 0) throw new RateLimitConfigError(problems, 'instrumentLimiter');
   const withMetrics = options.metrics !== false;
   const spans = options.spans ?? true;
@@ -73,7 +65,7 @@ export function instrumentLimiter(
 
   let histogram: Histogram | undefined;
   if (withMetrics) {
-    const meter = (options.meterProvider ?? otelMetrics.getMeterProvider()).getMeter(OTEL_METER_NAME, packageVersion());
+    const meter = (options.meterProvider ?? otelMetrics.getMeterProvider()).getMeter(OTEL_METER_NAME, scopeVersion());
     const counter = (name: string, description: string, unit: string) =>
       meter.createObservableCounter(name, { description, unit });
     const calls = counter(N.calls, 'Rate limit decisions asked of Redis (failed calls included).', '{call}');
@@ -92,18 +84,17 @@ export function instrumentLimiter(
     const observables: ObservableCounter[] = [calls, decisions, errors, blocked, degraded];
     // One callback for all five: one snapshot of the limiter per collection.
     const observe = (result: BatchObservableResult) => {
-      for (const m of limiter.metrics.snapshot()) observeFunction(result, m);
-    };
-    const observeFunction = (result: BatchObservableResult, m: FunctionCallMetrics) => {
-      const base = functionAttributes(m.functionName);
-      result.observe(calls, m.calls, base);
-      result.observe(decisions, m.allowed, { ...base, [A.outcome]: 'allowed' });
-      result.observe(decisions, m.rejected, { ...base, [A.outcome]: 'rejected' });
-      result.observe(blocked, m.blockedLocally ?? 0, base);
-      for (const [kind, count] of Object.entries(m.errors))
-        result.observe(errors, count, { ...base, [A.errorType]: kind });
-      for (const [kind, count] of Object.entries(m.fallbacks ?? {}))
-        result.observe(degraded, count, { ...base, [A.degraded]: kind });
+      for (const m of limiter.metrics.snapshot()) {
+        const base = functionAttributes(m.functionName);
+        result.observe(calls, m.calls, base);
+        result.observe(decisions, m.allowed, { ...base, [A.outcome]: 'allowed' });
+        result.observe(decisions, m.rejected, { ...base, [A.outcome]: 'rejected' });
+        result.observe(blocked, m.blockedLocally ?? 0, base);
+        for (const [kind, count] of Object.entries(m.errors))
+          result.observe(errors, count, { ...base, [A.errorType]: kind });
+        for (const [kind, count] of Object.entries(m.fallbacks ?? {}))
+          result.observe(degraded, count, { ...base, [A.degraded]: kind });
+      }
     };
     meter.addBatchObservableCallback(observe, observables);
     closers.push(() => meter.removeBatchObservableCallback(observe, observables));
@@ -111,7 +102,7 @@ export function instrumentLimiter(
     histogram = meter.createHistogram(N.callDuration, {
       description: 'Latency of the rate limit calls to Redis that made a decision (degraded ones: the failed call).',
       unit: 's',
-      advice: { explicitBucketBoundaries: BOUNDS_SECONDS },
+      advice: { explicitBucketBoundaries: EXPORTED_BOUNDS_SECONDS },
     });
   }
 
@@ -214,31 +205,19 @@ function functionAttributes(functionName: string): Attributes {
   return attributes;
 }
 
-function describeInstrumentationProblems(limiter: unknown, options: unknown): string[] {
-  const problems: string[] = [];
-  if (!hasMethod(limiter, 'onDecision') || !hasMethod((limiter as { metrics?: unknown }).metrics, 'snapshot'))
-    problems.push(`limiter must be a SlidingWindowLimiter, got ${describeValue(limiter)}`);
-  problems.push(...describeInstrumentationOptionProblems(options));
-  return problems;
-}
-
-function hasMethod(value: unknown, name: string): boolean {
-  return typeof value === 'object' && value !== null && typeof (value as Record<string, unknown>)[name] === 'function';
-}
-
-/** Problems of {@link LimiterInstrumentationOptions}, each naming its option (prefixed with `path`). */
-export function describeInstrumentationOptionProblems(options: unknown, path = ''): string[] {
+/** Problems of {@link LimiterInstrumentationOptions}, each naming its option. */
+export function describeInstrumentationOptionProblems(options: unknown): string[] {
   if (typeof options !== 'object' || options === null)
-    return [`${path || 'options'} must be an object, got ${describeValue(options)}`];
+    return [`options must be an object, got ${describeValue(options)}`];
   const { meterProvider, metrics, spans, ...unknown } = options as Record<string, unknown>;
   const problems = Object.keys(unknown).map(
-    (name) => `unknown option ${path}${name}; known options: meterProvider, metrics, spans`,
+    (name) => `unknown option ${name}; known options: meterProvider, metrics, spans`,
   );
-  if (meterProvider !== undefined && !hasMethod(meterProvider, 'getMeter'))
-    problems.push(`${path}meterProvider must be an OpenTelemetry MeterProvider, got ${describeValue(meterProvider)}`);
+  if (meterProvider !== undefined && !hasMethods(meterProvider, 'getMeter'))
+    problems.push(`meterProvider must be an OpenTelemetry MeterProvider, got ${describeValue(meterProvider)}`);
   if (metrics !== undefined && typeof metrics !== 'boolean')
-    problems.push(`${path}metrics must be true or false, got ${describeValue(metrics)}`);
-  const spanProblem = `${path}spans must be true, false or { rejectionEvent: boolean }, got ${describeValue(spans)}`;
+    problems.push(`metrics must be true or false, got ${describeValue(metrics)}`);
+  const spanProblem = `spans must be true, false or { rejectionEvent: boolean }, got ${describeValue(spans)}`;
   if (spans !== undefined && typeof spans !== 'boolean') {
     if (typeof spans !== 'object' || spans === null) problems.push(spanProblem);
     else {
@@ -250,19 +229,11 @@ export function describeInstrumentationOptionProblems(options: unknown, path = '
   return problems;
 }
 
-let version: string | undefined;
-/** This package's version, the meter's scope version. */
-function packageVersion(): string | undefined {
-  if (version === undefined) {
-    try {
-      // lib/opentelemetry and dist/opentelemetry are both two levels below package.json.
-      const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
-        version?: unknown;
-      };
-      version = typeof pkg.version === 'string' ? pkg.version : '';
-    } catch {
-      version = '';
-    }
+/** This package's version, the meter's scope version; none when its package.json cannot be read. */
+function scopeVersion(): string | undefined {
+  try {
+    return packageVersion();
+  } catch {
+    return undefined;
   }
-  return version || undefined;
 }

@@ -1,5 +1,4 @@
-// The public API of nestjs-sliding-limit/prometheus: the Prometheus export, for prom-client, an
-// optional peer dependency, so it is an entry point of its own (OpenTelemetry: nestjs-sliding-limit/opentelemetry).
+// nestjs-sliding-limit/prometheus: the Prometheus export, for prom-client, an optional peer.
 
 export {
   RateLimitPrometheusModule,

@@ -7,9 +7,14 @@ import {
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
-import { describeValue } from '../core/value-checks';
+import { describeValue, hasMethods } from '../core/value-checks';
 import { SlidingWindowLimiter } from 'nestjs-sliding-limit';
-import { registerPrometheusMetrics, type PrometheusExport, type PrometheusExportOptions } from '../metrics/prometheus';
+import {
+  describePrefixProblems,
+  registerPrometheusMetrics,
+  type PrometheusExport,
+  type PrometheusExportOptions,
+} from '../metrics/prometheus';
 import { exportModuleDefinition } from '../nest/export-module';
 
 const definition = exportModuleDefinition<PrometheusExportOptions, 'createPrometheusOptions'>(
@@ -26,26 +31,15 @@ export type RateLimitPrometheusAsyncOptions = ConfigurableModuleAsyncOptions<
   'createPrometheusOptions'
 >;
 
-const PREFIX = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-
 /** Problems of the module's options, each naming its option. */
 function describePrometheusOptionProblems(options: unknown): string[] {
   if (typeof options !== 'object' || options === null)
     return [`options must be an object, got ${describeValue(options)}`];
   const { registry, prefix, ...unknown } = options as Record<string, unknown>;
   const problems = Object.keys(unknown).map((name) => `unknown option ${name}; known options: registry, prefix`);
-  const isRegistry =
-    typeof registry === 'object' &&
-    registry !== null &&
-    ['registerMetric', 'removeSingleMetric', 'metrics'].every(
-      (method) => typeof (registry as Record<string, unknown>)[method] === 'function',
-    );
-  if (registry !== undefined && !isRegistry)
+  if (registry !== undefined && !hasMethods(registry, 'registerMetric', 'removeSingleMetric', 'metrics'))
     problems.push(`registry must be a prom-client Registry, got ${describeValue(registry)}`);
-  if (prefix !== undefined && (typeof prefix !== 'string' || !PREFIX.test(prefix)))
-    problems.push(
-      `prefix must be a Prometheus metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got ${describeValue(prefix)}`,
-    );
+  if (prefix !== undefined) problems.push(...describePrefixProblems(prefix));
   return problems;
 }
 

@@ -1,5 +1,4 @@
-// The public API of nestjs-sliding-limit/testing: the testing kit. Decisions in memory, on a clock the
-// test moves, with the same guard, headers and limiter as on Redis.
+// nestjs-sliding-limit/testing: decisions in memory on a clock the test moves, with the same guard and limiter.
 
 export {
   RateLimitTestingModule,

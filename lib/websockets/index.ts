@@ -1,5 +1,4 @@
-// The public API of nestjs-sliding-limit/websockets: the guard for @nestjs/websockets gateways.
-// Loads @nestjs/websockets; nothing here is part of the main entry point.
+// nestjs-sliding-limit/websockets: the guard for @nestjs/websockets gateways, which only it loads.
 
 export { WsSlidingLimitGuard } from './ws-sliding-limit.guard';
 export { WsClientExceptionFilter } from './ws-client-exception.filter';

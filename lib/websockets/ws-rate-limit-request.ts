@@ -3,27 +3,20 @@ import type { RateLimitRequest } from 'nestjs-sliding-limit';
 
 /**
  * What the key templates, key functions and cost functions of a gateway handler see in place of an
- * HTTP request. Built from the client's handshake (socket.io) or upgrade request (`ws`), plus the
- * message:
- *
- * - `ip`: the address the connection came from — socket.io's `handshake.address`, the `ws` socket's
- *   remote address. It is the `ip` key part and the fallback of missing parts. Behind a proxy it is
- *   the proxy's: key on `header:x-forwarded-for` or override `getTracker` when you trust the proxy.
- * - `headers`, `query`: of the handshake (socket.io), or of the upgrade request for `ws` when it was
- *   kept with {@link rememberUpgradeRequest}; so `header:x-api-key` and `query:token` work.
- * - `user`: `client.data.user` (socket.io, where an auth middleware usually puts it) or `client.user`.
- * - `data` (and `body`, the same value, so `body:<path>` templates read it): the message's payload.
- * - `pattern`: the message name the handler subscribed to.
- * - `client`: the socket itself, for key functions that need more.
+ * HTTP request: the client's handshake (socket.io) or upgrade request (`ws`), plus the message.
  */
 export interface WsRateLimitRequest extends RateLimitRequest {
-  /** The address the connection came from: socket.io's `handshake.address`, the `ws` socket's peer. */
+  /**
+   * The address the connection came from (socket.io's `handshake.address`, the `ws` socket's peer): the
+   * `ip` key part and the fallback of missing parts. Behind a proxy it is the proxy's: key on
+   * `header:x-forwarded-for` or override `getTracker` when you trust the proxy.
+   */
   ip?: string;
-  /** The handshake's (socket.io) or the kept upgrade request's (`ws`) headers. */
+  /** The handshake's (socket.io) or the upgrade request's (`ws`, kept with {@link rememberUpgradeRequest}) headers. */
   headers?: Record<string, string | string[] | undefined>;
-  /** The handshake's (socket.io) or the kept upgrade request's (`ws`) query parameters. */
+  /** The handshake's (socket.io) or the kept upgrade request's (`ws`) query parameters: `query:token` keys. */
   query?: Record<string, unknown>;
-  /** `client.data.user` (socket.io) or `client.user`. */
+  /** `client.data.user` (socket.io, where an auth middleware usually puts it) or `client.user`. */
   user?: unknown;
   /** The message's payload, as `data`; here so `body:<path>` templates read it. */
   body: unknown;
@@ -64,7 +57,6 @@ interface SocketIoLike {
   _socket?: { remoteAddress?: unknown };
 }
 
-/** Builds the request of one message (see {@link WsRateLimitRequest}). */
 export function buildWsRateLimitRequest(context: ExecutionContext): WsRateLimitRequest {
   const ws = context.switchToWs();
   const client = ws.getClient<unknown>();

@@ -43,12 +43,8 @@ export class WsSlidingLimitGuard extends SlidingLimitGuard {
 function refuseMessage(context: ExecutionContext, payload: RateLimitErrorPayload): never {
   const pattern = context.switchToWs().getPattern();
   const refusal: RateLimitErrorPayload = typeof pattern === 'string' ? { ...payload, event: pattern } : payload;
-  acknowledgementOf(context)?.(refusal);
-  throw new WsException(refusal);
-}
-
-/** The acknowledgement callback of a socket.io message (`[client, data, ack, pattern]`), if any. */
-function acknowledgementOf(context: ExecutionContext): ((answer: unknown) => void) | undefined {
+  // A socket.io message's arguments: [client, data, ack, pattern].
   const ack = context.getArgByIndex<unknown>(2);
-  return typeof ack === 'function' ? (ack as (answer: unknown) => void) : undefined;
+  if (typeof ack === 'function') (ack as (answer: unknown) => void)(refusal);
+  throw new WsException(refusal);
 }

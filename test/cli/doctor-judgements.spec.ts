@@ -1,3 +1,6 @@
+import type { Redis } from 'ioredis';
+import { checkCluster } from '../../lib/cli/doctor/cluster-check';
+import type { DoctorNode } from '../../lib/cli/doctor/doctor-nodes';
 import { judgeMemory } from '../../lib/cli/doctor/memory-check';
 import { judgeSlowness, type SlownessSettings } from '../../lib/cli/doctor/slowness-check';
 
@@ -68,5 +71,43 @@ describe('doctor judgements', () => {
     expect(finding.summary).toMatch(summary);
     expect(finding.action).toMatch(action);
     if (share > 1) expect(`${finding.summary} ${finding.action}`).not.toMatch(/nearly/);
+  });
+
+  it('judges replication from each side: a replica out of sync is a problem, one heard from long ago a warning', async () => {
+    const node = (address: string, role: DoctorNode['role'], replication: string): DoctorNode => ({
+      address,
+      role,
+      client: { info: () => Promise.resolve(replication) } as unknown as Redis,
+    });
+    const nodes = [
+      node('10.0.0.1:6379', 'master', 'role:master\r\nslave0:ip=10.0.0.2,port=6379,state=wait_bgsave,lag=0\r\n'),
+      node('10.0.0.4:6379', 'master', 'role:master\r\nslave0:ip=10.0.0.5,port=6379,state=online,lag=30\r\n'),
+      node('10.0.0.2:6379', 'replica', 'role:slave\r\nmaster_link_status:up\r\nmaster_last_io_seconds_ago:2\r\n'),
+      node('10.0.0.5:6379', 'replica', 'role:slave\r\nmaster_link_status:up\r\nmaster_last_io_seconds_ago:20\r\n'),
+    ];
+    const findings = await checkCluster({ isCluster: false } as never, { nodes, unreachable: [], close: () => {} });
+    expect(findings.map((f) => [f.severity, f.code, f.node, f.summary])).toEqual([
+      [
+        'problem',
+        'replica-not-online',
+        '10.0.0.2:6379',
+        '10.0.0.1:6379 sees its replica 10.0.0.2:6379 in state wait_bgsave',
+      ],
+      [
+        'warning',
+        'replica-lagging',
+        '10.0.0.5:6379',
+        '10.0.0.4:6379 last heard from its replica 10.0.0.5:6379 30 s ago',
+      ],
+      ['warning', 'replica-lagging', '10.0.0.5:6379', 'replica 10.0.0.5:6379: last contact with its master 20 s ago'],
+    ]);
+    const healthy = await checkCluster({ isCluster: false } as never, {
+      nodes: [nodes[2]],
+      unreachable: [],
+      close: () => {},
+    });
+    expect(healthy.map((f) => [f.severity, f.code, f.summary])).toEqual([
+      ['ok', 'replication-ok', '1 replica of 0 masters, all linked and in sync'],
+    ]);
   });
 });

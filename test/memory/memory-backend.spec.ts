@@ -73,9 +73,9 @@ describe('MemoryBackend', () => {
     expect(() =>
       model.call('sliding_allow_v2', ['k'], [String(T0), 'm', '0', '1', '1000', '1', '0', '0'], true),
     ).toThrow('ERR Can not execute a script with write flag using *_ro command.');
-    expect(() => model.zcount('k', 'abc', '+inf')).toThrow('ERR min or max is not a float');
-    expect(model.zcount('k', '-inf', '+inf')).toBe(0);
-    expect(model.time()).toEqual([String(T0 / 1000), '0']);
+    expect(() => model.commands.zcount('k', 'abc', '+inf')).toThrow('ERR min or max is not a float');
+    expect(model.commands.zcount('k', '-inf', '+inf')).toBe(0);
+    expect(model.commands.time()).toEqual([String(T0 / 1000), '0']);
   });
 
   it('rejects bad options, naming them', () => {

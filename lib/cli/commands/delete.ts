@@ -8,7 +8,6 @@ import { isLibraryNotFound } from '../../redis/reply';
 import { failureOf, onEveryMaster, resultTable } from '../on-every-master';
 import { requireLibraryArgument } from '../version-arg';
 
-/** A live instance that still calls a function of the library. */
 interface Caller {
   instanceId: string;
   host: string;

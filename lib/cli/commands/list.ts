@@ -9,8 +9,7 @@ import { readInstanceReports } from '../instance-reports';
 import { librariesOf } from '../../redis/loaded-libraries';
 import { bundledContractOf, bundledSource, libraryOf } from '../libraries';
 
-/** A difference `list` flags. */
-export interface ListProblem {
+interface ListProblem {
   kind: 'missing' | 'called-missing' | 'differs-from-bundled' | 'differs-between-nodes';
   node: string;
   /** The library; null for a called function this package does not ship (its library is unknown). */
@@ -20,7 +19,6 @@ export interface ListProblem {
   message: string;
 }
 
-/** One master and its libraries. */
 interface ListedNode {
   node: string;
   libraries: LoadedLibrary[];
@@ -152,26 +150,20 @@ function calledButMissing(
     const instances = callers.map((caller) => caller.instanceId);
     const who = `live instances call ${functionName}: ${describeCallers(callers)}`;
     for (const { node, libraries } of nodes) {
-      if (library !== null) {
-        if (libraries.some((loaded) => loaded.name === library)) continue;
-        problems.push({
-          kind: 'called-missing',
-          node,
-          library,
-          instances,
-          message: `${library} (${version}) is not loaded on ${node}, and ${who}; run: ${suggest(`functions load ${version}`)}`,
-        });
-      } else if (!libraries.some((loaded) => loaded.functions.includes(functionName))) {
-        problems.push({
-          kind: 'called-missing',
-          node,
-          library: null,
-          instances,
-          message:
-            `no library on ${node} registers ${functionName}, and ${who}; this package version does not ship it: ` +
-            'load it with the CLI of the package version those instances run',
-        });
-      }
+      const has = (loaded: LoadedLibrary) =>
+        library !== null ? loaded.name === library : loaded.functions.includes(functionName);
+      if (libraries.some(has)) continue;
+      problems.push({
+        kind: 'called-missing',
+        node,
+        library,
+        instances,
+        message:
+          library !== null
+            ? `${library} (${version}) is not loaded on ${node}, and ${who}; run: ${suggest(`functions load ${version}`)}`
+            : `no library on ${node} registers ${functionName}, and ${who}; this package version does not ship it: ` +
+              'load it with the CLI of the package version those instances run',
+      });
     }
   }
   return problems;

@@ -8,9 +8,7 @@ import { DEFAULT_REPORT_INTERVAL_MS, REPORT_TTL_INTERVALS } from '../../core/ins
 
 /** What the live instances do with one function name, summed over their reports. */
 interface FunctionStatus extends NamedFunction {
-  /** Instances calling it as their stable function. */
   stable: string[];
-  /** Instances sending it a canary share. */
   canary: { instanceId: string; percent: number }[];
   calls: number;
   allowed: number;
@@ -21,9 +19,7 @@ interface FunctionStatus extends NamedFunction {
   errorCount: number;
   /** Decisions made without Redis after a failed call, by kind (allow, deny, insurance). */
   fallbacks: Record<string, number>;
-  /** rejected / (allowed + rejected), null without decisions. */
   rejectionRate: number | null;
-  /** errors / calls, null without calls. */
   errorRate: number | null;
   /** The highest p99 and max latency reported by an instance, ms. */
   latencyMs: { p99: number; max: number };

@@ -3,7 +3,7 @@ import { isCluster } from '../../redis/redis-nodes';
 import { listSome, plural } from '../format';
 import type { DoctorNode, DoctorNodes } from './doctor-nodes';
 import type { FindingInput } from './findings';
-import { integerOf, parseClusterNodes, parseClusterSlots, parseInfoFields, parseInfoList } from './replies';
+import { integerOf, parseClusterNodes, parseClusterSlots, parseInfoFields, parseReplicas } from './replies';
 
 const CLUSTER_SLOTS = 16384;
 /** A replica whose last contact with its master is older than this, in seconds, is lagging. */
@@ -86,88 +86,82 @@ async function checkSlots(masters: readonly DoctorNode[]): Promise<FindingInput[
 }
 
 async function checkReplication(found: DoctorNodes): Promise<FindingInput[]> {
-  const findings: FindingInput[] = [];
-  for (const { address, master, error } of found.unreachable) {
-    findings.push({
-      severity: 'warning',
-      code: 'replica-unreachable',
-      node: address,
-      summary: `replica ${address} of ${master} could not be reached from here (${error.split('\n')[0]})`,
-      meaning: 'the doctor cannot check its functions or lag (it may announce an address only its master can reach)',
-      action: 'run the doctor from a host that reaches the replicas, or check that replica by hand',
-    });
-  }
-  const masters = found.nodes.filter((node) => node.role === 'master');
-  for (const node of masters) {
+  const findings: FindingInput[] = found.unreachable.map(({ address, master, error }) => ({
+    severity: 'warning',
+    code: 'replica-unreachable',
+    node: address,
+    summary: `replica ${address} of ${master} could not be reached from here (${error.split('\n')[0]})`,
+    meaning: 'the doctor cannot check its functions or lag (it may announce an address only its master can reach)',
+    action: 'run the doctor from a host that reaches the replicas, or check that replica by hand',
+  }));
+  // Masters first (findNodes sorts them so): each master's view of its replicas, then each replica's own.
+  for (const node of found.nodes) {
     const info = parseInfoFields(await node.client.info('replication'));
-    for (const [key, value] of info) {
-      if (!/^slave\d+$/.test(key)) continue;
-      const replica = parseInfoList(value);
-      const replicaAddress = `${replica.get('ip')}:${replica.get('port')}`;
-      const state = replica.get('state') ?? 'unknown';
-      const lag = integerOf(replica.get('lag'));
-      if (state !== 'online') {
-        findings.push({
-          severity: 'problem',
-          code: 'replica-not-online',
-          node: replicaAddress,
-          summary: `${node.address} sees its replica ${replicaAddress} in state ${state}`,
-          meaning: 'the replica is not in sync: a failover to it would lose limiter counts and maybe functions',
-          action: 'wait for the sync to finish; if it repeats, check the replica log and repl-backlog-size',
-        });
-      } else if (lag !== undefined && lag > REPLICA_LAG_WARNING_S) {
+    if (node.role === 'master') {
+      for (const { address, fields } of parseReplicas(info)) {
+        const state = fields.get('state') ?? 'unknown';
         findings.push(
-          lagging(replicaAddress, `${node.address} last heard from its replica ${replicaAddress} ${lag} s ago`),
+          ...replicaFindings(address, state === 'online', integerOf(fields.get('lag')), {
+            code: 'replica-not-online',
+            summary: `${node.address} sees its replica ${address} in state ${state}`,
+            meaning: 'the replica is not in sync: a failover to it would lose limiter counts and maybe functions',
+            action: 'wait for the sync to finish; if it repeats, check the replica log and repl-backlog-size',
+            lagging: `${node.address} last heard from its replica ${address}`,
+          }),
         );
       }
+      continue;
     }
-  }
-  const replicas = found.nodes.filter((node) => node.role === 'replica');
-  for (const node of replicas) {
-    const info = parseInfoFields(await node.client.info('replication'));
     const link = info.get('master_link_status') ?? 'unknown';
-    const lastIo = integerOf(info.get('master_last_io_seconds_ago'));
-    if (link !== 'up') {
-      findings.push({
-        severity: 'problem',
+    findings.push(
+      ...replicaFindings(node.address, link === 'up', integerOf(info.get('master_last_io_seconds_ago')), {
         code: 'replica-link-down',
-        node: node.address,
         summary: `replica ${node.address}: master_link_status ${link} (master ${info.get('master_host')}:${info.get('master_port')})`,
         meaning: 'it receives no writes: its keys and functions fall behind its master',
         action: 'check the replica log, its masterauth and the network to its master',
-      });
-    } else if (lastIo !== undefined && lastIo > REPLICA_LAG_WARNING_S) {
-      findings.push(lagging(node.address, `replica ${node.address}: last contact with its master ${lastIo} s ago`));
-    }
+        lagging: `replica ${node.address}: last contact with its master`,
+      }),
+    );
   }
   if (!findings.some((f) => f.severity !== 'ok')) {
+    const masters = found.nodes.filter((node) => node.role === 'master').length;
+    const replicas = found.nodes.length - masters;
     findings.push({
       severity: 'ok',
       code: 'replication-ok',
       node: null,
       summary:
-        replicas.length === 0
-          ? `${plural(masters.length, 'master')}, no replica`
-          : `${plural(replicas.length, 'replica')} of ${plural(masters.length, 'master')}, all linked and in sync`,
+        replicas === 0
+          ? `${plural(masters, 'master')}, no replica`
+          : `${plural(replicas, 'replica')} of ${plural(masters, 'master')}, all linked and in sync`,
       meaning:
-        replicas.length === 0
-          ? 'nothing to fail over to: a master restart loses its counts'
-          : 'a failover keeps the counts',
+        replicas === 0 ? 'nothing to fail over to: a master restart loses its counts' : 'a failover keeps the counts',
       action: null,
     });
   }
   return findings;
 }
 
-function lagging(node: string, summary: string): FindingInput {
-  return {
-    severity: 'warning',
-    code: 'replica-lagging',
-    node,
-    summary,
-    meaning: 'a lagging replica would lose recent requests on failover: limits under-count for a window',
-    action: 'check the network and the load of the replica',
-  };
+/** A replica out of sync is a problem; one last heard from over {@link REPLICA_LAG_WARNING_S} ago, a warning. */
+function replicaFindings(
+  node: string,
+  inSync: boolean,
+  lagS: number | undefined,
+  outOfSync: Pick<FindingInput, 'code' | 'summary' | 'meaning' | 'action'> & { lagging: string },
+): FindingInput[] {
+  const { lagging, ...problem } = outOfSync;
+  if (!inSync) return [{ severity: 'problem', node, ...problem }];
+  if (lagS === undefined || lagS <= REPLICA_LAG_WARNING_S) return [];
+  return [
+    {
+      severity: 'warning',
+      code: 'replica-lagging',
+      node,
+      summary: `${lagging} ${lagS} s ago`,
+      meaning: 'a lagging replica would lose recent requests on failover: limits under-count for a window',
+      action: 'check the network and the load of the replica',
+    },
+  ];
 }
 
 function missingRanges(covered: ReadonlySet<number>): string {

@@ -2,9 +2,9 @@ import Redis from 'ioredis';
 import type { RedisConnection } from '../../core/redis-connection';
 import { isCluster, nodeAddress } from '../../redis/redis-nodes';
 import { messageOf } from '../../redis/reply';
-import { parseInfoFields, parseInfoList } from './replies';
+import { hostAndPort } from '../connection-target';
+import { parseInfoFields, parseReplicas } from './replies';
 
-/** A node the doctor examines. */
 export interface DoctorNode {
   client: Redis;
   address: string;
@@ -29,7 +29,7 @@ export async function findNodes(connection: RedisConnection, masters: readonly R
   const byAddress = new Map(nodes.map((node) => [node.address, node]));
 
   const infos = await Promise.all(masters.map(async (master) => parseInfoFields(await master.info('replication'))));
-  const replicaLists = infos.map(replicasListed);
+  const replicaLists = infos.map((info) => parseReplicas(info).map((replica) => replica.address));
   if (!isCluster(connection) && infos[0]?.get('role') === 'slave') {
     // --url names a replica: check it as one (its link to its master), not as a master.
     nodes[0].role = 'replica';
@@ -47,8 +47,7 @@ export async function findNodes(connection: RedisConnection, masters: readonly R
     masters.map(async (master, i) => {
       for (const address of replicaLists[i]) {
         if (byAddress.has(address)) continue;
-        const [host, port] = splitAddress(address);
-        const client = new Redis({ ...master.options, host, port, lazyConnect: true, readOnly: true });
+        const client = new Redis({ ...master.options, ...hostAndPort(address), lazyConnect: true, readOnly: true });
         client.on('error', () => undefined);
         opened.push(client);
         try {
@@ -74,20 +73,4 @@ export async function findNodes(connection: RedisConnection, masters: readonly R
       for (const client of opened) client.disconnect();
     },
   };
-}
-
-/** The replicas a master lists in INFO replication (`slave0:ip=…,port=…`), as host:port. */
-function replicasListed(fields: ReadonlyMap<string, string>): string[] {
-  const replicas: string[] = [];
-  for (const [key, value] of fields) {
-    if (!/^slave\d+$/.test(key)) continue;
-    const replica = parseInfoList(value);
-    replicas.push(`${replica.get('ip')}:${replica.get('port')}`);
-  }
-  return replicas;
-}
-
-function splitAddress(address: string): [string, number] {
-  const colon = address.lastIndexOf(':');
-  return [address.slice(0, colon), Number(address.slice(colon + 1))];
 }

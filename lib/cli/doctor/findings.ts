@@ -7,7 +7,6 @@ export type Severity = 'ok' | 'warning' | 'problem';
 export const CHECKS = ['functions', 'memory', 'keys', 'slowness', 'cluster'] as const;
 export type CheckName = (typeof CHECKS)[number];
 
-/** One thing the doctor found. */
 export interface Finding {
   check: CheckName;
   severity: Severity;
@@ -25,31 +24,20 @@ export interface Finding {
   details?: Record<string, unknown>;
 }
 
-/** A finding without its check, as a check builds it. */
 export type FindingInput = Omit<Finding, 'check'>;
 
-const RANK: Record<Severity, number> = { ok: 0, warning: 1, problem: 2 };
-
-/** The worst severity of some findings; ok when there are none. */
-export function worstSeverity(findings: readonly Finding[]): Severity {
-  return findings.reduce<Severity>((worst, f) => (RANK[f.severity] > RANK[worst] ? f.severity : worst), 'ok');
-}
-
-/** The doctor's exit code: 0 all ok, 1 warnings, 2 problems. */
+/** The doctor's exit code, its worst finding's: 0 all ok, 1 warnings, 2 problems. */
 export function doctorExitCode(findings: readonly Finding[]): ExitCode {
-  const worst = worstSeverity(findings);
-  if (worst === 'problem') return DoctorExitCode.Problems;
-  return worst === 'warning' ? DoctorExitCode.Warnings : DoctorExitCode.Healthy;
+  if (findings.some((f) => f.severity === 'problem')) return DoctorExitCode.Problems;
+  return findings.some((f) => f.severity === 'warning') ? DoctorExitCode.Warnings : DoctorExitCode.Healthy;
 }
 
-/** How many findings of each severity. */
 export function countBySeverity(findings: readonly Finding[]): Record<Severity, number> {
   const counts: Record<Severity, number> = { ok: 0, warning: 0, problem: 0 };
   for (const finding of findings) counts[finding.severity]++;
   return counts;
 }
 
-/** Tags a check's findings with its name. */
 export function ofCheck(check: CheckName, findings: readonly FindingInput[]): Finding[] {
   // One key order for every finding, whichever order a check built it in.
   return findings.map(({ severity, code, node, summary, meaning, action, details }) => ({

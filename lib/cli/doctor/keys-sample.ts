@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { INSTANCE_REPORT_KEY_PART } from '../../core/instance-report';
+import { escapeGlob } from '../../core/override-keys';
 import { toText } from '../../redis/reply';
 import { listSome, plural } from '../format';
 import type { DoctorNode } from './doctor-nodes';
@@ -10,8 +11,7 @@ import { integerOf } from './replies';
 const BOUNDED_KEY_BYTES = 840;
 const BIGGEST_KEYS = 5;
 
-/** One sampled key. */
-export interface SampledKey {
+interface SampledKey {
   key: string;
   type: string;
   /** PTTL: -1 without a TTL. */
@@ -26,7 +26,7 @@ export interface SampledKey {
 
 /** Samples up to `sample` keys under `prefix` with SCAN (not the reports), with their type, TTL, size and encoding. */
 async function sampleKeys(node: Redis, prefix: string, sample: number): Promise<SampledKey[]> {
-  const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+  const match = `${escapeGlob(prefix)}*`;
   const keys: string[] = [];
   let cursor = '0';
   do {
@@ -80,7 +80,6 @@ export async function checkKeys(nodes: readonly DoctorNode[], prefix: string, sa
   return masters.flatMap((node, i) => judgeKeys(node.address, prefix, sample, samples[i]));
 }
 
-/** The findings of one node's sample. */
 export function judgeKeys(
   address: string,
   prefix: string,

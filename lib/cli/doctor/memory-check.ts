@@ -14,7 +14,6 @@ const EVICTION_MEANINGS: Readonly<Record<string, string>> = {
   volatile: 'every limiter key has a TTL, so volatile eviction picks them too: an evicted key makes limits under-count',
 };
 
-/** What one master says about its memory. */
 interface MemorySettings {
   maxmemoryBytes: number;
   policy: string;
@@ -51,7 +50,6 @@ export async function checkMemory(nodes: readonly DoctorNode[]): Promise<Finding
   return masters.map((node, i) => judgeMemory(node.address, settings[i]));
 }
 
-/** The finding for one master's memory settings. */
 export function judgeMemory(address: string, settings: MemorySettings): FindingInput {
   const { maxmemoryBytes, policy, usedBytes, configRefused } = settings;
   const source = configRefused ? ` (from INFO memory: CONFIG GET was refused: ${configRefused})` : '';

@@ -14,14 +14,19 @@ export function parseInfoFields(reply: unknown): Map<string, string> {
   return fields;
 }
 
-/** `ip=10.0.0.2,port=6380,state=online` → a map (INFO replication's `slave0:` values). */
-export function parseInfoList(value: string): Map<string, string> {
-  const fields = new Map<string, string>();
-  for (const part of value.split(',')) {
-    const equals = part.indexOf('=');
-    if (equals > 0) fields.set(part.slice(0, equals), part.slice(equals + 1));
+/** The replicas a master lists in INFO replication (`slave0:ip=10.0.0.2,port=6380,state=online`), by address. */
+export function parseReplicas(info: ReadonlyMap<string, string>): { address: string; fields: Map<string, string> }[] {
+  const replicas: { address: string; fields: Map<string, string> }[] = [];
+  for (const [key, value] of info) {
+    if (!/^slave\d+$/.test(key)) continue;
+    const fields = new Map<string, string>();
+    for (const part of value.split(',')) {
+      const equals = part.indexOf('=');
+      if (equals > 0) fields.set(part.slice(0, equals), part.slice(equals + 1));
+    }
+    replicas.push({ address: `${fields.get('ip')}:${fields.get('port')}`, fields });
   }
-  return fields;
+  return replicas;
 }
 
 /** CONFIG GET: a map (RESP3) or flat pairs (RESP2), to a record of strings. */
@@ -102,30 +107,13 @@ export function parseClusterSlots(reply: unknown) {
   );
 }
 
-/** One line of CLUSTER NODES. */
-interface ClusterNodeLine {
-  id: string;
-  /** host:port, without the cluster bus port. */
-  address: string;
-  flags: string[];
-  /** The master's id, for a replica. */
-  masterId: string | null;
-  linkState: string;
-}
-
-/** CLUSTER NODES: one node per line, `<id> <ip:port@cport> <flags> <master> <ping> <pong> <epoch> <link> <slots…>`. */
-export function parseClusterNodes(reply: unknown): ClusterNodeLine[] {
+/** CLUSTER NODES: `<id> <ip:port@cport> <flags> …` per line, the address without the cluster bus port. */
+export function parseClusterNodes(reply: unknown): { id: string; address: string; flags: string[] }[] {
   return toText(reply)
     .split(/\r?\n/)
     .filter((line) => line.trim().length > 0)
     .map((line) => {
-      const [id, address = '', flags = '', masterId = '-', , , , linkState = ''] = line.trim().split(' ');
-      return {
-        id,
-        address: address.split('@')[0].split(',')[0],
-        flags: flags.split(','),
-        masterId: masterId === '-' ? null : masterId,
-        linkState,
-      };
+      const [id, address = '', flags = ''] = line.trim().split(' ');
+      return { id, address: address.split('@')[0].split(',')[0], flags: flags.split(',') };
     });
 }

@@ -23,7 +23,6 @@ const BUSY_WARNING_SHARE = 0.1;
 /** From this share of busy-reply-threshold, a call is a problem: BUSY errors are close. */
 const BUSY_PROBLEM_SHARE = 0.5;
 
-/** A SLOWLOG entry of one of the package's functions. */
 interface SlowCall {
   functionName: string;
   command: string;
@@ -36,12 +35,11 @@ let scriptShas: Map<string, string> | undefined;
 
 /** The EVALSHA digests of the package's functions run as scripts (mode 'script'), to their names. */
 function scriptShasOfFunctions(): Map<string, string> {
-  if (!scriptShas) {
-    scriptShas = new Map();
-    for (const contract of FUNCTION_VERSIONS) {
-      for (const name of functionNamesOf(contract)) scriptShas.set(toScript(bundledSource(contract), name).sha1, name);
-    }
-  }
+  scriptShas ??= new Map(
+    FUNCTION_VERSIONS.flatMap((contract) =>
+      functionNamesOf(contract).map((name) => [toScript(bundledSource(contract), name).sha1, name] as const),
+    ),
+  );
   return scriptShas;
 }
 
@@ -69,7 +67,6 @@ function slowCallsOf(entries: readonly SlowlogEntry[]): SlowCall[] {
   return calls;
 }
 
-/** The settings the slowness check compares against. */
 export interface SlownessSettings {
   busyThresholdMs: number;
   /** Which setting it came from: busy-reply-threshold (Redis 7+), lua-time-limit, or the default. */
@@ -114,7 +111,6 @@ export async function checkSlowness(nodes: readonly DoctorNode[]): Promise<Findi
   return perNode.flat();
 }
 
-/** The findings of one node. */
 export function judgeSlowness(
   address: string,
   settings: SlownessSettings,
