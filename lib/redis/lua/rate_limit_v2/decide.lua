@@ -73,9 +73,8 @@ local function decide(reply, at, limits, now_ms, member, max_skew_ms, cost)
   return nil
 end
 
--- decide for the usual decision, one enforced log limit at cost 1 that no override touches, without
--- its tables. Writes the same reply; returns false, having written nothing, when the key is not a
--- sorted set (decide reads it then), or the CLOCKSKEW error reply.
+-- decide for one enforced log limit at cost 1 that no override touches (most calls), without tables: the
+-- same reply; false (nothing written) when the key is not a sorted set, for decide to read it.
 local function decide_one_log(reply, at, key, now_ms, member, max_skew_ms, window_ms, limit)
   local now_text = digits(now_ms)
   local later = protected_call('ZCOUNT', key, '(' .. now_text, '+inf')

@@ -1,16 +1,14 @@
 --[[
-  limits: the decisions of a call in a batch's form (now_ms, member, cost, n, n quadruples, ..; a
-  single call's ARGV put in it), checked, then their limits with their keys.
-    as_list(args, first, member)          -> a single call's decision in a batch's form: the cost
-                                             at args[first - 1], quadruples from args[first]
+  limits: a call's decisions in a batch's form (now_ms, member, cost, n, n quadruples, ..), checked,
+  then each decision's limits with their keys.
+    as_list(args, first, member)           -> a single call's decision in that form (cost at
+                                              args[first - 1], quadruples from args[first]), or nil
     check_decision(keys, list, at, taken, override_keys)
-                                          -> where the next decision starts (at, taken): the
-                                             decision at list[at], its keys after keys[taken],
-                                             checked, its override keys appended; nil when invalid
-    decision_limits(keys, list, at, taken) -> the limits of a checked decision, in tables reused by
-                                             every decision: {window_ms, precision_ms, shadow,
-                                             has_override, kind, effective, key, override_key, state,
-                                             room, retried}, set by later parts; its last key's index
+                                           -> (at, taken) of the next decision, once the one at
+                                              list[at] (keys after keys[taken]) is checked and its
+                                              override keys appended; nil when it is invalid
+    decision_limits(keys, list, at, taken) -> a checked decision's limits, in tables reused call-long
+                                              (fields set here and by later parts); its last key
 ]]
 
 local MAX_SUB_WINDOWS = 1000
