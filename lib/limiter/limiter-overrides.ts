@@ -5,7 +5,6 @@ import type {
   OverrideStore,
   StoredOverride,
 } from '../core/key-overrides';
-import type { LimiterBackend, OverridesStoreSettings } from '../core/limiter-backend';
 import type { BlockCache } from './block-cache';
 
 /** `limiter.overrides` under the key prefix; a change also drops the key's refusal from this limiter's block cache at once. */
@@ -35,13 +34,4 @@ export class LimiterOverrides implements OverrideStore {
   list(options?: OverrideListOptions): Promise<StoredOverride[]> {
     return this.store.list(options);
   }
-}
-
-/** The overrides of a limiter on `backend`. */
-export function limiterOverrides(
-  backend: LimiterBackend,
-  settings: OverridesStoreSettings,
-  blockCache: BlockCache | undefined,
-): LimiterOverrides {
-  return new LimiterOverrides(backend.overridesStore(settings), settings.keyPrefix, blockCache);
 }

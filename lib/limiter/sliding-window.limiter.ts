@@ -10,7 +10,7 @@ import { peekOutcome } from './peek-outcome';
 import type { ActiveVersion } from './function-routing';
 import type { GroupedDecisions } from './grouped-decisions';
 import type { Insurance } from './insurance';
-import { limiterOverrides, type LimiterOverrides } from './limiter-overrides';
+import { LimiterOverrides } from './limiter-overrides';
 import type { OverrideStore } from '../core/key-overrides';
 import type { LimiterBackend } from '../core/limiter-backend';
 import { describeCanaryProblems, resolveLimiterOptions, ResolvedLimiterOptions } from './limiter-options';
@@ -94,11 +94,11 @@ export class SlidingWindowLimiter {
    * ```
    */
   get overrides(): OverrideStore {
-    this.overrideStore ??= limiterOverrides(
-      this.backend,
-      { keyPrefix: this.keyPrefix, clock: typeof this.options.clock === 'function' ? this.options.clock : Date.now },
-      this.blockCache,
-    );
+    if (!this.overrideStore) {
+      const clock = typeof this.options.clock === 'function' ? this.options.clock : Date.now;
+      const store = this.backend.overridesStore({ keyPrefix: this.keyPrefix, clock });
+      this.overrideStore = new LimiterOverrides(store, this.keyPrefix, this.blockCache);
+    }
     return this.overrideStore;
   }
 

@@ -143,12 +143,6 @@ export function registerPrometheusMetrics(
     ['function', 'kind'],
     degradedByKind,
   );
-  snapshotCounter(
-    'fallbacks',
-    'Deprecated: the same as degraded_decisions, under its former name (removed in 1.0).',
-    ['function', 'kind'],
-    degradedByKind,
-  );
   register(
     `${prefix}degraded`,
     (name) =>

@@ -100,10 +100,9 @@ export class RedisOverridesStore implements OverrideStore {
   }
 
   /**
-   * Publishes the change again once it is written. The transaction's message survives a crash of this
-   * process; this one reaches a subscriber on the same server before this call's reply reaches the
-   * caller (Redis queues a message before the publisher's reply, and writes them in that order), so a
-   * limiter in this process hears of the change before the caller's next request.
+   * Publishes the change again once written: the transaction's message survives a crash of this process,
+   * and this one reaches a subscriber on the same server before this call's reply reaches the caller
+   * (Redis queues a message before the publisher's reply), so a limiter here hears of it first.
    */
   private async announce(key: string): Promise<void> {
     await this.connection.publish(OVERRIDE_CHANGES_CHANNEL, this.keyPrefix + key);

@@ -1,5 +1,5 @@
 import calculateSlot from 'cluster-key-slot';
-import type { Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type {
   KeyCommands,
   LibraryReload,
@@ -64,7 +64,9 @@ export class RedisBackend implements LimiterBackend {
   }
 
   watchOverrides(listener: OverrideChangeListener): () => void {
-    return watchOverrideChanges(this.client, listener);
+    // On a cluster a change's message crosses the cluster bus, and may come after the setter's reply:
+    // the block cache is then never told it hears every change, and keeps no refusal.
+    return this.clustered ? () => undefined : watchOverrideChanges(this.client as Redis, listener);
   }
 
   /** The overrides of the keys under `settings.keyPrefix`, on this connection, dated by `settings.clock`. */

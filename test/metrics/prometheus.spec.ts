@@ -49,7 +49,6 @@ describe('Prometheus export', () => {
       'sliding_limit_errors_total',
       'sliding_limit_blocked_locally_total',
       'sliding_limit_degraded_decisions_total',
-      'sliding_limit_fallbacks_total',
       'sliding_limit_degraded',
       'sliding_limit_limit_decisions_total',
       'sliding_limit_limit_degraded_decisions_total',
@@ -111,14 +110,13 @@ describe('Prometheus export', () => {
     expect(
       [...values.keys()].some((name) => name.startsWith('sliding_limit_errors_total{function="sliding_allow_v1"')),
     ).toBe(false);
-    // Degraded decisions by kind, under the name and the deprecated one; the clock-skew refusals failed open.
+    // Degraded decisions by kind; the clock-skew refusals failed open.
     for (const m of snapshot) {
-      for (const metric of ['sliding_limit_degraded_decisions_total', 'sliding_limit_fallbacks_total']) {
-        const exported = [...values].filter(([name]) => name.startsWith(`${metric}{function="${m.functionName}"`));
-        expect(Object.fromEntries(exported.map(([name, value]) => [/kind="([^"]+)"/.exec(name)![1], value]))).toEqual(
-          m.fallbacks ?? {},
-        );
-      }
+      const metric = 'sliding_limit_degraded_decisions_total';
+      const exported = [...values].filter(([name]) => name.startsWith(`${metric}{function="${m.functionName}"`));
+      expect(Object.fromEntries(exported.map(([name, value]) => [/kind="([^"]+)"/.exec(name)![1], value]))).toEqual(
+        m.fallbacks ?? {},
+      );
     }
     expect(v2Keys.fallbacks?.allow).toBe(v2Keys.errors.clock_skew);
     // The gauge: those degraded decisions were made moments ago.

@@ -7,8 +7,7 @@
     digits(n)                   the integer n as '%d' text, the form commands take it in (remembered)
     resolve_now(text)           now_ms: a whole number of ms from 0 to 1e15, or the server's for "*"
     is_valid_member(member)     a request id: not empty, no whitespace, no '#'
-    invalid_arguments()         the error reply "ERR invalid arguments"
-    is_wrong_type(reply)        whether a redis.pcall reply is Redis' WRONGTYPE error
+    invalid_arguments()         the error reply "ERR invalid arguments"; is_wrong_type(reply): a WRONGTYPE
 ]]
 
 local MAX_TIME_MS = 1e15

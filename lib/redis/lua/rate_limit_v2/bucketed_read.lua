@@ -6,13 +6,11 @@
   The state of a key: {count, oldest, newest, ids, precision_ms, gone: the names of sub-windows that
   left (deleted when a request is recorded), counts and indexes: per sub-window, when read whole;
   rewrite: re-bucketed; ahead; stored_oldest, stored_newest: o and n as read}.
-    read_hash(key, now_ms, window_ms, precision_ms)  -> the state, or nil when the key is a sorted set
-    empty_buckets(precision_ms)                      -> the state of a new key
-    add_count(state, index, count)                   adds count to sub-window index
-    until_bucket_leaves(index, now_ms, window_ms, precision_ms)
-                                                     -> ms until sub-window index stops counting
-    scan_held(key, from, to, step, visit)            -> the first held sub-window from `from` to `to`
-                                                        for which visit(count, name) is true
+    read_hash(key, now_ms, window_ms, precision_ms) -> the state, or nil when the key is a sorted set
+    empty_buckets(precision_ms) -> a new key's state; add_count(state, index, count) adds to a sub-window
+    until_bucket_leaves(index, now_ms, window_ms, precision_ms) -> ms until sub-window index stops counting
+    scan_held(key, from, to, step, visit) -> the first held sub-window from `from` to `to` for which
+                                             visit(count, name) is true
 ]]
 
 local SCAN_STEP = 8 -- sub-windows per HMGET when a key's counts are read in order

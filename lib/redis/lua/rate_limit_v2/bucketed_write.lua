@@ -2,11 +2,10 @@
   bucketed_write: a request recorded in a bucketed key (layout in bucketed_read), its state then
   updated. Only a recorded request writes: a refusal rewrites nothing.
     record_buckets(key, state, now_ms, window_ms, member, cost, limit)
-                                    records a request that is not a retry (the caller checked the
-                                    ids); the key's TTL lasts until its newest sub-window leaves
-    log_as_buckets(lim)             -> the state of a log key's entries in the window, counted per
-                                       sub-window of the limit's precision (exactly), with its newest
-                                       request ids: a log read by a bucketed limit becomes a hash
+                                    records a request that is not a retry (the caller checked the ids);
+                                    the key's TTL lasts until its newest sub-window leaves
+    log_as_buckets(lim)             -> a log key's entries in the window as the state of a hash of the
+                                       limit's precision (exact counts, its newest ids)
 ]]
 
 -- A key re-bucketed, or a log turned into counts, is written whole.

@@ -1,10 +1,7 @@
 --[[
-  decide: one request against its limits (keys assigned, overrides read), enforced and shadow, as
-  the library's header states: admission, what each key records, retries, clock skew.
-    decide(reply, at, limits, now_ms, member, max_skew_ms, cost)
-        writes the decision's reply (allowed, then each limit's seven integers) after reply[at];
-        returns nil, or the CLOCKSKEW error reply before anything is written. max_skew_ms nil: a
-        peek, which writes nothing and recognises no retry
+  decide(reply, at, limits, now_ms, member, max_skew_ms, cost): one request against its limits (keys
+  assigned, overrides read) as the library's header states; its reply after reply[at]. Returns nil,
+  or the CLOCKSKEW error reply before anything is written. max_skew_ms nil: a peek (no write, no retry).
 ]]
 
 local function clock_skew(now_ms, newest_ms, key, max_skew_ms)

@@ -1,9 +1,6 @@
 --[[
-  entry_points: the three functions the library registers, as its header states their KEYS, ARGV
-  and replies; each puts its decisions in a batch's form (limits.lua) and decides them here.
-    sliding_allow(keys, args)       sliding_allow_v2: one decision
-    sliding_peek(keys, args)        sliding_peek_v2: one decision that writes nothing
-    sliding_allow_many(keys, args)  sliding_allow_many_v2: a batch, decided in order
+  entry_points: sliding_allow (sliding_allow_v2), sliding_peek and sliding_allow_many, as the
+  library's header states them: each puts its decisions in a batch's form and decides them here.
 ]]
 
 -- Every decision's numbers and keys, checked before the first one writes: the override keys, or nil.
@@ -60,8 +57,7 @@ end
 
 local function sliding_peek(keys, args)
   if not call then bind_globals() end
-  -- A member for the check only: a peek records nothing.
-  local list = as_list(args, 3, 'peek')
+  local list = as_list(args, 3, 'peek') -- a member for the check only: a peek records nothing
   return list and decide_list(keys, list, nil) or invalid_arguments()
 end
 

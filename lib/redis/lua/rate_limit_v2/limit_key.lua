@@ -1,12 +1,10 @@
 --[[
   limit_key: a limit's key, whichever it holds: a sorted set is read as a log, a hash in its own
   precision, a missing key as the limit's own kind. A state with precision_ms is bucketed.
-    read_key(lim, now_ms, writes)     -> the key's state (log or bucketed_read); its `ahead`: the
-                                         newest time after now_ms, ms
-    holds(lim, member)                -> whether member is recorded in the key already (a retry),
-                                         asked once per decision
-    record(lim, now_ms, member, cost) -> the cost added; 0 when the member is there already (a log's
-                                         ZADD tells, a hash's ids, ZSCORE for a log becoming a hash)
+    read_key(lim, now_ms, writes)     -> the key's state (log or bucketed_read), `ahead` its newest time
+                                         after now_ms
+    holds(lim, member)                -> whether member is recorded already (a retry), asked once
+    record(lim, now_ms, member, cost) -> the cost added; 0 for a retry (ZADD, the ids, or ZSCORE)
 ]]
 
 local function read_key(lim, now_ms, writes)

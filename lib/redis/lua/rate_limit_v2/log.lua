@@ -2,13 +2,10 @@
   log: a limit's exact window, a sorted set of its requests (score = time in ms, member = request
   id; a cost of c adds <member>#2 .. <member>#c at the same time). An entry whose score is
   <= now_ms - window_ms has left the window.
-    read_log(lim, now_ms, writes)          -> the key's state {count, ahead, now_text, cutoff_text}:
-                                              its count in the window, its newest time when one lies
-                                              after now_ms (ahead); nil when the key is a hash. A
-                                              decision (writes) drops what left the window first
-    record_log(lim, now_ms, member, cost)  -> the cost added (0 when the member is there already);
-                                              the key's TTL then lasts until its newest entry leaves
-    newest_score(key)                      -> the time of the key's newest entry, ms
+    read_log(lim, now_ms, writes)         -> {count, ahead (its newest time if after now_ms), now_text,
+                                             cutoff_text}, nil for a hash; writes: drops what left first
+    record_log(lim, now_ms, member, cost) -> the cost added (0: a retry); TTL until the newest entry leaves
+    newest_score(key)                     -> the time of the key's newest entry, ms
 ]]
 
 local ZADD_CHUNK = 1000 -- entries per ZADD when a costly request adds many

@@ -1,10 +1,7 @@
 --[[
   overrides: a limited key's override, a hash in its slot (lib/core/override-keys.ts names it) with
-  field "action" and, for "limit", field "limit"; it expires by its own TTL. A limit's `kind`:
-    0 none
-    1 limit    the key's limit (`effective`) is the override's, 0 to 1e15, instead of limit_i
-    2 exempt   the key is not limited: room always, its key neither read nor written
-    3 block    no room (effective 0; a shadow limit would refuse), its key neither read nor written
+  field "action" and, for "limit", field "limit" (0 to 1e15); it expires by its own TTL. A limit's
+  `kind` is the reply's override_i (the library's header says what each does; block: effective 0).
     read_overrides(limits)                  sets the kind and effective limit of each limit with an
                                             override key; returns an error reply for a malformed
                                             override, else nil

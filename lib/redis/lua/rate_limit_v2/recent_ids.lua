@@ -2,8 +2,7 @@
   recent_ids: the request ids a bucketed key remembers to recognise retries (its field "ids"):
   newest first, space-separated, at most RECENT_IDS within RECENT_IDS_BYTES, so that the value
   stays within Redis' compact listpack encoding (64 bytes). An older retry counts twice.
-    ids_hold(ids, member)  -> whether member is one of the ids
-    with_id(ids, member)   -> the ids with member in front; the oldest fall off past the bounds
+    ids_hold(ids, member) -> whether member is one of them; with_id(ids, member) -> member in front
 ]]
 
 local RECENT_IDS       = 8

@@ -1,8 +1,6 @@
 --[[
-  replies: a limit's part of a decision's reply, seven integers (see the library's header).
-    append_limit(reply, at, lim, allowed, now_ms, cost)
-                          writes room, count, remaining, retry_after_ms, reset_ms, limit and override
-                          of a decided limit into reply[at + 1 .. at + 7]
+  replies: append_limit(reply, at, lim, allowed, now_ms, cost) writes a decided limit's seven integers
+  (the library's header) into reply[at + 1 .. at + 7].
 ]]
 
 -- When count + cost - limit entries have left the window.
