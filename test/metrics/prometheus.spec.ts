@@ -140,7 +140,6 @@ describe('Prometheus export', () => {
       'edge_rl_errors',
       'edge_rl_blocked_locally',
       'edge_rl_degraded_decisions',
-      'edge_rl_fallbacks',
       'edge_rl_degraded',
       'edge_rl_limit_decisions',
       'edge_rl_limit_degraded_decisions',
