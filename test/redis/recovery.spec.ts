@@ -24,6 +24,8 @@ import { rejectionOf } from '../support/rejection';
 import { librarySource } from '../support/lua-functions';
 import { commandStats, listLibraries } from '../support/redis-inspect';
 import { LIMITER_DEFAULTS } from '../../lib/limiter/limiter-options';
+import { OVERRIDE_CHANGES_CHANNEL } from '../../lib/redis/override-changes';
+import { waitFor } from '../support/wait-for';
 
 type Version = 'v1' | 'v2';
 const FUNCTION_OF: Record<Version, string> = { v1: 'sliding_allow_v1', v2: 'sliding_allow_v2' };
@@ -413,6 +415,12 @@ describe('loading and recovery (own redis-server)', () => {
   describe('the retry after a lost function or script is the same request', () => {
     /** Records what the server executes, up to a sentinel command sent after the action. */
     async function monitorDuring(action: () => Promise<unknown>): Promise<string[][]> {
+      // The limiter's override subscription first: ioredis takes a command seen in the chunk that
+      // carries MONITOR's reply for a reply of its own ("Command queue state error").
+      await waitFor(
+        () => admin.pubsub('NUMSUB', OVERRIDE_CHANGES_CHANNEL),
+        (reply) => Number((reply as unknown[])[1]) > 0,
+      );
       const monitor = await admin.monitor();
       const seen: string[][] = [];
       const sentinel = `sentinel-${process.pid}-${Date.now()}`;

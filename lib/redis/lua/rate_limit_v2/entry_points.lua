@@ -24,7 +24,7 @@ local function decide_list(keys, list, max_skew_ms)
   end
   -- One EXISTS for the override keys of every decision: usually none exists, and none is read.
   local overrides = #override_keys > 0 and call('EXISTS', unpack(override_keys)) > 0
-  local reply, length, at, taken = {}, 0, 1, 0
+  local reply, length, at, taken = #list == 8 and { 0, 0, 0, 0, 0, 0, 0, 0 } or {}, 0, 1, 0
   while at <= #list do
     local n, flags, now_ms = list[at + 3], list[at + 7], list[at] == '*' and resolve_now('*') or list[at]
     local failed, last = false, taken + n

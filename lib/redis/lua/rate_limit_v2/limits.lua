@@ -31,8 +31,10 @@ local function as_list(args, first, member)
   end
   -- false, not nil, for a missing or unreadable value: the list keeps no hole.
   local list = { args[1] == '*' and '*' or tonumber(args[1]) or false, member or false,
-                 number_of(args[first - 1]) or false, n }
-  for i = first, #args do
+                 number_of(args[first - 1]) or false, n, number_of(args[first]) or false,
+                 number_of(args[first + 1]) or false, number_of(args[first + 2]) or false,
+                 number_of(args[first + 3]) or false }
+  for i = first + 4, #args do
     list[#list + 1] = number_of(args[i]) or false
   end
   return list
