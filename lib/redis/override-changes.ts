@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { ReplyError, type Redis } from 'ioredis';
 import type { OverrideChangeListener } from '../core/limiter-backend';
 
 /**
@@ -20,7 +20,8 @@ export function watchOverrideChanges(client: Redis, listener: OverrideChangeList
   subscriber.on('ready', () => {
     subscriber.subscribe(OVERRIDE_CHANGES_CHANNEL).then(
       () => listener.watching(true),
-      () => subscriber.disconnect(true),
+      // Refused (an ACL without the channel): the cache keeps no refusal rather than ask again and again.
+      (error: unknown) => error instanceof ReplyError && subscriber.disconnect(),
     );
   });
   subscriber.on('message', (channel: string, key: string) => {
