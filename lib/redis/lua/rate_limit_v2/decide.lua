@@ -102,8 +102,7 @@ local function decide_one_log(reply, at, key, now_ms, member, max_skew_ms, windo
   end
   local retry_after_ms, reset_ms = 0, count > 0 and ceil((ahead or newest_score(key)) + window_ms - now_ms) or 0
   if allowed == 0 then
-    local entry = call('ZRANGEBYSCORE', key, '(' .. cutoff_text, '+inf', 'WITHSCORES', 'LIMIT', count - limit, 1)
-    retry_after_ms = ceil(tonumber(entry[2]) + window_ms - now_ms)
+    retry_after_ms = until_entry_leaves(key, cutoff_text, window_ms, now_ms, count - limit)
   end
   reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = allowed, room and 1 or 0, count, max(limit - count, 0)
   reply[at + 5], reply[at + 6], reply[at + 7], reply[at + 8] = retry_after_ms, reset_ms, limit, 0

@@ -6,9 +6,16 @@
                                              cutoff_text}, nil for a hash; writes: drops what left first
     record_log(lim, now_ms, member, cost) -> the cost added (0: a retry); TTL until the newest entry leaves
     newest_score(key)                     -> the time of the key's newest entry, ms
+    until_entry_leaves(key, cutoff_text, window_ms, now_ms, offset) -> ms until an entry leaves
 ]]
 
 local ZADD_CHUNK = 1000 -- entries per ZADD when a costly request adds many
+
+-- When the entry at `offset` in the window (0: the oldest) leaves it, ms from now.
+local function until_entry_leaves(key, cutoff_text, window_ms, now_ms, offset)
+  local entry = call('ZRANGEBYSCORE', key, '(' .. cutoff_text, '+inf', 'WITHSCORES', 'LIMIT', offset, 1)
+  return ceil(tonumber(entry[2]) + window_ms - now_ms)
+end
 
 local function newest_score(key)
   return tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])

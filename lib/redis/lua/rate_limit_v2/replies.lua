@@ -3,13 +3,6 @@
   (the library's header) into reply[at + 1 .. at + 7].
 ]]
 
--- When count + cost - limit entries have left the window.
-local function log_retry_after(lim, now_ms, count, cost, limit)
-  local entry = call('ZRANGEBYSCORE', lim.key, '(' .. lim.state.cutoff_text, '+inf', 'WITHSCORES', 'LIMIT',
-                     count + cost - limit - 1, 1)
-  return ceil(tonumber(entry[2]) + lim.window_ms - now_ms)
-end
-
 -- The sub-window whose leaving lets the cost fit (the oldest leave first).
 local function leaving_index(key, state, limit, cost)
   local left = state.count
@@ -46,7 +39,8 @@ local function append_limit(reply, at, lim, allowed, now_ms, cost)
         retry_after_ms = until_bucket_leaves(leaving_index(lim.key, state, limit, cost), now_ms, lim.window_ms,
                                              state.precision_ms)
       else
-        retry_after_ms = log_retry_after(lim, now_ms, count, cost, limit)
+        retry_after_ms = until_entry_leaves(lim.key, state.cutoff_text, lim.window_ms, now_ms,
+                                            count + cost - limit - 1)
       end
     end
     if count > 0 then
