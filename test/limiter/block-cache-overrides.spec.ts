@@ -111,7 +111,7 @@ describe('block cache with per-key overrides on (the defaults)', () => {
     await instance.holdCachedRefusal('k');
   });
 
-  it('does not keep a refusal decided before an override change it learns of while the call is out', async () => {
+  it('applies an override that lands while a refusal of the key is on its way (the cache keeps none across it)', async () => {
     const limiter = limiters({ client: own.connect() });
     const setter = limiters({ client: own.connect() });
     await Promise.all([limiter.consume('race', rule), limiter.consume('race', rule)]);
